@@ -1,0 +1,72 @@
+# rlaudit: `make report` builds the investigation report, `make test` proves it works.
+# Both set up the virtual environment first (nothing needed but Python 3.11).
+
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.setup-stamp
+EXTRAS := workbench,sb3,dev
+
+BASELINE ?= builtin:reference
+CANDIDATE ?= builtin:regressed
+PAIR ?=
+PROFILE ?= standard
+JOBS ?= 2
+OUT ?= reports
+FRESH ?=
+
+# Prefer the venv's kernelspec over any user-level "python3" kernel, so papermill and nbval run the
+# notebooks with this environment's interpreter.
+export JUPYTER_PREFER_ENV_PATH := 1
+export PYDEVD_DISABLE_FILE_VALIDATION := 1
+
+.PHONY: help setup report test test-unit test-notebooks lab lint format bench clean
+
+help: ## list the targets
+	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  \033[36m%-15s\033[0m %s\n", $$1, $$2}'
+	@echo "  variables: BASELINE=$(BASELINE) CANDIDATE=$(CANDIDATE) PAIR=$(PAIR) PROFILE=$(PROFILE) JOBS=$(JOBS)"
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "rlaudit needs Python 3.11 or newer; set PYTHON=/path/to/python3.11")'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (rlaudit)" > /dev/null
+	touch $(STAMP)
+
+setup: $(STAMP) ## create .venv and install rlaudit with everything it needs (re-runs when pyproject changes)
+
+report: setup ## run every audit on BASELINE vs CANDIDATE and render reports/index.html
+	$(BIN)/rlaudit report --baseline "$(BASELINE)" --candidate "$(CANDIDATE)" $(if $(PAIR),--pair "$(PAIR)") \
+		--profile $(PROFILE) -j $(JOBS) --out $(OUT) $(if $(FRESH),--fresh)
+
+test: setup ## unit tests and every notebook under nbval at the smoke profile
+	RLAUDIT_PROFILE=smoke RLAUDIT_REPORTS=$(CURDIR)/.pytest-reports $(BIN)/python -m pytest tests notebooks --nbval-lax -p no:cacheprovider -q
+
+test-unit: setup ## unit tests only
+	$(BIN)/python -m pytest tests -q
+
+test-notebooks: setup ## notebooks only, under nbval at the smoke profile
+	RLAUDIT_PROFILE=smoke RLAUDIT_REPORTS=$(CURDIR)/.pytest-reports $(BIN)/python -m pytest notebooks --nbval-lax -p no:cacheprovider -q
+
+lab: setup ## open the notebooks in JupyterLab
+	$(BIN)/jupyter lab notebooks/
+
+lint: setup ## ruff lint and format check
+	$(BIN)/ruff check lib tests notebooks
+	$(BIN)/ruff format --check lib tests notebooks
+
+format: setup ## ruff format and autofix (rewrites files)
+	$(BIN)/ruff format lib tests notebooks
+	$(BIN)/ruff check --fix lib tests notebooks
+
+bench: setup ## print the benchmark figures (env, trainer, recorder, sb3)
+	for what in env trainer recorder sb3; do $(BIN)/rlaudit bench $$what; done
+
+clean: ## remove caches, rendered reports and the venv (never touches code or notebooks)
+	rm -rf data/cache data/runs .pytest-reports .pytest_cache .ruff_cache $(VENV)
+	find reports -mindepth 1 ! -name README.md -exec rm -rf {} +
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,100 @@
+"""The ``rlaudit`` command: one verb per job, each implemented in its own room and imported lazily.
+
+    rlaudit faults [--json]                       the built-in fault catalog
+    rlaudit train SPEC --steps N --seed S --out DIR
+    rlaudit bench env|trainer|recorder|sb3|report
+    rlaudit audit --baseline A --candidate B [--subsystems a,b] [--profile P] --json FILE
+    rlaudit report [--baseline A] [--candidate B] [--profile P] [--out DIR] [-j N] [--fresh]
+    rlaudit new-subject DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+DEFAULT_BASELINE = "builtin:reference"
+DEFAULT_CANDIDATE = "builtin:regressed"
+
+# verb -> "module:function"; the function takes the parsed args and returns an exit code.
+_HANDLERS = {
+    "faults": "rlaudit.demo.faults:run_faults",
+    "train": "rlaudit.demo.cli:run_train",
+    "bench": "rlaudit.bench:run_bench",
+    "audit": "rlaudit.report:run_audit",
+    "report": "rlaudit.report:run_report",
+    "new-subject": "rlaudit.subjects:run_new_subject",
+}
+
+
+def _pair_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--baseline", default=DEFAULT_BASELINE, help="spec of the setup that trained well")
+    p.add_argument("--candidate", default=DEFAULT_CANDIDATE, help="spec of the setup that got worse")
+    p.add_argument("--pair", default="", help="YAML file declaring both subjects (overrides the specs)")
+    p.add_argument("--profile", default=None, help="smoke | standard | thorough (default: standard)")
+    p.add_argument("--fresh", action="store_true", help="ignore cached artifacts and recompute")
+    p.add_argument("-j", "--jobs", type=int, default=2, help="parallel jobs (default 2)")
+    p.add_argument("--executor", default="local", choices=["local", "ray"], help="where jobs run")
+    p.add_argument("--ray-address", default="auto", help="Ray cluster address with --executor ray")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rlaudit", description="Investigate why RL training got worse or slower after a change."
+    )
+    sub = parser.add_subparsers(dest="verb", metavar="VERB")
+
+    p = sub.add_parser("faults", help="print the built-in fault catalog")
+    p.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
+
+    p = sub.add_parser("train", help="train a subject with the recorder")
+    p.add_argument("spec", help="subject spec, e.g. builtin:reference or path/to/subject.py")
+    p.add_argument("--steps", type=int, required=True, help="environment steps (all envs together)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", required=True, help="run directory for recorder tables, logs, checkpoints")
+    p.add_argument("--resume", default=None, help="checkpoint to resume from")
+    p.add_argument("--torch-threads", type=int, default=None, help="torch threads (default: torch's)")
+
+    p = sub.add_parser("bench", help="print benchmark figures as JSON lines")
+    p.add_argument("what", choices=["env", "trainer", "recorder", "sb3", "report", "attribution"])
+    p.add_argument("--quick", action="store_true", help="fewer repeats, for a fast look")
+
+    p = sub.add_parser("audit", help="run audits without notebooks; print and save findings")
+    _pair_arguments(p)
+    p.add_argument("--subsystems", default="", help="comma-separated subset (default: all)")
+    p.add_argument("--json", dest="json_out", required=True, help="file to write the findings to")
+
+    p = sub.add_parser("report", help="execute every notebook and render the HTML report")
+    _pair_arguments(p)
+    p.add_argument("--out", default=None, help="report directory (default: reports/)")
+    p.add_argument("--notebooks", default="", help="comma-separated subset, e.g. 07_optimizer,15_summary")
+
+    p = sub.add_parser("new-subject", help="write a subject.py template to investigate your own trainer")
+    p.add_argument("dir", help="directory to write subject.py into")
+    p.add_argument("--force", action="store_true", help="overwrite an existing subject.py")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.verb:
+        parser.print_help()
+        return 2
+    module_name, func_name = _HANDLERS[args.verb].split(":")
+    handler = getattr(importlib.import_module(module_name), func_name)
+    try:
+        return int(handler(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, FileNotFoundError) as exc:
+        # Bad input: the message says what was expected and what to do; no traceback.
+        print(f"rlaudit {args.verb}: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
