@@ -1,0 +1,368 @@
+"""Config audit: what changed between the two resolved configs, what was left to a library default, and
+whether an override given through the subject's own mechanism actually lands.
+
+Case 000 is the model: a Hydra/YAML tree rewritten as Python ("dehydration") whose scheduler fields became
+None and quietly fell back to defaults. Every difference is attributed to a subsystem (the subject's
+``config_keys()`` when it has one, name rules otherwise), so later audits and the summary's attribution
+experiments can restore one subsystem's keys at a time.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from rlaudit.compare import classify_key, flatten
+from rlaudit.config import probes
+from rlaudit.findings import Evidence, Finding, Severity, Status
+from rlaudit.notebook import Section, audit_section
+from rlaudit.workbench import Pair, Workbench
+
+SUBSYSTEM = "config"
+
+# Library defaults a key falls back to when a config leaves it out (or sets None). Matched against the last
+# dotted segment of the key; the first match wins. Sources: torch.optim.Adam, SB3 PPO, CleanRL ppo.py.
+KNOWN_DEFAULTS: list[tuple[str, str]] = [
+    ("eps", "torch.optim.Adam eps=1e-08 (PPO implementations use 1e-5)"),
+    ("adam_eps", "torch.optim.Adam eps=1e-08 (PPO implementations use 1e-5)"),
+    ("betas", "torch.optim.Adam betas=(0.9, 0.999)"),
+    ("weight_decay", "torch.optim.Adam weight_decay=0"),
+    ("*schedule*", "no schedule: the value stays constant for the whole run"),
+    ("anneal*", "no annealing: the value stays constant for the whole run"),
+    ("max_grad_norm", "no gradient clipping"),
+    ("target_kl", "no early stopping on KL"),
+    ("ent_coef", "SB3 PPO ent_coef=0.0 (no entropy bonus)"),
+    ("*reward*", "no reward for this component"),
+    ("ore", "no reward for this component"),
+    ("battery", "no reward for this component"),
+    ("heart", "no reward for this component"),
+    ("seed", "an unseeded (time-dependent) generator"),
+]
+
+
+def library_default(key: str) -> str:
+    """What a key most likely falls back to when left out, or a generic sentence."""
+    last = key.rsplit(".", 1)[-1]
+    for pattern, meaning in KNOWN_DEFAULTS:
+        if fnmatch.fnmatch(last, pattern):
+            return meaning
+    return "whatever default the code or library applies"
+
+
+@dataclass
+class ConfigDiff:
+    """Both flattened configs and their per-key comparison.
+
+    Attributes:
+        table: One row per key in either config: key, subsystem, baseline, candidate, change
+            (``same``/``changed``/``added``/``removed``/``implicit``), relative (numeric relative change).
+        baseline: Flattened baseline config.
+        candidate: Flattened candidate config.
+    """
+
+    table: pd.DataFrame
+    baseline: dict[str, Any]
+    candidate: dict[str, Any]
+
+    def changed(self) -> pd.DataFrame:
+        return self.table[self.table["change"] != "same"]
+
+    def keys_by_subsystem(self) -> dict[str, list[str]]:
+        """Keys that differ, grouped by subsystem (what an attribution experiment would restore)."""
+        out: dict[str, list[str]] = {}
+        for row in self.changed().itertuples():
+            out.setdefault(row.subsystem, []).append(row.key)
+        return out
+
+
+def _rules(pair: Pair) -> dict[str, list[str]] | None:
+    """The subjects' own subsystem map (baseline first), or None to use name rules."""
+    for side in (pair.baseline, pair.candidate):
+        if side.ok and side.result.get("has_config_keys"):
+            return side.json("config_keys")
+    return None
+
+
+def _values_equal(a: Any, b: Any, rtol: float = 1e-9) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return math.isclose(float(a), float(b), rel_tol=rtol, abs_tol=0.0)
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def diff_configs(a: dict[str, Any], b: dict[str, Any], rules: dict[str, list[str]] | None) -> ConfigDiff:
+    """Compare two nested configs key by key.
+
+    A key that one side sets and the other leaves out or sets to None is ``implicit``: that side falls back
+    to a default the config does not show (case 000's scheduler fields that became None).
+    """
+    fa, fb = flatten(a), flatten(b)
+    rows = []
+    for key in sorted(set(fa) | set(fb)):
+        va, vb = fa.get(key), fb.get(key)
+        in_a, in_b = key in fa, key in fb
+        if in_a and in_b and _values_equal(va, vb):
+            change = "same"
+        elif (va is None) != (vb is None):
+            change = "implicit"
+        elif not in_b:
+            change = "removed"
+        elif not in_a:
+            change = "added"
+        else:
+            change = "changed"
+        relative = None
+        if change == "changed" and isinstance(va, int | float) and isinstance(vb, int | float):
+            if not isinstance(va, bool) and va != 0:
+                relative = (float(vb) - float(va)) / abs(float(va))
+        rows.append(
+            {
+                "key": key,
+                "subsystem": classify_key(key, rules),
+                "baseline": va if in_a else "(absent)",
+                "candidate": vb if in_b else "(absent)",
+                "change": change,
+                "relative": relative,
+            }
+        )
+    table = pd.DataFrame(rows, columns=["key", "subsystem", "baseline", "candidate", "change", "relative"])
+    return ConfigDiff(table=table, baseline=fa, candidate=fb)
+
+
+def load_diff(wb: Workbench) -> tuple[Pair, ConfigDiff | None]:
+    """Resolve both configs (cached) and diff them; the diff is None when a side failed."""
+    pair = wb.run(probes.resolved_config)
+    if not pair.ok:
+        return pair, None
+    diff = diff_configs(pair.baseline.json("config"), pair.candidate.json("config"), _rules(pair))
+    return pair, diff
+
+
+def _fmt(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, str) else value
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _severity(rows: pd.DataFrame) -> Severity:
+    rel = rows["relative"].dropna().abs()
+    if (rel >= 0.5).any() or (rows["change"] != "changed").any():
+        return Severity.HIGH
+    return Severity.MEDIUM
+
+
+@audit_section("config/values", SUBSYSTEM, "Both setups resolve to the same configuration values")
+def values(wb: Workbench) -> Section:
+    """Per subsystem: which resolved values differ (SUSPECT), and which subsystems are identical (CLEARED)."""
+    hypothesis = "Both setups resolve to the same configuration values"
+    pair, diff = load_diff(wb)
+    if diff is None:
+        return Section.of(pair.guard("config/values", SUBSYSTEM, hypothesis))
+    findings: list[Finding] = []
+    changed = diff.table[diff.table["change"].isin(["changed", "added", "removed"])]
+    for subsystem, rows in changed.groupby("subsystem", sort=True):
+        items = [f"{r.key}: {_fmt(r.baseline)} → {_fmt(r.candidate)}" for r in rows.itertuples()]
+        findings.append(
+            Finding(
+                id=f"config/changed-{subsystem}",
+                subsystem=subsystem,
+                hypothesis=f"The {subsystem} settings are the same in both configs",
+                status=Status.SUSPECT,
+                severity=_severity(rows),
+                evidence=Evidence(
+                    baseline={r.key: r.baseline for r in rows.itertuples()},
+                    candidate={r.key: r.candidate for r in rows.itertuples()},
+                    effect=float(len(rows)),
+                    effect_label="keys changed",
+                    summary=f"{len(rows)} {subsystem} key(s) differ: " + "; ".join(items[:6])
+                    + (" ..." if len(items) > 6 else ""),
+                    details={"keys": rows[["key", "baseline", "candidate", "change"]].to_dict("records")},
+                ),
+                remediation=f"Restore the {subsystem} keys to the baseline's values (or keep them and let the "
+                "summary's attribution measure whether they matter).",
+                figures=["config diff"],
+            )
+        )
+    same = diff.table[diff.table["change"] == "same"]
+    flagged = set(diff.table.loc[diff.table["change"] != "same", "subsystem"])
+    cleared = sorted(set(same["subsystem"]) - flagged)
+    if cleared:
+        counts = same[same["subsystem"].isin(cleared)].groupby("subsystem").size()
+        findings.append(
+            Finding(
+                id="config/unchanged",
+                subsystem=SUBSYSTEM,
+                hypothesis=hypothesis,
+                status=Status.CLEARED,
+                evidence=Evidence(
+                    baseline=int(counts.sum()),
+                    candidate=int(counts.sum()),
+                    summary="identical settings for " + ", ".join(f"{s} ({n} keys)" for s, n in counts.items()),
+                    details={"subsystems": cleared},
+                ),
+            )
+        )
+    shown = diff.table[diff.table["change"] != "same"].reset_index(drop=True)
+    return Section(
+        title="Resolved values, side by side",
+        findings=findings,
+        tables={"config diff": shown},
+        notes=[f"{len(diff.table)} keys compared; {len(shown)} differ."],
+    )
+
+
+@audit_section("config/implicit-defaults", SUBSYSTEM, "Neither setup leaves a setting to an implicit default")
+def implicit_defaults(wb: Workbench) -> Section:
+    """Keys one side sets and the other leaves out or sets to None: the value then comes from code or a
+    library, invisible in the config (Adam's eps=1e-8, a schedule that became None)."""
+    hypothesis = "Neither setup leaves a setting to an implicit default the other sets explicitly"
+    pair, diff = load_diff(wb)
+    if diff is None:
+        return Section.of(pair.guard("config/implicit-defaults", SUBSYSTEM, hypothesis))
+    rows = diff.table[diff.table["change"] == "implicit"]
+    findings = []
+    for r in rows.itertuples():
+        missing_side = "candidate" if r.candidate in (None, "(absent)") else "baseline"
+        setting_side = "baseline" if missing_side == "candidate" else "candidate"
+        value = r.baseline if setting_side == "baseline" else r.candidate
+        findings.append(
+            Finding(
+                id=f"config/implicit-{r.key}",
+                subsystem=r.subsystem,
+                hypothesis=f"`{r.key}` is set explicitly on both sides",
+                status=Status.SUSPECT,
+                severity=Severity.HIGH,
+                evidence=Evidence(
+                    baseline=r.baseline,
+                    candidate=r.candidate,
+                    summary=f"{r.key}: the {setting_side} sets {_fmt(value)}; the {missing_side} leaves it to "
+                    f"{library_default(r.key)}",
+                ),
+                remediation=f"Set `{r.key}` explicitly in the {missing_side}'s config to {_fmt(value)} "
+                "(or confirm the default is intended).",
+            )
+        )
+    if not findings:
+        findings.append(
+            Finding(
+                id="config/implicit-defaults",
+                subsystem=SUBSYSTEM,
+                hypothesis=hypothesis,
+                status=Status.CLEARED,
+                evidence=Evidence(summary="every key set on one side is set on the other"),
+            )
+        )
+    return Section(
+        title="Settings left to implicit defaults",
+        findings=findings,
+        tables={"implicit defaults": rows.reset_index(drop=True)} if len(rows) else {},
+    )
+
+
+def pick_overrides(baseline: dict[str, Any], candidate: dict[str, Any], per_section: int = 1) -> dict[str, Any]:
+    """Choose test overrides: per top-level section, numeric keys equal on both sides, set to a new value.
+
+    Returns:
+        ``{dotted_key: new_value}``; floats are doubled (0 becomes 0.125), ints incremented.
+    """
+    fa, fb = flatten(baseline), flatten(candidate)
+    chosen: dict[str, Any] = {}
+    per: dict[str, int] = {}
+    for key in sorted(set(fa) & set(fb)):
+        va, vb = fa[key], fb[key]
+        if isinstance(va, bool) or not isinstance(va, int | float) or not _values_equal(va, vb):
+            continue
+        section = key.split(".", 1)[0]
+        if per.get(section, 0) >= per_section:
+            continue
+        # floats first: integer keys are often sizes with divisibility constraints
+        if isinstance(va, int) and any(
+            isinstance(fa[k], float) and k.startswith(section + ".") and k in fb and _values_equal(fa[k], fb[k])
+            for k in fa
+        ):
+            continue
+        chosen[key] = (va * 2 if va != 0 else 0.125) if isinstance(va, float) else va + 1
+        per[section] = per.get(section, 0) + 1
+    return chosen
+
+
+@audit_section("config/overrides", SUBSYSTEM, "An override given through each setup's own mechanism lands")
+def overrides(wb: Workbench) -> Section:
+    """Apply the same overrides through each subject's own ``config(overrides=...)`` and check that each
+    lands in the resolved config (an override silently dropped during resolution is a classic of config
+    rewrites)."""
+    hypothesis = "An override given through each setup's own mechanism lands in its resolved config"
+    pair, diff = load_diff(wb)
+    if diff is None:
+        return Section.of(pair.guard("config/overrides", SUBSYSTEM, hypothesis))
+    unsupported = {
+        side.side: ["config(overrides=...)"] for side in pair if not side.result.get("accepts_overrides")
+    }
+    if unsupported:
+        return Section.of(Finding.skipped("config/overrides", SUBSYSTEM, hypothesis, unsupported))
+    wanted = pick_overrides(pair.baseline.json("config"), pair.candidate.json("config"))
+    strings = [f"{k}={json.dumps(v)}" for k, v in wanted.items()]
+    result = wb.run(probes.config_with_overrides, overrides=strings)
+    if (f := result.guard("config/overrides", SUBSYSTEM, hypothesis)) is not None:
+        return Section.of(f)
+    rows = []
+    for side in result:
+        resolved = flatten(side.json("config"))
+        for key, value in wanted.items():
+            got = resolved.get(key, "(absent)")
+            rows.append({"side": side.side, "key": key, "requested": value, "resolved": got,
+                         "landed": _values_equal(got, value)})
+    table = pd.DataFrame(rows)
+    ignored = {s: table[(table["side"] == s) & ~table["landed"]]["key"].tolist() for s in ("baseline", "candidate")}
+    findings = []
+    for side in ("baseline", "candidate"):
+        other = "baseline" if side == "candidate" else "candidate"
+        only_here = [k for k in ignored[side] if k not in ignored[other]]
+        if not ignored[side]:
+            continue
+        sub = table[(table["side"] == side) & ~table["landed"]]
+        detail = "; ".join(f"{r.key}={_fmt(r.requested)} resolved to {_fmt(r.resolved)}" for r in sub.itertuples())
+        findings.append(
+            Finding(
+                id=f"config/override-ignored-{side}",
+                subsystem=SUBSYSTEM,
+                hypothesis=f"Overrides land in the {side}'s resolved config",
+                status=Status.CONFIRMED if (side == "candidate" and only_here) else Status.NOTED,
+                severity=Severity.HIGH if side == "candidate" else Severity.LOW,
+                evidence=Evidence(
+                    baseline=len(wanted) - len(ignored["baseline"]),
+                    candidate=len(wanted) - len(ignored["candidate"]),
+                    effect=float(len(ignored[side])),
+                    effect_label="overrides ignored",
+                    summary=f"the {side} silently ignored {len(ignored[side])} of {len(wanted)} overrides: {detail}",
+                    details={"ignored": ignored[side], "requested": wanted},
+                ),
+                remediation=f"Fix the {side}'s config resolution so that overrides of "
+                f"{', '.join(f'`{k}`' for k in ignored[side])} are applied (and fail loudly on unknown keys).",
+            )
+        )
+    if not findings:
+        findings.append(
+            Finding(
+                id="config/overrides",
+                subsystem=SUBSYSTEM,
+                hypothesis=hypothesis,
+                status=Status.CLEARED,
+                evidence=Evidence(
+                    baseline=len(wanted),
+                    candidate=len(wanted),
+                    summary=f"all {len(wanted)} test overrides landed on both sides ({', '.join(wanted)})",
+                ),
+            )
+        )
+    return Section(title="Do overrides land?", findings=findings, tables={"overrides": table})
+
+
+def audit_all(wb: Workbench) -> list[Section]:
+    """Every config check, in notebook order."""
+    return [values(wb), implicit_defaults(wb), overrides(wb)]

@@ -1,0 +1,14 @@
+"""Trainer audit (notebook 02) and the shared training runs every learning audit reads.
+
+Training runs are probes (:func:`rlaudit.trainer.probes.train_run`) cached by subject fingerprint and
+parameters, so notebooks that ask for the same runs share them instead of retraining: always ask through
+:func:`rlaudit.trainer.runs.runs` with the profile's sizes.
+"""
+
+from __future__ import annotations
+
+
+def audit_all(wb):  # noqa: ANN001, ANN201 - lazy re-export; see rlaudit.trainer.audit.audit_all
+    from rlaudit.trainer.audit import audit_all as _audit_all
+
+    return _audit_all(wb)

@@ -1,0 +1,79 @@
+"""Training-run probe: train the subject with the recorder, inside the subject's own process.
+
+Imports only the standard library and light rlaudit modules at import time (the recorder imports numpy, and
+torch lazily).
+"""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Any
+
+from rlaudit.probe import ProbeContext, probe
+
+RUN_SUBDIR = "run"
+"""The recorder's ``run_dir`` inside the artifact: recorder tables, and the subject's own logs and
+checkpoints when its ``train`` writes them under ``recorder.run_dir``."""
+
+
+def _relative(paths: list[str], root: Path) -> list[str]:
+    """Paths inside the artifact, made relative (the artifact directory is renamed when committed)."""
+    out = []
+    for p in paths:
+        try:
+            out.append(str(Path(p).resolve().relative_to(root.resolve())))
+        except ValueError:
+            out.append(str(p))  # outside the artifact (an existing run of the user's): keep it absolute
+    return out
+
+
+def _call_with_run_dir(fn: Any, config: dict, run_dir: Path) -> Any:
+    if "run_dir" in inspect.signature(fn).parameters:
+        return fn(config, run_dir=str(run_dir))
+    return fn(config)
+
+
+@probe(requires=("config", "train"), version=1)
+def train_run(
+    ctx: ProbeContext,
+    *,
+    steps: int,
+    seed: int,
+    overrides: list[str] | None = None,
+    sample_every: int = 10,
+    resume_from: str | None = None,
+) -> dict:
+    """Train for ``steps`` environment steps with ``seed``; the recorder writes to ``<artifact>/run``.
+
+    Args:
+        steps: Environment steps, all environments together.
+        seed: The run's seed.
+        overrides: ``dotted.key=value`` config overrides applied through the subject's own
+            ``config(overrides=...)`` (attribution's restores use this).
+        sample_every: The recorder's per-layer sampling interval, in optimizer steps.
+        resume_from: A checkpoint to resume from (an absolute path, e.g. in another artifact).
+
+    Returns:
+        ``summary`` (what ``train`` returned), ``checkpoints`` and ``log_dir`` (relative to the artifact when
+        inside it), ``seed``, ``steps``.
+    """
+    from rlaudit.recorder import Recorder
+
+    config = ctx.subject.config(overrides=list(overrides)) if overrides else ctx.config
+    ctx.write_json("config", config)
+    run_dir = ctx.path(RUN_SUBDIR)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    kwargs: dict[str, Any] = {"resume_from": resume_from} if resume_from else {}
+    recorder = Recorder(run_dir, sample_every=sample_every)
+    try:
+        summary = ctx.subject.train(config, steps, seed, recorder, **kwargs)
+    finally:
+        recorder.close()
+    checkpoints: list[str] = []
+    if ctx.has("checkpoints"):
+        checkpoints = _relative(list(_call_with_run_dir(ctx.subject.checkpoints, config, run_dir)), ctx.out)
+    log_dir = None
+    if ctx.has("log_dir"):
+        log_dir = _relative([str(_call_with_run_dir(ctx.subject.log_dir, config, run_dir))], ctx.out)[0]
+    return {"summary": summary or {}, "checkpoints": checkpoints, "log_dir": log_dir, "seed": seed, "steps": steps}

@@ -1,0 +1,131 @@
+"""Shared training runs: ask for them here so every notebook hits the same cache entries.
+
+A run is the :func:`rlaudit.trainer.probes.train_run` probe's artifact: the recorder's tables under
+``run/`` (scalars, episodes, updates, layers, phases, memory, summary.json) plus the subject's own logs and
+checkpoints when its ``train`` wrote them under the recorder's ``run_dir``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from rlaudit.io import read_table, table_path
+from rlaudit.trainer.probes import RUN_SUBDIR, train_run
+from rlaudit.workbench import Pair, ProbeResult, Workbench
+
+
+def default_seeds(wb: Workbench, n: int | None = None) -> list[int]:
+    """The profile's seed list: ``0 .. seeds-1`` (every audit uses the same seeds, so runs are shared)."""
+    return list(range(n if n is not None else wb.profile.seeds))
+
+
+def runs(
+    wb: Workbench,
+    *,
+    seeds: Sequence[int] | None = None,
+    steps: int | None = None,
+    short: bool = False,
+    overrides: Sequence[str] = (),
+) -> list[Pair]:
+    """Training runs of both subjects, one :class:`Pair` per seed (cached, run in parallel).
+
+    Args:
+        seeds: Seeds to run (default: the profile's ``seeds``).
+        steps: Environment steps per run (default: the profile's ``train_steps``, or ``short_train_steps``
+            with ``short=True``).
+        short: Use the profile's short runs (for runtime traces: schedules, geometry, logging).
+        overrides: Config overrides for both sides (``dotted.key=value``).
+    """
+    steps = steps if steps is not None else (wb.profile.short_train_steps if short else wb.profile.train_steps)
+    seeds = list(seeds) if seeds is not None else default_seeds(wb, 2 if short else None)
+    params = [_params(steps, s, overrides) for s in seeds]
+    return wb.run_many(train_run, params)
+
+
+def _params(steps: int, seed: int, overrides: Sequence[str]) -> dict[str, Any]:
+    params: dict[str, Any] = {"steps": int(steps), "seed": int(seed)}
+    if overrides:
+        params["overrides"] = list(overrides)
+    return params
+
+
+@dataclass
+class RunData:
+    """One training run's recorded truth, read lazily from its artifact.
+
+    Attributes:
+        side: ``baseline``/``candidate`` (or a variant label).
+        seed: The run's seed.
+        dir: The artifact directory.
+        result: The probe's returned dict (summary, checkpoints, log_dir).
+    """
+
+    side: str
+    seed: int
+    dir: Path
+    result: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_result(cls, res: ProbeResult, label: str | None = None) -> RunData:
+        if not res.ok:
+            raise ValueError(f"the {res.side} run did not complete ({res.error or res.missing}); check .ok first")
+        return cls(side=label or res.side, seed=int(res.result.get("seed", -1)), dir=Path(res.dir),
+                   result=dict(res.result))
+
+    @property
+    def run_dir(self) -> Path:
+        return self.dir / RUN_SUBDIR
+
+    def table(self, name: str) -> pd.DataFrame:
+        """A recorder table (``scalars``, ``episodes``, ``updates``, ``layers``, ``phases``, ``memory``);
+        empty when the trainer never wrote it."""
+        if table_path(self.run_dir / name) is None:
+            return pd.DataFrame()
+        return read_table(self.run_dir / name)
+
+    @cached_property
+    def summary(self) -> dict[str, Any]:
+        path = self.run_dir / "summary.json"
+        return json.loads(path.read_text()) if path.exists() else {}
+
+    @cached_property
+    def config(self) -> dict[str, Any]:
+        return json.loads((self.dir / "config.json").read_text())
+
+    def path(self, relative: str | None) -> Path | None:
+        """Resolve a path the probe recorded (relative to the artifact when it was inside it)."""
+        if relative is None:
+            return None
+        p = Path(relative)
+        return p if p.is_absolute() else self.dir / p
+
+    @property
+    def checkpoints(self) -> list[Path]:
+        return [self.path(p) for p in self.result.get("checkpoints", [])]
+
+    @property
+    def log_dir(self) -> Path | None:
+        return self.path(self.result.get("log_dir"))
+
+    @property
+    def sps(self) -> float | None:
+        value = self.summary.get("sps") or self.result.get("summary", {}).get("sps")
+        return float(value) if value is not None else None
+
+
+def run_data(pairs: Sequence[Pair]) -> dict[str, list[RunData]]:
+    """``{"baseline": [RunData per ok seed], "candidate": [...]}`` from :func:`runs`' pairs (failed runs are
+    left out; audits report them via ``Pair.guard``)."""
+    out: dict[str, list[RunData]] = {"baseline": [], "candidate": []}
+    for pair in pairs:
+        for res in pair:
+            if res.ok:
+                out[res.side].append(RunData.from_result(res))
+    return out

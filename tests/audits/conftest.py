@@ -1,0 +1,47 @@
+"""Fixtures for the audit tests: one artifact cache for the whole session, so the reference's probes and
+training runs are computed once and shared by every fault's detection test (as notebooks share them)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+
+import pytest
+
+from rlaudit.findings import Finding
+
+
+@pytest.fixture(scope="session")
+def audit_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    path = tmp_path_factory.mktemp("rlaudit-cache")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("RLAUDIT_CACHE", str(path))
+    mp.setenv("RLAUDIT_PROFILE", "smoke")
+    yield str(path)
+    mp.undo()
+
+
+@pytest.fixture
+def make_wb(audit_cache: str) -> Iterator[Callable[..., object]]:
+    """``make_wb(candidate, baseline="builtin:reference")`` -> a smoke-profile Workbench, closed after the test."""
+    from rlaudit.workbench import Workbench
+
+    opened: list[Workbench] = []
+
+    def make(candidate: str, baseline: str = "builtin:reference", profile: str = "smoke") -> Workbench:
+        wb = Workbench(baseline, candidate, profile=profile)
+        opened.append(wb)
+        return wb
+
+    yield make
+    for wb in opened:
+        wb.close()
+
+
+def flagged(sections: Iterable[object]) -> list[Finding]:
+    """The SUSPECT/CONFIRMED findings of a list of Sections."""
+    return [f for s in sections for f in s.findings if f.status.is_flag]
+
+
+def describe(findings: Iterable[Finding]) -> str:
+    """One line per finding, for assertion messages."""
+    return "\n".join(f"{f.id}: {f.headline}" for f in findings)
