@@ -39,8 +39,16 @@ def run_bench(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     for figure in fn(quick=args.quick):
         print(json.dumps({**figure, "context": context}), flush=True)
-    print(json.dumps({"name": f"{args.what}.bench_seconds", "value": round(time.perf_counter() - start, 2),
-                      "unit": "s"}), file=sys.stderr)
+    print(
+        json.dumps(
+            {
+                "name": f"{args.what}.bench_seconds",
+                "value": round(time.perf_counter() - start, 2),
+                "unit": "s",
+            }
+        ),
+        file=sys.stderr,
+    )
     return 0
 
 

@@ -30,8 +30,11 @@ def _progress_recorder(run_dir: Path, total: int):  # -> Recorder with a tqdm ba
         def log(self, step: int, **scalars: float) -> None:
             super().log(step, **scalars)
             self.bar.update(max(0, min(step, total) - self.bar.n))
-            shown = {k.rsplit("/", 1)[-1]: f"{v:.3g}" for k, v in scalars.items()
-                     if k in ("env/heart.get", "perf/sps", "charts/episodic_return")}
+            shown = {
+                k.rsplit("/", 1)[-1]: f"{v:.3g}"
+                for k, v in scalars.items()
+                if k in ("env/heart.get", "perf/sps", "charts/episodic_return")
+            }
             if shown:
                 self.bar.set_postfix(shown, refresh=False)
 
@@ -46,13 +49,20 @@ def run_train(args: argparse.Namespace) -> int:
     from rlaudit.subjects import capabilities, load_subject, parse_spec
 
     spec = parse_spec(args.spec)
-    if spec.python and Path(spec.python).resolve() != Path(sys.executable).resolve() \
-            and not os.environ.get("RLAUDIT_TRAIN_REEXEC"):
+    if (
+        spec.python
+        and Path(spec.python).resolve() != Path(sys.executable).resolve()
+        and not os.environ.get("RLAUDIT_TRAIN_REEXEC")
+    ):
         # The subject has its own interpreter: run this command there (rlaudit via PYTHONPATH).
         from rlaudit.paths import LIB_DIR
 
-        env = {**os.environ, **spec.env, "RLAUDIT_TRAIN_REEXEC": "1",
-               "PYTHONPATH": os.pathsep.join(filter(None, [str(LIB_DIR), os.environ.get("PYTHONPATH")]))}
+        env = {
+            **os.environ,
+            **spec.env,
+            "RLAUDIT_TRAIN_REEXEC": "1",
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(LIB_DIR), os.environ.get("PYTHONPATH")])),
+        }
         os.execve(spec.python, [spec.python, "-m", "rlaudit.cli", *sys.argv[1:]], env)
     if args.torch_threads:
         import torch

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
-def audit_all(wb):  # noqa: ANN001, ANN201 - thin lazy re-export; see rlaudit.config.audit.audit_all
+if TYPE_CHECKING:
+    from rlaudit.notebook import Section
+    from rlaudit.workbench import Workbench
+
+
+def audit_all(wb: Workbench) -> list[Section]:  # lazy: see rlaudit.config.audit.audit_all
     from rlaudit.config.audit import audit_all as _audit_all
 
     return _audit_all(wb)

@@ -179,7 +179,8 @@ def values(wb: Workbench) -> Section:
                     candidate={r.key: r.candidate for r in rows.itertuples()},
                     effect=float(len(rows)),
                     effect_label="keys changed",
-                    summary=f"{len(rows)} {subsystem} key(s) differ: " + "; ".join(items[:6])
+                    summary=f"{len(rows)} {subsystem} key(s) differ: "
+                    + "; ".join(items[:6])
                     + (" ..." if len(items) > 6 else ""),
                     details={"keys": rows[["key", "baseline", "candidate", "change"]].to_dict("records")},
                 ),
@@ -202,7 +203,8 @@ def values(wb: Workbench) -> Section:
                 evidence=Evidence(
                     baseline=int(counts.sum()),
                     candidate=int(counts.sum()),
-                    summary="identical settings for " + ", ".join(f"{s} ({n} keys)" for s, n in counts.items()),
+                    summary="identical settings for "
+                    + ", ".join(f"{s} ({n} keys)" for s, n in counts.items()),
                     details={"subsystems": cleared},
                 ),
             )
@@ -264,7 +266,9 @@ def implicit_defaults(wb: Workbench) -> Section:
     )
 
 
-def pick_overrides(baseline: dict[str, Any], candidate: dict[str, Any], per_section: int = 1) -> dict[str, Any]:
+def pick_overrides(
+    baseline: dict[str, Any], candidate: dict[str, Any], per_section: int = 1
+) -> dict[str, Any]:
     """Choose test overrides: per top-level section, numeric keys equal on both sides, set to a new value.
 
     Returns:
@@ -282,7 +286,10 @@ def pick_overrides(baseline: dict[str, Any], candidate: dict[str, Any], per_sect
             continue
         # floats first: integer keys are often sizes with divisibility constraints
         if isinstance(va, int) and any(
-            isinstance(fa[k], float) and k.startswith(section + ".") and k in fb and _values_equal(fa[k], fb[k])
+            isinstance(fa[k], float)
+            and k.startswith(section + ".")
+            and k in fb
+            and _values_equal(fa[k], fb[k])
             for k in fa
         ):
             continue
@@ -315,10 +322,19 @@ def overrides(wb: Workbench) -> Section:
         resolved = flatten(side.json("config"))
         for key, value in wanted.items():
             got = resolved.get(key, "(absent)")
-            rows.append({"side": side.side, "key": key, "requested": value, "resolved": got,
-                         "landed": _values_equal(got, value)})
+            rows.append(
+                {
+                    "side": side.side,
+                    "key": key,
+                    "requested": value,
+                    "resolved": got,
+                    "landed": _values_equal(got, value),
+                }
+            )
     table = pd.DataFrame(rows)
-    ignored = {s: table[(table["side"] == s) & ~table["landed"]]["key"].tolist() for s in ("baseline", "candidate")}
+    ignored = {
+        s: table[(table["side"] == s) & ~table["landed"]]["key"].tolist() for s in ("baseline", "candidate")
+    }
     findings = []
     for side in ("baseline", "candidate"):
         other = "baseline" if side == "candidate" else "candidate"
@@ -326,7 +342,9 @@ def overrides(wb: Workbench) -> Section:
         if not ignored[side]:
             continue
         sub = table[(table["side"] == side) & ~table["landed"]]
-        detail = "; ".join(f"{r.key}={_fmt(r.requested)} resolved to {_fmt(r.resolved)}" for r in sub.itertuples())
+        detail = "; ".join(
+            f"{r.key}={_fmt(r.requested)} resolved to {_fmt(r.resolved)}" for r in sub.itertuples()
+        )
         findings.append(
             Finding(
                 id=f"config/override-ignored-{side}",

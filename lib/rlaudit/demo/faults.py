@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-
 @dataclass(frozen=True)
 class Fault:
     """One named regression.
@@ -64,78 +63,239 @@ class Fault:
 
 _FAULTS: list[Fault] = [
     # --- agents
-    Fault("agents.hidden_size", "agents", "The hidden layers shrank from 64 to 16 units during the config "
-          "rewrite.", "000", "config", "learning", overrides=("agent.hidden_size=16",)),
-    Fault("agents.activation", "agents", "The hidden activation changed from tanh to ReLU.", "000", "config",
-          "learning", overrides=("agent.activation=relu",)),
+    Fault(
+        "agents.hidden_size",
+        "agents",
+        "The hidden layers shrank from 64 to 16 units during the config rewrite.",
+        "000",
+        "config",
+        "learning",
+        overrides=("agent.hidden_size=16",),
+    ),
+    Fault(
+        "agents.activation",
+        "agents",
+        "The hidden activation changed from tanh to ReLU.",
+        "000",
+        "config",
+        "learning",
+        overrides=("agent.activation=relu",),
+    ),
     # --- trainer
-    Fault("trainer.num_envs_heuristic", "trainer", "The number of environments comes from a memory heuristic "
-          "(6 GB per env) that yields 14 instead of the configured value.", "002", "code", "both",
-          ppo={"num_envs_from_memory_heuristic": True}),
-    Fault("trainer.debug_batch", "trainer", "An automatic debug mode, switched on by a platform check, cuts "
-          "the rollout batch.", "000", "code", "learning", ppo={"debug_batch_cut": True}),
+    Fault(
+        "trainer.num_envs_heuristic",
+        "trainer",
+        "The number of environments comes from a memory heuristic "
+        "(6 GB per env) that yields 14 instead of the configured value.",
+        "002",
+        "code",
+        "both",
+        ppo={"num_envs_from_memory_heuristic": True},
+    ),
+    Fault(
+        "trainer.debug_batch",
+        "trainer",
+        "An automatic debug mode, switched on by a platform check, cuts the rollout batch.",
+        "000",
+        "code",
+        "learning",
+        ppo={"debug_batch_cut": True},
+    ),
     # --- logging
-    Fault("logging.tensorboard_empty", "logging", "TensorBoard event files are created but hold zero "
-          "scalars.", "002", "code", "observability", ppo={"drop_tensorboard_scalars": True}),
-    Fault("logging.return_window", "logging", "The logged episodic return is averaged over the wrong window, "
-          "so it disagrees with the episodes actually played.", "000", "code", "observability",
-          ppo={"return_window_bug": True}),
+    Fault(
+        "logging.tensorboard_empty",
+        "logging",
+        "TensorBoard event files are created but hold zero scalars.",
+        "002",
+        "code",
+        "observability",
+        ppo={"drop_tensorboard_scalars": True},
+    ),
+    Fault(
+        "logging.return_window",
+        "logging",
+        "The logged episodic return is averaged over the wrong window, "
+        "so it disagrees with the episodes actually played.",
+        "000",
+        "code",
+        "observability",
+        ppo={"return_window_bug": True},
+    ),
     # --- checkpointing
-    Fault("checkpointing.partial_load", "checkpointing", "Loading maps checkpoint keys through a wrong prefix "
-          "with strict=False, so some tensors silently stay at their initialization.", "002", "code",
-          "learning", ppo={"checkpoint_key_prefix_mismatch": True}),
-    Fault("checkpointing.lexicographic_sort", "checkpointing", "Checkpoint selection sorts file names as "
-          "strings, so model_9 is picked as the latest over model_10.", "000", "code", "learning",
-          ppo={"checkpoint_sort_lexicographic": True}),
-    Fault("checkpointing.normalizer_not_restored", "checkpointing", "Observation-normalizer statistics are "
-          "not restored when a checkpoint is loaded, so the network sees differently scaled inputs.", "002",
-          "code", "learning", ppo={"restore_obs_normalizer": False}),
-    Fault("checkpointing.interval_changed", "checkpointing", "Checkpoints are written every 5 updates instead "
-          "of every 25 (a changed default that costs little).", "001", "config", "none",
-          overrides=("trainer.checkpoint_interval=5",)),
+    Fault(
+        "checkpointing.partial_load",
+        "checkpointing",
+        "Loading maps checkpoint keys through a wrong prefix "
+        "with strict=False, so some tensors silently stay at their initialization.",
+        "002",
+        "code",
+        "learning",
+        ppo={"checkpoint_key_prefix_mismatch": True},
+    ),
+    Fault(
+        "checkpointing.lexicographic_sort",
+        "checkpointing",
+        "Checkpoint selection sorts file names as strings, so model_9 is picked as the latest over model_10.",
+        "000",
+        "code",
+        "learning",
+        ppo={"checkpoint_sort_lexicographic": True},
+    ),
+    Fault(
+        "checkpointing.normalizer_not_restored",
+        "checkpointing",
+        "Observation-normalizer statistics are "
+        "not restored when a checkpoint is loaded, so the network sees differently scaled inputs.",
+        "002",
+        "code",
+        "learning",
+        ppo={"restore_obs_normalizer": False},
+    ),
+    Fault(
+        "checkpointing.interval_changed",
+        "checkpointing",
+        "Checkpoints are written every 5 updates instead of every 25 (a changed default that costs little).",
+        "001",
+        "config",
+        "none",
+        overrides=("trainer.checkpoint_interval=5",),
+    ),
     # --- env
-    Fault("env.rebuild_on_reset", "env", "The environment is rebuilt on every reset, wasting time and losing "
-          "the finished episode's statistics.", "001", "code", "throughput", arena={"rebuild_on_reset": True}),
-    Fault("env.desync_truncates", "env", "desync_episodes truncates every episode at a random length instead "
-          "of randomizing only the first one.", "001", "code", "learning", arena={"desync_truncates": True}),
+    Fault(
+        "env.rebuild_on_reset",
+        "env",
+        "The environment is rebuilt on every reset, wasting time and losing "
+        "the finished episode's statistics.",
+        "001",
+        "code",
+        "throughput",
+        arena={"rebuild_on_reset": True},
+    ),
+    Fault(
+        "env.desync_truncates",
+        "env",
+        "desync_episodes truncates every episode at a random length instead "
+        "of randomizing only the first one.",
+        "001",
+        "code",
+        "learning",
+        arena={"desync_truncates": True},
+    ),
     # --- curriculum
-    Fault("curriculum.full_scan", "curriculum", "The learning-progress curriculum invalidates its cache and "
-          "scans every task slot on every episode (O(max_tasks)).", "004", "code", "throughput",
-          arena={"curriculum_full_scan": True}),
+    Fault(
+        "curriculum.full_scan",
+        "curriculum",
+        "The learning-progress curriculum invalidates its cache and "
+        "scans every task slot on every episode (O(max_tasks)).",
+        "004",
+        "code",
+        "throughput",
+        arena={"curriculum_full_scan": True},
+    ),
     # --- optimizer
-    Fault("optimizer.lr_schedule_missing", "optimizer", "The config still asks for learning-rate annealing but "
-          "the code path that applies it is disabled, so the rate stays flat.", "000/001", "code", "learning",
-          ppo={"ignore_lr_schedule": True}),
-    Fault("optimizer.adam_eps_default", "optimizer", "Adam's eps became null in the config rewrite, so "
-          "the optimizer falls back to PyTorch's 1e-8 instead of PPO's 1e-5.", "000", "config", "learning",
-          overrides=("optimizer.eps=null",)),
+    Fault(
+        "optimizer.lr_schedule_missing",
+        "optimizer",
+        "The config still asks for learning-rate annealing but "
+        "the code path that applies it is disabled, so the rate stays flat.",
+        "000/001",
+        "code",
+        "learning",
+        ppo={"ignore_lr_schedule": True},
+    ),
+    Fault(
+        "optimizer.adam_eps_default",
+        "optimizer",
+        "Adam's eps became null in the config rewrite, so "
+        "the optimizer falls back to PyTorch's 1e-8 instead of PPO's 1e-5.",
+        "000",
+        "config",
+        "learning",
+        overrides=("optimizer.eps=null",),
+    ),
     # --- init
-    Fault("init.orthogonal_dropped", "init", "Orthogonal initialization (gain sqrt 2 hidden, 0.01 policy, "
-          "1.0 value) is skipped, leaving PyTorch's default init.", "000", "code", "learning",
-          ppo={"skip_orthogonal_init": True}),
+    Fault(
+        "init.orthogonal_dropped",
+        "init",
+        "Orthogonal initialization (gain sqrt 2 hidden, 0.01 policy, "
+        "1.0 value) is skipped, leaving PyTorch's default init.",
+        "000",
+        "code",
+        "learning",
+        ppo={"skip_orthogonal_init": True},
+    ),
     # --- loss
-    Fault("loss.gae_bootstrap", "loss", "GAE bootstraps from V(s_t) instead of V(s_t+1).", "003", "code",
-          "learning", ppo={"gae_bootstrap_current_value": True}),
-    Fault("loss.value_floor", "loss", "The value loss is floored with torch.max, so the value head gets zero "
-          "gradient whenever its loss is below the floor.", "003", "code", "learning",
-          ppo={"value_loss_floor": 0.05}),
+    Fault(
+        "loss.gae_bootstrap",
+        "loss",
+        "GAE bootstraps from V(s_t) instead of V(s_t+1).",
+        "003",
+        "code",
+        "learning",
+        ppo={"gae_bootstrap_current_value": True},
+    ),
+    Fault(
+        "loss.value_floor",
+        "loss",
+        "The value loss is floored with torch.max, so the value head gets zero "
+        "gradient whenever its loss is below the floor.",
+        "003",
+        "code",
+        "learning",
+        ppo={"value_loss_floor": 0.05},
+    ),
     # --- spaces
-    Fault("spaces.frame_stack", "spaces", "Frame stacking of 4 observations is switched on, quadrupling the "
-          "input size for an MLP that does not need it.", "002", "config", "throughput",
-          overrides=("env.frame_stack=4",)),
+    Fault(
+        "spaces.frame_stack",
+        "spaces",
+        "Frame stacking of 4 observations is switched on, quadrupling the "
+        "input size for an MLP that does not need it.",
+        "002",
+        "config",
+        "throughput",
+        overrides=("env.frame_stack=4",),
+    ),
     # --- rewards
-    Fault("rewards.shaped_reward_lost", "rewards", "The battery's shaped reward was lost in the config rewrite "
-          "(0.8 became 0).", "001", "config", "learning", overrides=("env.rewards.battery=0.0",)),
+    Fault(
+        "rewards.shaped_reward_lost",
+        "rewards",
+        "The battery's shaped reward was lost in the config rewrite (0.8 became 0).",
+        "001",
+        "config",
+        "learning",
+        overrides=("env.rewards.battery=0.0",),
+    ),
     # --- memory
-    Fault("memory.label_dict_growth", "memory", "A dictionary of per-episode task labels gains an entry every "
-          "episode and is never pruned.", "004", "code", "throughput", arena={"label_dict_growth": True}),
+    Fault(
+        "memory.label_dict_growth",
+        "memory",
+        "A dictionary of per-episode task labels gains an entry every episode and is never pruned.",
+        "004",
+        "code",
+        "throughput",
+        arena={"label_dict_growth": True},
+    ),
     # --- seeding
-    Fault("seeding.torch_unseeded", "seeding", "torch's global generator is never seeded, so initial weights "
-          "and action sampling differ between runs with the same seed.", "000", "code", "reproducibility",
-          ppo={"seed_torch": False}),
+    Fault(
+        "seeding.torch_unseeded",
+        "seeding",
+        "torch's global generator is never seeded, so initial weights "
+        "and action sampling differ between runs with the same seed.",
+        "000",
+        "code",
+        "reproducibility",
+        ppo={"seed_torch": False},
+    ),
     # --- config
-    Fault("config.override_ignored", "config", "Config resolution re-applies the recipe's trainer defaults "
-          "after the overrides, silently dropping overrides of trainer keys.", "001", "code", "none"),
+    Fault(
+        "config.override_ignored",
+        "config",
+        "Config resolution re-applies the recipe's trainer defaults "
+        "after the overrides, silently dropping overrides of trainer keys.",
+        "001",
+        "code",
+        "none",
+    ),
 ]
 
 CATALOG: dict[str, Fault] = {f.id: f for f in _FAULTS}
@@ -178,6 +338,8 @@ def run_faults(args: argparse.Namespace) -> int:
     for f in _FAULTS:
         mark = "*" if f.id in REGRESSED else " "
         print(f"{f.id:<{width}}  {f.kind:<6}  {f.effect:<13}  {f.case:<7}  {f.description}{mark}")
-    print(f"\n{len(_FAULTS)} faults over {len({f.subsystem for f in _FAULTS})} subsystems; "
-          "* = part of builtin:regressed. Use builtin:reference+<id>[,<id>...] for any combination.")
+    print(
+        f"\n{len(_FAULTS)} faults over {len({f.subsystem for f in _FAULTS})} subsystems; "
+        "* = part of builtin:regressed. Use builtin:reference+<id>[,<id>...] for any combination."
+    )
     return 0

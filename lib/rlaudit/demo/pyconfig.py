@@ -26,7 +26,9 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     key, sep, raw = text.partition("=")
     key = key.strip()
     if not sep or not key or any(not part for part in key.split(".")):
-        raise ValueError(f"override {text!r} is not of the form dotted.key=value (e.g. trainer.ent_coef=0.02)")
+        raise ValueError(
+            f"override {text!r} is not of the form dotted.key=value (e.g. trainer.ent_coef=0.02)"
+        )
     return key.split("."), yaml.safe_load(raw) if raw.strip() else None
 
 
@@ -43,9 +45,7 @@ def apply_overrides(config: dict[str, Any], overrides: Sequence[str]) -> dict[st
             if not isinstance(node, dict) or part not in node:
                 where = ".".join(path[:depth]) or "the top level"
                 known = sorted(node) if isinstance(node, dict) else []
-                raise ValueError(
-                    f"override {text!r}: no key {part!r} at {where}; known keys there: {known}"
-                )
+                raise ValueError(f"override {text!r}: no key {part!r} at {where}; known keys there: {known}")
             if depth == len(path) - 1:
                 node[part] = value
             else:

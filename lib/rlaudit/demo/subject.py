@@ -160,7 +160,9 @@ class BuiltinSubject:
 
         return ppo.make_optimizer(config, policy)
 
-    def compute_advantages(self, config: dict[str, Any], rewards: Any, values: Any, dones: Any, next_value: Any):
+    def compute_advantages(
+        self, config: dict[str, Any], rewards: Any, values: Any, dones: Any, next_value: Any
+    ):
         from rlaudit.demo import ppo
 
         return ppo.compute_advantages(config, rewards, values, dones, next_value, impl=self._ppo_impl)
@@ -175,7 +177,9 @@ class BuiltinSubject:
 
         return make_curriculum(config, impl=self._arena_impl)
 
-    def train(self, config: dict[str, Any], steps: int, seed: int, recorder: Any = None, **kwargs: Any) -> dict:
+    def train(
+        self, config: dict[str, Any], steps: int, seed: int, recorder: Any = None, **kwargs: Any
+    ) -> dict:
         """Train PPO; kwargs: ``resume_from=`` (a checkpoint of this run), ``env_fn=`` (replace the arena)."""
         from rlaudit.demo import ppo
 

@@ -7,8 +7,14 @@ parameters, so notebooks that ask for the same runs share them instead of retrai
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
-def audit_all(wb):  # noqa: ANN001, ANN201 - lazy re-export; see rlaudit.trainer.audit.audit_all
+if TYPE_CHECKING:
+    from rlaudit.notebook import Section
+    from rlaudit.workbench import Workbench
+
+
+def audit_all(wb: Workbench) -> list[Section]:  # lazy: see rlaudit.trainer.audit.audit_all
     from rlaudit.trainer.audit import audit_all as _audit_all
 
     return _audit_all(wb)

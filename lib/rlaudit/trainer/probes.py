@@ -76,4 +76,10 @@ def train_run(
     log_dir = None
     if ctx.has("log_dir"):
         log_dir = _relative([str(_call_with_run_dir(ctx.subject.log_dir, config, run_dir))], ctx.out)[0]
-    return {"summary": summary or {}, "checkpoints": checkpoints, "log_dir": log_dir, "seed": seed, "steps": steps}
+    return {
+        "summary": summary or {},
+        "checkpoints": checkpoints,
+        "log_dir": log_dir,
+        "seed": seed,
+        "steps": steps,
+    }

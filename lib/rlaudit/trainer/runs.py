@@ -43,7 +43,9 @@ def runs(
         short: Use the profile's short runs (for runtime traces: schedules, geometry, logging).
         overrides: Config overrides for both sides (``dotted.key=value``).
     """
-    steps = steps if steps is not None else (wb.profile.short_train_steps if short else wb.profile.train_steps)
+    steps = (
+        steps if steps is not None else (wb.profile.short_train_steps if short else wb.profile.train_steps)
+    )
     seeds = list(seeds) if seeds is not None else default_seeds(wb, 2 if short else None)
     params = [_params(steps, s, overrides) for s in seeds]
     return wb.run_many(train_run, params)
@@ -75,9 +77,15 @@ class RunData:
     @classmethod
     def from_result(cls, res: ProbeResult, label: str | None = None) -> RunData:
         if not res.ok:
-            raise ValueError(f"the {res.side} run did not complete ({res.error or res.missing}); check .ok first")
-        return cls(side=label or res.side, seed=int(res.result.get("seed", -1)), dir=Path(res.dir),
-                   result=dict(res.result))
+            raise ValueError(
+                f"the {res.side} run did not complete ({res.error or res.missing}); check .ok first"
+            )
+        return cls(
+            side=label or res.side,
+            seed=int(res.result.get("seed", -1)),
+            dir=Path(res.dir),
+            result=dict(res.result),
+        )
 
     @property
     def run_dir(self) -> Path:

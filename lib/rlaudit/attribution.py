@@ -1,0 +1,833 @@
+"""Attribution: which changes explain the gap between baseline and candidate, measured, with intervals.
+
+Audits list differences; this module runs the experiments that turn suspects into causes. A *suspect* is a
+change that can be undone in the candidate: one subsystem's config keys set back to the baseline's values (a
+*restore*, through the candidate's own ``config(overrides=...)``), a fault removed from a built-in candidate
+(the built-in analog of a fix commit), or any named variant subject the user lists (a fix commit). Every arm
+trains on the same seeds as the baseline and the candidate, and for each arm and each metric (the primary
+metric, final ``heart.get`` by default, and steps per second) we measure the fraction of the gap it restores,
+``(variant - candidate) / (baseline - candidate)``, with a bootstrap interval paired by seed.
+
+A full one-factor sweep (every suspect alone, many seeds) is what a careful human would do and costs the most.
+The search here spends less (case 003's protocol, automated):
+
+- **Group testing** (delta debugging with a statistical oracle): restore all composable suspects together,
+  then split the group with the largest effect, the suspect with the strongest audit evidence first, so a
+  dominant cause is isolated in a few arms; groups whose restore measurably does not matter are dropped whole.
+- **Sequential allocation**: each arm starts with ``seeds0`` seeds; seeds are added only to arms whose
+  interval still straddles a decision (restores a meaningful share ``delta`` or not) and that the search
+  still needs.
+- **Interactions**: the causes found are restored together at the end; what they leave unexplained is
+  reported, and when singles do not add up to the whole it says so.
+
+The budget (training runs) comes from the profile; the result records what was spent and what the full
+one-factor sweep at the same seed count would have cost.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rlaudit import stats
+from rlaudit.findings import SUBSYSTEMS, Evidence, Finding, Severity, Status
+from rlaudit.trainer.probes import train_run
+from rlaudit.trainer.runs import RunData, _params
+from rlaudit.workbench import ProbeResult, Workbench
+
+SPS = "sps"
+DEFAULT_METRIC = "heart.get"
+DEFAULT_DELTA = 0.2
+"""A restore "matters" when it closes at least this fraction of a gap (20%)."""
+
+_STATUS_WEIGHT = {Status.CONFIRMED: 3.0, Status.SUSPECT: 2.0, Status.NOTED: 0.25}
+_SEVERITY_WEIGHT = {
+    Severity.CRITICAL: 2.0,
+    Severity.HIGH: 1.5,
+    Severity.MEDIUM: 1.0,
+    Severity.LOW: 0.5,
+    Severity.INFO: 0.25,
+}
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Suspects and arms
+# ------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Suspect:
+    """One change that an experiment can undo in the candidate.
+
+    Attributes:
+        name: Human label (``"restore rewards config"``, ``"fix loss.gae_bootstrap"``, a variant's name).
+        subsystem: The subsystem it belongs to (for the status grid and the ranking).
+        source: ``"config"`` (restore keys), ``"fix"`` (built-in fault removed), ``"variant"`` (named subject).
+        overrides: Config overrides that restore the baseline's values (``dotted.key=value``).
+        remove: Faults removed from a built-in candidate.
+        spec: A named variant subject (not composable with others).
+        prior: Strength of the audit evidence against it (orders the search; never decides).
+    """
+
+    name: str
+    subsystem: str
+    source: str
+    overrides: tuple[str, ...] = ()
+    remove: tuple[str, ...] = ()
+    spec: str | None = None
+    prior: float = 0.0
+
+    @property
+    def composable(self) -> bool:
+        return self.spec is None
+
+
+@dataclass
+class Arm:
+    """A set of training runs of one setup over the shared seeds.
+
+    Attributes:
+        name: ``"baseline"``, ``"candidate"``, or the restored suspects joined with " + ".
+        target: What the workbench runs: ``"baseline"``, ``"candidate"`` or a spec string.
+        overrides: Config overrides for the runs.
+        suspects: Names of the suspects this arm restores.
+        results: One probe result per seed, in seed order.
+    """
+
+    name: str
+    target: str
+    overrides: tuple[str, ...] = ()
+    suspects: tuple[str, ...] = ()
+    results: list[ProbeResult] = field(default_factory=list)
+
+    @property
+    def n(self) -> int:
+        return len(self.results)
+
+    def values(self, metric: str, tail: float) -> np.ndarray:
+        """Per seed: the final metric (or SPS); NaN for a failed run. Shape (n,)."""
+        out = []
+        for res in self.results:
+            if not res.ok:
+                out.append(math.nan)
+                continue
+            run = RunData.from_result(res, self.name)
+            out.append(run_sps(run) if metric == SPS else final_metric(run, metric, tail))
+        return np.asarray(out, dtype=float)
+
+    def errors(self) -> list[str]:
+        return [
+            f"{self.name} seed {i}: {r.error or r.missing}" for i, r in enumerate(self.results) if not r.ok
+        ]
+
+
+def final_metric(run: RunData, metric: str = DEFAULT_METRIC, tail: float = 0.25) -> float:
+    """The metric averaged over the episodes that ended in the last ``tail`` fraction of the run's steps.
+
+    Falls back to the logged scalar ``env/<metric>`` (or ``<metric>``) when the recorder saw no episodes
+    with that statistic. NaN when neither exists.
+    """
+    episodes = run.table("episodes")
+    if not episodes.empty and metric in episodes.columns and "step" in episodes.columns:
+        last = float(episodes["step"].max())
+        window = episodes[episodes["step"] >= (1.0 - tail) * last]
+        if len(window):
+            return float(window[metric].mean())
+    scalars = run.table("scalars")
+    if not scalars.empty:
+        for name in (f"env/{metric}", metric):
+            rows = scalars[scalars["name"] == name]
+            if len(rows):
+                last = float(rows["step"].max())
+                return float(rows[rows["step"] >= (1.0 - tail) * last]["value"].mean())
+    return math.nan
+
+
+def run_sps(run: RunData) -> float:
+    value = run.sps
+    return float(value) if value is not None else math.nan
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Finding suspects
+# ------------------------------------------------------------------------------------------------------------
+
+
+def audit_priors(findings: Sequence[Finding]) -> dict[str, float]:
+    """Per subsystem, the strength of the audit evidence against it: sum of status x severity weights of its
+    SUSPECT/CONFIRMED (and, weakly, NOTED) findings."""
+    prior: dict[str, float] = {}
+    for f in findings:
+        w = _STATUS_WEIGHT.get(f.status, 0.0) * _SEVERITY_WEIGHT.get(f.severity, 1.0)
+        if w:
+            prior[f.subsystem] = prior.get(f.subsystem, 0.0) + w
+    return prior
+
+
+def _yaml_value(value: Any) -> str:
+    import json
+
+    return "null" if value is None else json.dumps(value)
+
+
+def config_suspects(wb: Workbench, priors: dict[str, float]) -> tuple[list[Suspect], list[str]]:
+    """One restore per subsystem whose config keys differ (from the config audit's diff).
+
+    Returns:
+        ``(suspects, notes)``; keys the candidate's config does not have cannot be restored through
+        overrides and are named in the notes.
+    """
+    from rlaudit.config.audit import load_diff
+
+    _, diff = load_diff(wb)
+    if diff is None:
+        return [], ["config restores unavailable: a subject's config could not be resolved"]
+    notes = []
+    suspects = []
+    for subsystem, keys in sorted(diff.keys_by_subsystem().items()):
+        overrides, skipped = [], []
+        for key in keys:
+            if key in diff.candidate and key in diff.baseline:
+                overrides.append(f"{key}={_yaml_value(diff.baseline[key])}")
+            else:
+                skipped.append(key)
+        if skipped:
+            notes.append(
+                f"{subsystem}: keys {', '.join(skipped)} exist on one side only; not restorable by override"
+            )
+        if overrides:
+            suspects.append(
+                Suspect(
+                    name=f"restore {subsystem} config",
+                    subsystem=subsystem,
+                    source="config",
+                    overrides=tuple(overrides),
+                    prior=priors.get(subsystem, 0.0),
+                )
+            )
+    return suspects, notes
+
+
+def builtin_fix_suspects(candidate_spec: str, priors: dict[str, float]) -> list[Suspect]:
+    """For a built-in candidate: one suspect per fault it carries (the built-in analog of a fix commit)."""
+    if not candidate_spec.startswith("builtin:"):
+        return []
+    from rlaudit.demo import faults as catalog
+    from rlaudit.demo.subject import parse
+
+    _, active = parse(candidate_spec.split(":", 1)[1])
+    return [
+        Suspect(
+            name=f"fix {fid}",
+            subsystem=catalog.CATALOG[fid].subsystem,
+            source="fix",
+            remove=(fid,),
+            prior=priors.get(catalog.CATALOG[fid].subsystem, 0.0),
+        )
+        for fid in active
+    ]
+
+
+def variant_suspects(variants: str, priors: dict[str, float]) -> list[Suspect]:
+    """Named variant subjects from a parameter string: ``"name=spec, spec2"`` (a name may carry its
+    subsystem as ``name@subsystem=spec``)."""
+    out = []
+    for item in (v.strip() for v in variants.split(",") if v.strip()):
+        label, sep, spec = item.partition("=")
+        if not sep:
+            label, spec = item, item
+        label, _, subsystem = label.partition("@")
+        if subsystem and subsystem not in SUBSYSTEMS:
+            raise ValueError(
+                f"variant {item!r}: unknown subsystem {subsystem!r}; expected one of {SUBSYSTEMS}"
+            )
+        out.append(
+            Suspect(
+                name=label.strip(),
+                subsystem=subsystem or "trainer",
+                source="variant",
+                spec=spec.strip(),
+                prior=priors.get(subsystem, 0.0),
+            )
+        )
+    return out
+
+
+def gather_suspects(
+    wb: Workbench, findings: Sequence[Finding], variants: str = ""
+) -> tuple[list[Suspect], list[str]]:
+    """Every suspect for this pair: built-in fixes, config restores not already covered by a fix of the same
+    subsystem, and named variants; ordered by audit evidence (strongest first)."""
+    priors = audit_priors(findings)
+    fixes = builtin_fix_suspects(wb.labels["candidate"], priors)
+    restores, notes = config_suspects(wb, priors)
+    covered = {s.subsystem for s in fixes}
+    suspects = (
+        fixes + [s for s in restores if s.subsystem not in covered] + variant_suspects(variants, priors)
+    )
+    suspects.sort(
+        key=lambda s: (-s.prior, SUBSYSTEMS.index(s.subsystem) if s.subsystem in SUBSYSTEMS else 99, s.name)
+    )
+    return suspects, notes
+
+
+def compose(candidate_spec: str, suspects: Sequence[Suspect]) -> tuple[str, tuple[str, ...]]:
+    """The (spec, overrides) of the candidate with ``suspects`` undone together.
+
+    Raises:
+        ValueError: A named variant combined with anything else (variants are whole subjects).
+    """
+    variants = [s for s in suspects if not s.composable]
+    if variants:
+        if len(suspects) > 1:
+            raise ValueError("a named variant subject cannot be combined with other suspects")
+        return variants[0].spec or "", ()
+    removes = [f for s in suspects for f in s.remove]
+    spec = candidate_spec
+    if removes:
+        spec = f"{candidate_spec}-{','.join(removes)}"
+    overrides = tuple(o for s in suspects for o in s.overrides)
+    return spec, overrides
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The search
+# ------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Effect:
+    """Fraction of one metric's gap that an arm restores, paired by seed."""
+
+    point: float
+    low: float
+    high: float
+    n: int
+
+    def decided(self, delta: float) -> bool:
+        return self.low > delta or self.high < delta
+
+    def matters(self, delta: float) -> bool:
+        return self.low > 0.0 and self.point >= delta
+
+
+@dataclass
+class Attribution:
+    """Everything the summary reports: gaps, arms, effects per metric, the ranking, and what it cost."""
+
+    metrics: list[str]
+    gaps: dict[str, dict[str, float]]
+    arms: list[Arm]
+    effects: dict[str, dict[str, Effect]]
+    suspects: list[Suspect]
+    ranking: dict[str, list[dict[str, Any]]]
+    together: dict[str, Any]
+    spent: dict[str, Any]
+    notes: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "metrics": self.metrics,
+            "gaps": self.gaps,
+            "arms": [
+                {
+                    "name": a.name,
+                    "target": a.target,
+                    "overrides": list(a.overrides),
+                    "suspects": list(a.suspects),
+                    "seeds": a.n,
+                    "errors": a.errors(),
+                }
+                for a in self.arms
+            ],
+            "effects": {arm: {m: asdict(e) for m, e in per.items()} for arm, per in self.effects.items()},
+            "suspects": [asdict(s) for s in self.suspects],
+            "ranking": self.ranking,
+            "together": self.together,
+            "spent": self.spent,
+            "notes": self.notes,
+        }
+
+
+class Search:
+    """Group testing with sequential seeds over a workbench's (baseline, candidate) pair.
+
+    Args:
+        wb: The workbench (its profile sets steps, seeds and the budget).
+        suspects: From :func:`gather_suspects`.
+        metric: The primary metric (an episode statistic such as ``heart.get``).
+        delta: The share of a gap that counts as meaningful.
+        budget: Training runs this search may use (baseline and candidate seeds included).
+        seeds0: Seeds an arm starts with.
+        max_seeds: Seeds an arm may grow to (also the baseline's and candidate's seed count).
+        steps: Environment steps per run.
+        tail: Fraction of the run over which the final metric is averaged.
+        seed: Seeds the bootstrap.
+    """
+
+    def __init__(
+        self,
+        wb: Workbench,
+        suspects: Sequence[Suspect],
+        *,
+        metric: str = DEFAULT_METRIC,
+        delta: float = DEFAULT_DELTA,
+        budget: int | None = None,
+        seeds0: int = 2,
+        max_seeds: int | None = None,
+        steps: int | None = None,
+        tail: float = 0.25,
+        seed: int = 0,
+    ) -> None:
+        self.wb = wb
+        self.suspects = list(suspects)
+        self.metric = metric
+        self.delta = delta
+        self.budget = budget if budget is not None else wb.profile.attribution_budget
+        self.max_seeds = max(2, max_seeds if max_seeds is not None else wb.profile.seeds)
+        self.seeds0 = min(max(2, seeds0), self.max_seeds)
+        self.steps = steps if steps is not None else wb.profile.train_steps
+        self.tail = tail
+        self.seed = seed
+        self.arms: dict[str, Arm] = {}
+        self.runs_used = 0
+        self.cached_runs = 0
+        self.notes: list[str] = []
+        self._metrics = [metric, SPS]
+        self._gap_known: dict[str, bool] = {}
+        self.started = time.perf_counter()
+
+    # -- running arms ----------------------------------------------------------------------------------
+
+    def _grow(self, arms: Sequence[Arm], n: int) -> None:
+        """Bring every arm to ``n`` seeds, all new runs in one parallel batch."""
+        calls, owners = [], []
+        for arm in arms:
+            for s in range(arm.n, n):
+                calls.append((arm.target, _params(self.steps, s, arm.overrides)))
+                owners.append(arm)
+        if not calls:
+            return
+        results = self.wb.run_each(train_run, calls, desc=f"attribution ({len(calls)} runs)")
+        for arm, res in zip(owners, results, strict=True):
+            arm.results.append(res)
+            self.runs_used += 1
+            self.cached_runs += int(bool(getattr(res, "cached", False)))
+
+    def arm(self, suspects: Sequence[Suspect]) -> Arm:
+        names = tuple(s.name for s in suspects)
+        key = " + ".join(names)
+        if key not in self.arms:
+            spec, overrides = compose(self.wb.labels["candidate"], suspects)
+            self.arms[key] = Arm(name=key, target=spec, overrides=overrides, suspects=names)
+        return self.arms[key]
+
+    def _base_arms(self) -> tuple[Arm, Arm]:
+        for name in ("baseline", "candidate"):
+            if name not in self.arms:
+                self.arms[name] = Arm(name=name, target=name)
+        return self.arms["baseline"], self.arms["candidate"]
+
+    # -- statistics ------------------------------------------------------------------------------------
+
+    def gap(self, metric: str) -> stats.Interval | None:
+        b, c = self._base_arms()
+        vb, vc = b.values(metric, self.tail), c.values(metric, self.tail)
+        ok = ~(np.isnan(vb) | np.isnan(vc))
+        if ok.sum() < 2:
+            return None
+        return stats.paired_bootstrap_diff(vb[ok], vc[ok], seed=self.seed)
+
+    def has_gap(self, metric: str) -> bool:
+        g = self.gap(metric)
+        return g is not None and (g.low > 0.0 or g.high < 0.0)
+
+    def effect(self, arm: Arm, metric: str) -> Effect | None:
+        b, c = self._base_arms()
+        n = min(arm.n, b.n, c.n)
+        vb, vc, vv = (x.values(metric, self.tail)[:n] for x in (b, c, arm))
+        ok = ~(np.isnan(vb) | np.isnan(vc) | np.isnan(vv))
+        if ok.sum() < 2 or float(np.mean(vb[ok]) - np.mean(vc[ok])) == 0.0:
+            return None
+        iv = stats.fraction_restored(vb[ok], vc[ok], vv[ok], seed=self.seed)
+        return Effect(point=iv.point, low=iv.low, high=iv.high, n=int(ok.sum()))
+
+    def _undecided(self, arm: Arm) -> bool:
+        for m in self.active_metrics:
+            e = self.effect(arm, m)
+            if e is None or not e.decided(self.delta):
+                return True
+        return False
+
+    def evaluate(self, arms: Sequence[Arm]) -> None:
+        """Run arms at ``seeds0`` seeds, then add seeds (one round at a time, in parallel) to those still
+        undecided, while the budget allows."""
+        arms = list(arms)
+        base = self._base_arms()
+        need = max([self.seeds0] + [a.n for a in arms])
+        self._grow([*base, *arms], min(need, self.max_seeds))
+        while True:
+            pending = [a for a in arms if a.n < self.max_seeds and self._undecided(a)]
+            extra = sum(self.max_seeds > a.n for a in base)  # base arms may need the seed too
+            if not pending or self.runs_used + len(pending) + extra > self.budget:
+                return
+            n = max(a.n for a in pending) + 1
+            self._grow([*base, *pending], n)
+
+    # -- the search ------------------------------------------------------------------------------------
+
+    @property
+    def active_metrics(self) -> list[str]:
+        return [m for m in self._metrics if self._gap_known.get(m)]
+
+    def _score(self, arm: Arm) -> float:
+        """How much an arm restores: its best point estimate over the metrics with a gap."""
+        points = [e.point for m in self.active_metrics if (e := self.effect(arm, m)) is not None]
+        return max(points) if points else -math.inf
+
+    def _matters(self, arm: Arm) -> bool:
+        return any(
+            (e := self.effect(arm, m)) is not None and e.matters(self.delta) for m in self.active_metrics
+        )
+
+    def run(self) -> Attribution:
+        b, c = self._base_arms()
+        self._grow([b, c], self.max_seeds)
+        self._gap_known = {m: self.has_gap(m) for m in self._metrics}
+        for m in self._metrics:
+            if not self._gap_known[m]:
+                g = self.gap(m)
+                where = f" ({g.point:+.3g}, CI {g.low:+.3g}..{g.high:+.3g})" if g else ""
+                self.notes.append(
+                    f"no measurable {m} gap between baseline and candidate{where}: not attributed"
+                )
+        composable = [s for s in self.suspects if s.composable]
+        singles = [s for s in self.suspects if not s.composable]
+        if self.active_metrics and self.suspects:
+            self._group_test(composable)
+            for s in singles:
+                if self.runs_used + self.seeds0 > self.budget:
+                    self.notes.append(f"budget spent before variant {s.name!r} was tried")
+                    break
+                self.evaluate([self.arm([s])])
+        return self._result()
+
+    def _group_test(self, suspects: list[Suspect]) -> None:
+        if not suspects:
+            return
+        whole = self.arm(suspects)
+        self.evaluate([whole])
+        # worklist of (group, arm) whose restore matters; split the strongest until singletons lead
+        work: list[tuple[list[Suspect], Arm]] = [(suspects, whole)] if self._matters(whole) else []
+        if not work:
+            self.notes.append(
+                "restoring every suspect together does not measurably close the gap: the causes lie outside the "
+                "suspects (code changes no config restore or variant covers); add variants (fix commits)"
+            )
+        while work:
+            work.sort(key=lambda gw: -self._score(gw[1]))
+            leaders = {self._leader(work, m) for m in self.active_metrics}
+            splittable = [i for i in leaders if i is not None and len(work[i][0]) > 1]
+            if not splittable:
+                return
+            group, _ = work.pop(min(splittable))
+            # the suspect with the strongest audit evidence alone vs the rest: a dominant cause flagged by the
+            # audits is isolated in two arms
+            first, rest = group[:1], group[1:]
+            a1, a2 = self.arm(first), self.arm(rest)
+            if self.runs_used + 2 * self.seeds0 > self.budget:
+                self.notes.append(f"budget spent before splitting group {' + '.join(s.name for s in group)}")
+                work.append((group, self.arm(group)))
+                return
+            self.evaluate([a1, a2])
+            for g, a in ((first, a1), (rest, a2)):
+                if self._matters(a):
+                    work.append((g, a))
+
+    def _leader(self, work: list[tuple[list[Suspect], Arm]], metric: str) -> int | None:
+        if metric not in self.active_metrics:
+            return None
+        best, best_point = None, -math.inf
+        for i, (_, arm) in enumerate(work):
+            e = self.effect(arm, metric)
+            if e is not None and e.point > best_point:
+                best, best_point = i, e.point
+        return best
+
+    def _result(self) -> Attribution:
+        effects = {
+            name: {m: e for m in self._metrics if (e := self.effect(arm, m)) is not None}
+            for name, arm in self.arms.items()
+            if name not in ("baseline", "candidate")
+        }
+        by_name = {s.name: s for s in self.suspects}
+        ranking: dict[str, list[dict[str, Any]]] = {}
+        for m in self.active_metrics:
+            rows = []
+            for name, per in effects.items():
+                if m not in per:
+                    continue
+                members = self.arms[name].suspects
+                subsystems = sorted({by_name[s].subsystem for s in members})
+                e = per[m]
+                rows.append(
+                    {
+                        "arm": name,
+                        "suspects": list(members),
+                        "subsystems": subsystems,
+                        "single": len(members) == 1,
+                        "point": e.point,
+                        "low": e.low,
+                        "high": e.high,
+                        "n": e.n,
+                        "verdict": "cause"
+                        if e.matters(self.delta)
+                        else ("no effect" if e.high < self.delta else "unclear"),
+                    }
+                )
+            # singles first (they name a cause), then by effect
+            rows.sort(key=lambda r: (not r["single"], -r["point"]))
+            ranking[m] = rows
+        together = self._together(ranking)
+        gaps = {}
+        for m in self._metrics:
+            g = self.gap(m)
+            b, c = self._base_arms()
+            gaps[m] = {
+                "baseline": float(np.nanmean(b.values(m, self.tail))),
+                "candidate": float(np.nanmean(c.values(m, self.tail))),
+                "difference": g.point if g else None,
+                "low": g.low if g else None,
+                "high": g.high if g else None,
+                "measurable": bool(self._gap_known.get(m)),
+            }
+        n_suspects = len(self.suspects)
+        variant_runs = sum(a.n for k, a in self.arms.items() if k not in ("baseline", "candidate"))
+        spent = {
+            "runs": self.runs_used,
+            "cached_runs": self.cached_runs,
+            "variant_runs": variant_runs,
+            "budget": self.budget,
+            "seconds": round(time.perf_counter() - self.started, 1),
+            "full_sweep_variant_runs": n_suspects * self.max_seeds,
+            "full_sweep_runs": (n_suspects + 2) * self.max_seeds,
+            "seeds_per_arm_max": self.max_seeds,
+        }
+        return Attribution(
+            metrics=self._metrics,
+            gaps=gaps,
+            arms=list(self.arms.values()),
+            effects=effects,
+            suspects=self.suspects,
+            ranking=ranking,
+            together=together,
+            spent=spent,
+            notes=self.notes,
+        )
+
+    def _together(self, ranking: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+        """Restore the single causes found together: how much of each gap do they close?"""
+        causes = sorted(
+            {
+                r["suspects"][0]
+                for rows in ranking.values()
+                for r in rows
+                if r["single"] and r["verdict"] == "cause"
+            }
+        )
+        by_name = {s.name: s for s in self.suspects}
+        members = [by_name[n] for n in causes if by_name[n].composable]
+        if len(members) < 2 or self.runs_used + self.seeds0 > self.budget:
+            return {
+                "suspects": [m.name for m in members],
+                "effects": {},
+                "note": ""
+                if len(members) < 2
+                else "budget spent before the causes could be restored together",
+            }
+        arm = self.arm(members)
+        self.evaluate([arm])
+        effects = {m: asdict(e) for m in self.active_metrics if (e := self.effect(arm, m)) is not None}
+        notes = []
+        for m, e in effects.items():
+            singles = sum(
+                r["point"] for r in ranking.get(m, []) if r["single"] and r["suspects"][0] in causes
+            )
+            if e["high"] < 0.8:
+                notes.append(
+                    f"{m}: the causes found close {e['point']:.0%} of the gap together; "
+                    f"{1 - e['point']:.0%} stays unexplained"
+                )
+            if abs(singles - e["point"]) > max(0.25, e["high"] - e["low"]):
+                notes.append(
+                    f"{m}: the single restores add up to {singles:.0%} but together restore "
+                    f"{e['point']:.0%}: the causes interact"
+                )
+        return {"suspects": [m.name for m in members], "effects": effects, "note": "; ".join(notes)}
+
+
+def attribute(
+    wb: Workbench,
+    findings: Sequence[Finding],
+    *,
+    variants: str = "",
+    metric: str = DEFAULT_METRIC,
+    delta: float = DEFAULT_DELTA,
+    budget: int | None = None,
+    seed: int = 0,
+) -> Attribution:
+    """Gather suspects from the audits' findings and the config diff, and run the search."""
+    suspects, notes = gather_suspects(wb, findings, variants)
+    search = Search(wb, suspects, metric=metric, delta=delta, budget=budget, seed=seed)
+    result = search.run()
+    result.notes = notes + result.notes
+    return result
+
+
+# ------------------------------------------------------------------------------------------------------------
+# From measurements to findings and a ranked list of causes
+# ------------------------------------------------------------------------------------------------------------
+
+
+def attribution_findings(result: Attribution, delta: float = DEFAULT_DELTA) -> list[Finding]:
+    """One finding per single suspect measured: CONFIRMED when its restore closes a meaningful share of a
+    gap, NOTED when it measurably does not (a red herring if the audits flagged it)."""
+    out = []
+    by_name = {s.name: s for s in result.suspects}
+    for name, per in result.effects.items():
+        arm = next(a for a in result.arms if a.name == name)
+        if len(arm.suspects) != 1:
+            continue
+        s = by_name[arm.suspects[0]]
+        parts, matters, none = [], False, True
+        for m, e in per.items():
+            if not result.gaps.get(m, {}).get("measurable"):
+                continue
+            parts.append(
+                f"{m}: restores {e.point:.0%} of the gap (95% CI {e.low:.0%}..{e.high:.0%}, {e.n} seeds)"
+            )
+            matters |= e.matters(delta)
+            none &= e.high < delta
+        if not parts:
+            continue
+        status = Status.CONFIRMED if matters else (Status.NOTED if none else Status.SUSPECT)
+        best = max(per.values(), key=lambda e: e.point)
+        out.append(
+            Finding(
+                id=f"summary/attribution-{s.name.replace(' ', '-')}",
+                subsystem=s.subsystem if s.subsystem in SUBSYSTEMS else "trainer",
+                hypothesis=f"Undoing '{s.name}' in the candidate closes part of the gap",
+                status=status,
+                severity=Severity.CRITICAL
+                if best.point >= 0.5 and matters
+                else (Severity.HIGH if matters else Severity.LOW),
+                evidence=Evidence(
+                    effect=best.point,
+                    effect_label="fraction of gap restored",
+                    ci=(best.low, best.high),
+                    ci_level=0.95,
+                    summary=(
+                        "; ".join(parts)
+                        + ("" if matters else " — measurably no cause" if none else " — unclear")
+                    ),
+                    details={
+                        "arm": name,
+                        "overrides": list(arm.overrides),
+                        "target": arm.target,
+                        "effects": {m: asdict(e) for m, e in per.items()},
+                    },
+                ),
+                remediation=(
+                    f"Apply '{s.name}' ({', '.join(arm.overrides) or arm.target})"
+                    if matters
+                    else "No measurable effect on the gap: leave for later (a red herring if audits flagged it)."
+                ),
+            )
+        )
+    return out
+
+
+@dataclass
+class Cause:
+    """One subsystem in the ranked list: its measured effect (if any) and the audit evidence behind it."""
+
+    subsystem: str
+    rank_score: float
+    effects: dict[str, dict[str, float]]
+    findings: list[Finding]
+    verdict: str  # "primary", "secondary", "red herring", "flagged (unmeasured)"
+
+
+def rank_causes(
+    findings: Sequence[Finding], result: Attribution | None = None, delta: float = DEFAULT_DELTA
+) -> list[Cause]:
+    """Subsystems ranked: measured causes by the share of a gap they restore, then subsystems with flagged
+    findings by audit evidence. Knock-on findings (``evidence.details["knock_on"]``) count for little."""
+    flagged: dict[str, list[Finding]] = {}
+    for f in findings:
+        if f.status.is_flag and f.subsystem in SUBSYSTEMS and not f.id.startswith("summary/"):
+            flagged.setdefault(f.subsystem, []).append(f)
+    measured: dict[str, dict[str, dict[str, float]]] = {}
+    if result is not None:
+        for m, rows in result.ranking.items():
+            for r in rows:
+                if r["single"] and len(r["subsystems"]) == 1:
+                    sub = r["subsystems"][0]
+                    prev = measured.setdefault(sub, {}).get(m)
+                    if prev is None or r["point"] > prev["point"]:
+                        measured[sub][m] = {k: r[k] for k in ("point", "low", "high", "n")}
+    causes = []
+    for sub in sorted(set(flagged) | set(measured), key=SUBSYSTEMS.index):
+        evidence = sum(
+            _STATUS_WEIGHT.get(f.status, 0)
+            * _SEVERITY_WEIGHT.get(f.severity, 1)
+            * (0.2 if (f.evidence.details or {}).get("knock_on") else 1.0)
+            for f in flagged.get(sub, [])
+        )
+        eff = measured.get(sub, {})
+        best = max((e["point"] for e in eff.values() if e["low"] > 0), default=None)
+        if best is not None and best >= delta:
+            verdict, score = "primary" if best >= 0.5 else "secondary", 10.0 + best
+        elif eff and all(e["high"] < delta for e in eff.values()):
+            verdict, score = "red herring", -1.0 + 0.01 * evidence
+        else:
+            verdict, score = "flagged (unmeasured)" if not eff else "unclear", evidence / (1.0 + evidence)
+        causes.append(Cause(sub, score, eff, flagged.get(sub, []), verdict))
+    causes.sort(key=lambda c: -c.rank_score)
+    return causes
+
+
+def bench_attribution(quick: bool = False) -> list[dict[str, Any]]:
+    """The search on the built-in pair next to the full one-factor sweep: runs used and the top causes."""
+    from rlaudit import audits
+
+    profile = "smoke" if quick else "standard"
+    with Workbench("builtin:reference", "builtin:regressed", profile=profile) as wb:
+        findings = audits.run_audits(wb, list(SUBSYSTEMS))
+        result = attribute(wb, findings)
+    top = {m: (rows[0]["arm"] if rows else None) for m, rows in result.ranking.items()}
+    return [
+        {
+            "name": "attribution.runs",
+            "value": result.spent["runs"],
+            "unit": "runs",
+            "baseline": result.spent["full_sweep_runs"],
+            "candidate": result.spent["runs"],
+            "ratio": result.spent["runs"] / max(1, result.spent["full_sweep_runs"]),
+        },
+        {
+            "name": "attribution.variant_runs",
+            "value": result.spent["variant_runs"],
+            "unit": "runs",
+            "baseline": result.spent["full_sweep_variant_runs"],
+            "candidate": result.spent["variant_runs"],
+            "ratio": result.spent["variant_runs"] / max(1, result.spent["full_sweep_variant_runs"]),
+        },
+        {"name": "attribution.seconds", "value": result.spent["seconds"], "unit": "s"},
+        {"name": "attribution.top_causes", "value": 0, "unit": "", "top": top},
+    ]
