@@ -36,8 +36,9 @@ import numpy as np
 
 from rlaudit import stats
 from rlaudit.findings import SUBSYSTEMS, Evidence, Finding, Severity, Status
+from rlaudit.subjects import SubjectSpec
 from rlaudit.trainer.probes import train_run
-from rlaudit.trainer.runs import RunData, _params
+from rlaudit.trainer.runs import RunData, run_params
 from rlaudit.workbench import ProbeResult, Workbench
 
 SPS = "sps"
@@ -100,7 +101,7 @@ class Arm:
     """
 
     name: str
-    target: str
+    target: str | SubjectSpec
     overrides: tuple[str, ...] = ()
     suspects: tuple[str, ...] = ()
     results: list[ProbeResult] = field(default_factory=list)
@@ -264,7 +265,7 @@ def gather_suspects(
     """Every suspect for this pair: built-in fixes, config restores not already covered by a fix of the same
     subsystem, and named variants; ordered by audit evidence (strongest first)."""
     priors = audit_priors(findings)
-    fixes = builtin_fix_suspects(wb.labels["candidate"], priors)
+    fixes = builtin_fix_suspects(wb.specs["candidate"].text, priors)
     restores, notes = config_suspects(wb, priors)
     covered = {s.subsystem for s in fixes}
     suspects = (
@@ -276,23 +277,31 @@ def gather_suspects(
     return suspects, notes
 
 
-def compose(candidate_spec: str, suspects: Sequence[Suspect]) -> tuple[str, tuple[str, ...]]:
-    """The (spec, overrides) of the candidate with ``suspects`` undone together.
+def compose(candidate: SubjectSpec, suspects: Sequence[Suspect]) -> tuple[str | SubjectSpec, tuple[str, ...]]:
+    """What to run for the candidate with ``suspects`` undone together: ``(target, overrides)``.
+
+    The target is ``"candidate"`` itself when only config restores are involved (same worker, same cache),
+    the candidate's spec with faults removed for built-in fixes (keeping its interpreter, cwd and env), or a
+    named variant's own spec.
 
     Raises:
         ValueError: A named variant combined with anything else (variants are whole subjects).
     """
+    from rlaudit.subjects import parse_spec
+
     variants = [s for s in suspects if not s.composable]
     if variants:
         if len(suspects) > 1:
             raise ValueError("a named variant subject cannot be combined with other suspects")
-        return variants[0].spec or "", ()
-    removes = [f for s in suspects for f in s.remove]
-    spec = candidate_spec
-    if removes:
-        spec = f"{candidate_spec}-{','.join(removes)}"
+        return parse_spec(variants[0].spec or ""), ()
     overrides = tuple(o for s in suspects for o in s.overrides)
-    return spec, overrides
+    removes = [f for s in suspects for f in s.remove]
+    if not removes:
+        return "candidate", overrides
+    text = f"{candidate.text}-{','.join(removes)}"
+    return parse_spec(
+        text, python=candidate.python or None, cwd=candidate.cwd or None, env=dict(candidate.env) or None
+    ), overrides
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -409,7 +418,7 @@ class Search:
         calls, owners = [], []
         for arm in arms:
             for s in range(arm.n, n):
-                calls.append((arm.target, _params(self.steps, s, arm.overrides)))
+                calls.append((arm.target, run_params(self.steps, s, arm.overrides)))
                 owners.append(arm)
         if not calls:
             return
@@ -423,8 +432,8 @@ class Search:
         names = tuple(s.name for s in suspects)
         key = " + ".join(names)
         if key not in self.arms:
-            spec, overrides = compose(self.wb.labels["candidate"], suspects)
-            self.arms[key] = Arm(name=key, target=spec, overrides=overrides, suspects=names)
+            target, overrides = compose(self.wb.specs["candidate"], suspects)
+            self.arms[key] = Arm(name=key, target=target, overrides=overrides, suspects=names)
         return self.arms[key]
 
     def _base_arms(self) -> tuple[Arm, Arm]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -96,23 +97,31 @@ class BuiltinSubject:
     """
 
     def __init__(self, base: str, faults: Sequence[Fault] = ()) -> None:
-        from rlaudit.demo.arena import ArenaImpl
-        from rlaudit.demo.ppo import PPOImpl
-
         if base not in BASES:
             raise ValueError(f"unknown builtin base {base!r}; expected one of {BASES}")
         self.base = base
         self.faults = tuple(faults)
-        arena: dict[str, Any] = {}
-        ppo: dict[str, Any] = {}
+        self._arena_switches: dict[str, Any] = {}
+        self._ppo_switches: dict[str, Any] = {}
         for fault in self.faults:
-            arena.update(fault.arena)
-            ppo.update(fault.ppo)
-        self._arena_impl = ArenaImpl(**arena)
-        self._ppo_impl = PPOImpl(**ppo)
+            self._arena_switches.update(fault.arena)
+            self._ppo_switches.update(fault.ppo)
         self._config_overrides = [o for fault in self.faults for o in fault.overrides]
         self._restore_trainer_defaults = any(f.id == "config.override_ignored" for f in self.faults)
         self.config_source = "hydra" if base == "reference" else "python"
+
+    # The code paths are built on first use: config-only probes never import torch (1-2 s per worker).
+    @cached_property
+    def _arena_impl(self):  # -> ArenaImpl
+        from rlaudit.demo.arena import ArenaImpl
+
+        return ArenaImpl(**self._arena_switches)
+
+    @cached_property
+    def _ppo_impl(self):  # -> PPOImpl
+        from rlaudit.demo.ppo import PPOImpl
+
+        return PPOImpl(**self._ppo_switches)
 
     def __repr__(self) -> str:
         names = ",".join(f.id for f in self.faults)

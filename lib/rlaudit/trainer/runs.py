@@ -47,11 +47,12 @@ def runs(
         steps if steps is not None else (wb.profile.short_train_steps if short else wb.profile.train_steps)
     )
     seeds = list(seeds) if seeds is not None else default_seeds(wb, 2 if short else None)
-    params = [_params(steps, s, overrides) for s in seeds]
+    params = [run_params(steps, s, overrides) for s in seeds]
     return wb.run_many(train_run, params)
 
 
-def _params(steps: int, seed: int, overrides: Sequence[str]) -> dict[str, Any]:
+def run_params(steps: int, seed: int, overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """The train_run parameters for one run; build them here so every caller hits the same cache key."""
     params: dict[str, Any] = {"steps": int(steps), "seed": int(seed)}
     if overrides:
         params["overrides"] = list(overrides)

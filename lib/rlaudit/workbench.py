@@ -1,0 +1,674 @@
+"""The notebook's handle on a (baseline, candidate) pair: run probes on both, cached, in worker processes.
+
+::
+
+    from rlaudit.workbench import Workbench
+    wb = Workbench(baseline="builtin:reference", candidate="builtin:regressed", profile="smoke")
+    pair = wb.run(agents_probes.module_tree, seed=0)     # both sides in parallel, cached
+    if (f := pair.guard("agents/architecture", "agents", "The two networks have the same layers")):
+        ...                                               # SKIPPED (missing capability) or ERROR finding
+    tree = pair.candidate.json("tree")
+    pairs = wb.run_many(trainer_probes.train_run, [dict(seed=s, steps=n) for s in seeds])
+
+A cache hit never starts a worker, and neither does a probe whose required capability the subject is known to
+lack (capabilities are remembered per subject fingerprint in the cache). Extra arms (attribution variants,
+a fix commit) share the same cache and worker machinery through :meth:`Workbench.run_spec` and
+:meth:`Workbench.run_each`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rlaudit.cache import ArtifactStore, ProbeResult, fingerprint_details, subject_fingerprint
+from rlaudit.executor import Executor, JobError
+from rlaudit.findings import Finding
+from rlaudit.probe import ProbeInfo, bind_params, probe_import_root, probe_info
+from rlaudit.profiles import Profile, get_profile
+from rlaudit.subjects import SubjectSpec, load_pair_file, loader_for, parse_spec
+from rlaudit.worker import ProbeError, WorkerClient
+
+__all__ = ["SIDES", "Pair", "ProbeError", "ProbeJob", "ProbeResult", "Workbench", "run_probe_job"]
+
+SIDES: tuple[str, str] = ("baseline", "candidate")
+
+
+@dataclass
+class Pair:
+    """One probe on both subjects.
+
+    Attributes:
+        baseline: The baseline's result (None when only the candidate was asked for).
+        candidate: The candidate's result (None when only the baseline was asked for).
+    """
+
+    baseline: ProbeResult | None
+    candidate: ProbeResult | None
+
+    @property
+    def ok(self) -> bool:
+        """True when every side that was run produced artifacts."""
+        return all(result.ok for result in self)
+
+    def sides(self) -> dict[str, ProbeResult]:
+        """``{"baseline": ..., "candidate": ...}`` for the sides that were run."""
+        return {side: result for side in SIDES if (result := getattr(self, side)) is not None}
+
+    def __iter__(self) -> Iterator[ProbeResult]:
+        return iter(self.sides().values())
+
+    def __getitem__(self, side: str) -> ProbeResult:
+        result = self.sides().get(side)
+        if result is None:
+            raise KeyError(f"this pair has no {side!r} result; it has {', '.join(self.sides())}")
+        return result
+
+    def guard(self, id: str, subsystem: str, hypothesis: str) -> Finding | None:
+        """A SKIPPED or ERROR finding when a side has no artifacts, else None.
+
+        A missing capability (on either side) gives SKIPPED naming the capabilities per side; failed probes
+        give ERROR with the error's kind, message and traceback (one finding naming both sides when both
+        failed).
+        """
+        sides = self.sides()
+        missing = {side: list(result.missing) for side, result in sides.items() if result.missing}
+        if missing:
+            return Finding.skipped(id, subsystem, hypothesis, missing)
+        errors = {
+            side: result.error or ProbeError("protocol", f"{result.probe} produced no artifacts and no error")
+            for side, result in sides.items()
+            if not result.ok
+        }
+        if not errors:
+            return None
+        if len(errors) == 1:
+            ((side, error),) = errors.items()
+            return Finding.error(id, subsystem, hypothesis, side, error)
+        kinds = sorted({error.kind for error in errors.values()})
+        combined = ProbeError(
+            kinds[0] if len(kinds) == 1 else "exception",
+            "; ".join(f"{side}: {error.kind}: {error.message}" for side, error in errors.items()),
+            "\n".join(
+                f"--- {side} ---\n{error.traceback}" for side, error in errors.items() if error.traceback
+            ),
+            "\n".join(
+                f"--- {side} ---\n{error.stderr_tail}" for side, error in errors.items() if error.stderr_tail
+            ),
+        )
+        if len(kinds) > 1:
+            combined.kind = "/".join(error.kind for error in errors.values())
+        finding = Finding.error(id, subsystem, hypothesis, " and ".join(errors), combined)
+        finding.evidence.details["sides"] = {side: error.to_dict() for side, error in errors.items()}
+        return finding
+
+
+class _Missing(Exception):
+    """The worker reported missing capabilities: abort the artifact commit."""
+
+    def __init__(self, capabilities: Sequence[str]) -> None:
+        super().__init__(", ".join(capabilities))
+        self.capabilities = list(capabilities)
+
+
+class _Subject:
+    """One subject: its fingerprint, known capabilities, and a pool of worker clients.
+
+    Args:
+        spec: The subject.
+        side: How results name it (``"baseline"``, ``"candidate"``, or an extra arm's label).
+        store: The artifact store (capabilities are remembered there).
+        fingerprint: Known fingerprint (a shipped job has it already); computed when None.
+        client_options: Keyword arguments for each :class:`WorkerClient` (timeout, memory_mb, ...).
+        on_release: Called after a client is returned to the pool (the workbench evicts idle workers).
+    """
+
+    def __init__(
+        self,
+        spec: SubjectSpec,
+        side: str,
+        store: ArtifactStore,
+        *,
+        fingerprint: str | None = None,
+        client_options: Mapping[str, Any] | None = None,
+        on_release: Callable[[], None] | None = None,
+    ) -> None:
+        self.spec = spec
+        self.side = side
+        self.store = store
+        self.details = fingerprint_details(spec) if fingerprint is None else None
+        self.fingerprint = fingerprint if fingerprint is not None else subject_fingerprint(spec)
+        self.client_options = dict(client_options or {})
+        self.on_release = on_release
+        self.lock = threading.Lock()
+        self.clients: list[WorkerClient] = []
+        self.idle: list[WorkerClient] = []
+        self.last_used: dict[int, float] = {}
+        self.load_error: ProbeError | None = None
+        self._capabilities: frozenset[str] | None = None
+
+    @property
+    def capabilities(self) -> frozenset[str] | None:
+        if self._capabilities is None:
+            self._capabilities = self.store.capabilities(self.fingerprint)
+        return self._capabilities
+
+    def missing(self, requires: Sequence[str]) -> list[str]:
+        """The required capabilities the subject is known to lack ([] when unknown)."""
+        caps = self.capabilities
+        return [] if caps is None else [cap for cap in requires if cap not in caps]
+
+    def learn(self, client: WorkerClient) -> None:
+        """Remember what a freshly loaded worker told us (capabilities, or an import failure)."""
+        if client.load_error is not None:
+            self.load_error = client.load_error
+        elif client.capabilities is not None and self._capabilities != client.capabilities:
+            self._capabilities = client.capabilities
+            with contextlib.suppress(OSError):
+                self.store.save_subject(
+                    self.fingerprint, self.spec, client.capabilities, client.info, self.details
+                )
+
+    def acquire(self) -> WorkerClient:
+        """An idle client (a running one first), or a new one."""
+        with self.lock:
+            self.idle.sort(key=lambda c: c.alive)
+            if self.idle:
+                return self.idle.pop()
+            client = WorkerClient(self.spec, self.store.log_dir(self.fingerprint), **self.client_options)
+            self.clients.append(client)
+            return client
+
+    def release(self, client: WorkerClient) -> None:
+        with self.lock:
+            self.last_used[id(client)] = time.monotonic()
+            self.idle.append(client)
+        if self.on_release is not None:
+            self.on_release()
+
+
+@dataclass(frozen=True)
+class ProbeJob:
+    """One probe call on one subject, self-contained and picklable.
+
+    This is what a non-local executor backend (one whose jobs do not run as threads of the notebook)
+    ships to where it runs :func:`run_probe_job`; the cache directory must be the same path there.
+
+    Attributes:
+        spec: The subject's :meth:`SubjectSpec.to_dict`.
+        side: How the result names the subject.
+        fingerprint: The subject's fingerprint (computed once, in the notebook).
+        probe: ``"module:function"``.
+        version: The probe's version.
+        requires: Capabilities the probe needs.
+        root: ``sys.path`` entry for the probe's module (see :func:`rlaudit.probe.probe_import_root`).
+        params: The probe's parameters, defaults filled in.
+        cache_root: The artifact store's directory.
+        timeout: Seconds the call may take.
+        newer_than: Ignore artifacts older than this Unix time (``fresh``).
+        client_options: Extra :class:`WorkerClient` options (memory_mb, torch_threads, load_timeout).
+    """
+
+    spec: dict[str, Any]
+    side: str
+    fingerprint: str
+    probe: str
+    version: int
+    requires: tuple[str, ...]
+    root: str
+    params: dict[str, Any]
+    cache_root: str
+    timeout: float
+    newer_than: float | None = None
+    client_options: dict[str, Any] = field(default_factory=dict)
+
+
+def run_probe_job(job: ProbeJob) -> ProbeResult:
+    """Run one :class:`ProbeJob` from scratch: cache lookup, a worker of its own, commit, worker stopped.
+
+    Module-level and free of notebook state, so any executor backend can run it (in a process pool, on a
+    Ray node). Failures come back as a :class:`ProbeResult` with ``error`` set, never as an exception.
+    """
+    store = ArtifactStore(job.cache_root)
+    subject = _Subject(
+        SubjectSpec.from_dict(job.spec),
+        job.side,
+        store,
+        fingerprint=job.fingerprint,
+        client_options={"timeout": job.timeout, **job.client_options},
+    )
+    try:
+        return _execute(job, subject)
+    finally:
+        _shutdown([subject])
+
+
+def _execute(job: ProbeJob, subject: _Subject) -> ProbeResult:
+    """One probe call: a cache hit, a capability known to be missing, or computed in a worker."""
+    store = subject.store
+    key_args = (job.fingerprint, job.probe, job.version, job.params)
+    hit = store.get(*key_args, newer_than=job.newer_than, side=job.side, spec=subject.spec.text)
+    if hit is not None:
+        return hit
+    missing = subject.missing(job.requires)
+    if missing:
+        return _failed(job, subject, missing=missing)
+    if subject.load_error is not None:
+        return _failed(job, subject, error=ProbeError.from_dict(subject.load_error.to_dict()))
+
+    def produce(out: Any) -> None:
+        client = subject.acquire()
+        try:
+            client.start()
+            subject.learn(client)
+            missing_now = subject.missing(job.requires)
+            if missing_now:
+                raise _Missing(missing_now)
+            reply = client.call(job.probe, job.params, out, timeout=job.timeout, root=job.root)
+        finally:
+            subject.release(client)
+        if not reply.get("ok"):
+            raise _Missing(reply.get("missing") or ["(unknown)"])
+
+    start = time.perf_counter()
+    try:
+        return store.compute(
+            *key_args, produce, newer_than=job.newer_than, side=job.side, spec=subject.spec.text
+        )
+    except _Missing as exc:
+        return _failed(job, subject, missing=exc.capabilities)
+    except ProbeError as exc:
+        return _failed(job, subject, error=exc, seconds=time.perf_counter() - start)
+
+
+def _failed(
+    job: ProbeJob,
+    subject: _Subject,
+    *,
+    missing: Sequence[str] = (),
+    error: ProbeError | None = None,
+    seconds: float = 0.0,
+) -> ProbeResult:
+    return ProbeResult(
+        side=job.side,
+        spec=subject.spec.text,
+        probe=job.probe,
+        params=job.params,
+        ok=False,
+        error=error,
+        missing=list(missing),
+        seconds=seconds,
+        version=job.version,
+        fingerprint=job.fingerprint,
+    )
+
+
+class Workbench:
+    """The notebook's handle on a (baseline, candidate) pair of subjects.
+
+    Args:
+        baseline: Spec (string or :class:`SubjectSpec`) of the setup that trained well.
+        candidate: Spec of the setup that got worse.
+        profile: ``"smoke"``, ``"standard"``, ``"thorough"`` or a :class:`Profile` (``RLAUDIT_PROFILE`` wins
+            over a name).
+        pair_file: YAML declaring both subjects (overrides ``baseline`` and ``candidate``).
+        fresh: Recompute artifacts made before this workbench was created (each once per session).
+            ``RLAUDIT_FRESH_SINCE`` (a Unix time) moves that point earlier, so that the notebooks of one report
+            share one fresh start.
+        jobs: Probe calls that run at once (worker processes busy at a time); default ``RLAUDIT_JOBS`` or the
+            profile's ``jobs``. With more than one, workers run torch on one thread each.
+        cache: The artifact store (default: ``data/cache`` or ``RLAUDIT_CACHE``).
+        timeout: Seconds a probe call may take; default ``RLAUDIT_PROBE_TIMEOUT`` or the profile's.
+        memory_mb: Per-worker address-space limit in MiB (default ``RLAUDIT_WORKER_MEMORY_MB`` or none).
+        load_timeout: Seconds a worker may take to start and import its subject.
+
+    Raises:
+        ValueError / FileNotFoundError: A spec, pair file or profile is wrong (the message says how).
+    """
+
+    def __init__(
+        self,
+        baseline: str | SubjectSpec = "",
+        candidate: str | SubjectSpec = "",
+        profile: str | Profile = "standard",
+        pair_file: str = "",
+        fresh: bool = False,
+        jobs: int | None = None,
+        cache: ArtifactStore | None = None,
+        *,
+        timeout: float | None = None,
+        memory_mb: float | None = None,
+        load_timeout: float | None = None,
+    ) -> None:
+        self.profile: Profile = profile if isinstance(profile, Profile) else get_profile(profile)
+        if pair_file:
+            base_spec, cand_spec = load_pair_file(pair_file)
+        else:
+            if not baseline or not candidate:
+                raise ValueError(
+                    "Workbench needs both subjects: baseline= and candidate= specs (e.g. builtin:reference and "
+                    "builtin:regressed), or pair_file= naming a YAML that declares them"
+                )
+            base_spec, cand_spec = parse_spec(baseline), parse_spec(candidate)
+        for spec in (base_spec, cand_spec):
+            loader_for(spec)  # an unloadable scheme fails here, not in every probe
+        self.cache = cache if cache is not None else ArtifactStore()
+        env_jobs = os.environ.get("RLAUDIT_JOBS")
+        self.jobs = max(1, int(jobs if jobs is not None else env_jobs or self.profile.jobs))
+        env_timeout = os.environ.get("RLAUDIT_PROBE_TIMEOUT")
+        self.timeout = float(timeout if timeout is not None else env_timeout or self.profile.probe_timeout)
+        self.memory_mb = memory_mb
+        self.load_timeout = load_timeout
+        self.fresh = bool(fresh)
+        self._since: float | None = None
+        if self.fresh:
+            self._since = float(os.environ.get("RLAUDIT_FRESH_SINCE") or time.time())
+        # Parallel workers each get one torch thread so they do not fight over the cores (unless the user
+        # chose a number with RLAUDIT_TORCH_THREADS).
+        self._torch_threads = None if "RLAUDIT_TORCH_THREADS" in os.environ or self.jobs == 1 else 1
+        self._max_live = max(4, 2 * self.jobs)  # idle workers beyond this are shut down (they hold memory)
+        self._client_options: dict[str, Any] = {"memory_mb": memory_mb, "torch_threads": self._torch_threads}
+        if load_timeout:
+            self._client_options["load_timeout"] = load_timeout
+        # `rlaudit report --executor NAME` arrives as RLAUDIT_EXECUTOR; an unavailable backend fails here.
+        self.executor_backend = os.environ.get("RLAUDIT_EXECUTOR") or "local"
+        options = (
+            {"address": os.environ["RLAUDIT_RAY_ADDRESS"]} if os.environ.get("RLAUDIT_RAY_ADDRESS") else {}
+        )
+        self._executor = Executor(jobs=self.jobs, backend=self.executor_backend, desc="probes", **options)
+        self._subjects: dict[str, _Subject] = {
+            "baseline": self._new_subject(base_spec, "baseline"),
+            "candidate": self._new_subject(cand_spec, "candidate"),
+        }
+        self._extra: dict[SubjectSpec, _Subject] = {}
+        # Every subject (sides and extra arms), shared with the finalizer, which must not hold the workbench.
+        self._subject_list: list[_Subject] = list(self._subjects.values())
+        self._lock = threading.Lock()
+        self._closed = False
+        self._finalizer = weakref.finalize(self, _shutdown, self._subject_list)
+
+    # --- what it holds --------------------------------------------------------------------------------
+
+    @property
+    def specs(self) -> dict[str, SubjectSpec]:
+        """``{"baseline": SubjectSpec, "candidate": SubjectSpec}``."""
+        return {side: subject.spec for side, subject in self._subjects.items()}
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """``{"baseline": "builtin:reference", "candidate": "builtin:regressed"}`` (labels or spec strings)."""
+        return {side: subject.spec.display for side, subject in self._subjects.items()}
+
+    @property
+    def fingerprints(self) -> dict[str, str]:
+        """Each side's subject fingerprint (its directory in the cache)."""
+        return {side: subject.fingerprint for side, subject in self._subjects.items()}
+
+    def fingerprint(self, target: str | SubjectSpec) -> str:
+        """The fingerprint of a side (``"baseline"``/``"candidate"``) or of any spec."""
+        return self._subject(target).fingerprint
+
+    def capabilities(self, target: str | SubjectSpec, *, load: bool = True) -> frozenset[str] | None:
+        """The capabilities of a side or spec; with ``load`` a worker is started if they are not known yet.
+
+        Returns:
+            The capability names, or None when unknown (``load=False``) or the subject failed to load.
+        """
+        subject = self._subject(target)
+        if subject.capabilities is None and load and subject.load_error is None:
+            client = subject.acquire()
+            try:
+                with contextlib.suppress(ProbeError):
+                    client.start()
+                subject.learn(client)
+            finally:
+                subject.release(client)
+        return subject.capabilities
+
+    def __repr__(self) -> str:
+        return (
+            f"Workbench(baseline={self.labels['baseline']!r}, candidate={self.labels['candidate']!r}, "
+            f"profile={self.profile.name!r}, jobs={self.jobs}, cache={str(self.cache.root)!r})"
+        )
+
+    # --- running probes -------------------------------------------------------------------------------
+
+    def run(self, probe_fn: Callable[..., Any], **params: Any) -> Pair:
+        """Run a probe on both subjects (in parallel when ``jobs`` > 1), using the cache.
+
+        Returns:
+            The :class:`Pair`; failures are in ``pair.<side>.error``, never raised.
+        """
+        baseline, candidate = self.run_each(probe_fn, [(side, params) for side in SIDES], progress=False)
+        return Pair(baseline=baseline, candidate=candidate)
+
+    def run_side(self, side: str, probe_fn: Callable[..., Any], **params: Any) -> ProbeResult:
+        """Run a probe on one side (``"baseline"`` or ``"candidate"``)."""
+        if side not in SIDES:
+            raise ValueError(
+                f"side must be 'baseline' or 'candidate', got {side!r}; use run_spec for other subjects"
+            )
+        return self.run_each(probe_fn, [(side, params)], progress=False)[0]
+
+    def run_spec(self, spec: str | SubjectSpec, probe_fn: Callable[..., Any], **params: Any) -> ProbeResult:
+        """Run a probe on any subject (an attribution variant, a fix commit) with the same cache and workers.
+
+        Args:
+            spec: A spec string or :class:`SubjectSpec` (strings are parsed with the notebook's cwd as base).
+        """
+        return self.run_each(probe_fn, [(spec, params)], progress=False)[0]
+
+    def run_many(
+        self,
+        probe_fn: Callable[..., Any],
+        params_list: Sequence[Mapping[str, Any]],
+        sides: Sequence[str] = SIDES,
+        *,
+        desc: str | None = None,
+    ) -> list[Pair]:
+        """Run a probe for each parameter set on the given sides, over several workers, with one progress bar.
+
+        Returns:
+            One :class:`Pair` per parameter set, in order (sides not asked for are None).
+        """
+        unknown = [side for side in sides if side not in SIDES]
+        if unknown:
+            raise ValueError(f"sides must be among {SIDES}, got {unknown}; use run_each for other subjects")
+        calls = [(side, params) for params in params_list for side in sides]  # interleaved: both progress
+        results = iter(self.run_each(probe_fn, calls, desc=desc))
+        pairs = []
+        for _ in params_list:
+            by_side = {side: next(results) for side in sides}
+            pairs.append(Pair(baseline=by_side.get("baseline"), candidate=by_side.get("candidate")))
+        return pairs
+
+    def run_each(
+        self,
+        probe_fn: Callable[..., Any],
+        calls: Sequence[tuple[str | SubjectSpec, Mapping[str, Any]]],
+        *,
+        desc: str | None = None,
+        progress: bool | None = None,
+    ) -> list[ProbeResult]:
+        """The general form: one probe over ``(subject, params)`` calls, in parallel, results in order.
+
+        Args:
+            probe_fn: A function decorated with :func:`rlaudit.probe.probe`.
+            calls: ``(target, params)`` pairs; a target is ``"baseline"``, ``"candidate"``, a spec string or
+                a :class:`SubjectSpec`.
+            desc: Progress-bar label (default: the probe's function name).
+            progress: Force the progress bar on/off (default: on in Jupyter or a terminal).
+
+        Raises:
+            TypeError: ``probe_fn`` is not a probe, or a parameter is not one it takes.
+        """
+        if self._closed:
+            raise RuntimeError("this Workbench was closed; create a new one")
+        info = probe_info(probe_fn)
+        root = probe_import_root(probe_fn)
+        items = []
+        for target, params in calls:
+            subject = self._subject(target)
+            items.append((self._job(subject, info, root, bind_params(probe_fn, params)), subject))
+        if not items:
+            return []
+        jobs = [job for job, _ in items]
+        label = desc if desc is not None else info.name.rpartition(":")[2]
+        try:
+            if self._executor.shares_memory:
+                # Threads of this process: lend them the pooled workers of each subject.
+                by_job = {id(job): subject for job, subject in items}
+                outcomes = self._executor.map(
+                    lambda job: _execute(job, by_job[id(job)]), jobs, desc=label, progress=progress
+                )
+            else:
+                outcomes = self._executor.map(run_probe_job, jobs, desc=label, progress=progress)
+        except KeyboardInterrupt:
+            self._kill_busy()
+            raise
+        results = []
+        for (job, subject), outcome in zip(items, outcomes, strict=True):
+            if isinstance(outcome, JobError):
+                # rlaudit itself failed around the probe (e.g. the cache disk is full): report, do not raise.
+                outcome = _failed(
+                    job,
+                    subject,
+                    error=ProbeError(
+                        "exception",
+                        f"rlaudit failed while running {job.probe}: {type(outcome.error).__name__}: "
+                        f"{outcome.error}",
+                        outcome.traceback,
+                    ),
+                )
+            results.append(outcome)
+        return results
+
+    # --- machinery ------------------------------------------------------------------------------------
+
+    def _job(self, subject: _Subject, info: ProbeInfo, root: str, params: dict[str, Any]) -> ProbeJob:
+        return ProbeJob(
+            spec=subject.spec.to_dict(),
+            side=subject.side,
+            fingerprint=subject.fingerprint,
+            probe=info.name,
+            version=info.version,
+            requires=info.requires,
+            root=root,
+            params=params,
+            cache_root=str(self.cache.root),
+            timeout=self.timeout,
+            newer_than=self._since,
+            client_options={k: v for k, v in self._client_options.items() if v is not None},
+        )
+
+    def _new_subject(self, spec: SubjectSpec, side: str) -> _Subject:
+        # A weak reference: subjects are held by the finalizer, which must not keep the workbench alive.
+        evict = weakref.WeakMethod(self._evict)
+
+        def on_release() -> None:
+            method = evict()
+            if method is not None:
+                method()
+
+        return _Subject(
+            spec,
+            side,
+            self.cache,
+            client_options={"timeout": self.timeout, **self._client_options},
+            on_release=on_release,
+        )
+
+    def _subject(self, target: str | SubjectSpec) -> _Subject:
+        if isinstance(target, str) and target in self._subjects:
+            return self._subjects[target]
+        spec = target if isinstance(target, SubjectSpec) else parse_spec(target)
+        for subject in self._subjects.values():
+            if subject.spec == spec:
+                return subject
+        with self._lock:
+            subject = self._extra.get(spec)
+            if subject is None:
+                loader_for(spec)
+                subject = self._new_subject(spec, spec.display)
+                self._extra[spec] = subject
+                self._subject_list.append(subject)
+            return subject
+
+    def _evict(self) -> None:
+        """Shut down the least recently used idle workers beyond the limit on live workers."""
+        with self._lock:
+            subjects = list(self._subject_list)
+        live = [(s, c) for s in subjects for c in list(s.clients) if c.alive]
+        excess = len(live) - self._max_live
+        if excess <= 0:
+            return
+        idle = [(s.last_used.get(id(c), 0.0), s, c) for s in subjects for c in list(s.idle) if c.alive]
+        for _, subject, client in sorted(idle, key=lambda t: t[0])[:excess]:
+            with subject.lock:
+                if client not in subject.idle:
+                    continue  # taken meanwhile
+                subject.idle.remove(client)
+                subject.clients.remove(client)
+            client.close(wait=1.0)
+
+    def _kill_busy(self) -> None:
+        for subject in list(self._subject_list):
+            for client in list(subject.clients):
+                if client.busy:
+                    client.kill()
+
+    def worker_pids(self) -> dict[str, list[int]]:
+        """Running worker processes per subject label (for diagnostics and tests)."""
+        return {
+            subject.side: [c.pid for c in subject.clients if c.pid is not None]
+            for subject in list(self._subject_list)
+        }
+
+    def close(self) -> None:
+        """Stop every worker and the dispatch threads (also done at exit and when garbage-collected)."""
+        self._closed = True
+        self._executor.shutdown(wait=False)
+        _shutdown(self._subject_list)
+
+    def __enter__(self) -> Workbench:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _shutdown(subjects: list[_Subject]) -> None:
+    clients: list[WorkerClient] = []
+    for subject in list(subjects):
+        with subject.lock:
+            clients.extend(subject.clients)
+            subject.clients.clear()
+            subject.idle.clear()
+
+    def close(client: WorkerClient) -> None:
+        with contextlib.suppress(Exception):
+            client.close(wait=1.0)
+
+    # In parallel: each worker takes a moment to exit its interpreter.
+    threads = [threading.Thread(target=close, args=(client,), daemon=True) for client in clients]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=10)
+
+
+def format_error(result: ProbeResult) -> str:
+    """A printable account of a failed result (kind, message, traceback, stderr tail)."""
+    if result.ok:
+        return f"{result.side}: ok"
+    if result.missing:
+        return f"{result.side}: not run, the subject lacks {', '.join(result.missing)}"
+    if result.error is None:
+        return f"{result.side}: failed without an error"
+    return f"{result.side}: {result.error.describe()}"

@@ -1,0 +1,341 @@
+"""Fingerprints and the artifact store: keys, hits, atomic commits, locks, and code-change invalidation."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rlaudit.cache import ArtifactStore, ProbeResult, params_hash, subject_fingerprint
+from rlaudit.io import atomic_write_json
+from rlaudit.subjects import parse_spec
+from rlaudit.worker import ProbeError
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+LIB = Path(__file__).resolve().parents[1] / "lib"
+
+
+def _result_json(out: Path, result: dict, params: dict | None = None) -> None:
+    atomic_write_json(
+        out / "result.json",
+        {
+            "probe": "m:p",
+            "version": 1,
+            "params": params or {},
+            "result": result,
+            "seconds": 0.1,
+            "created": time.time(),
+        },
+    )
+
+
+# --- keys ------------------------------------------------------------------------------------------------
+
+
+def test_key_is_canonical_in_params(tmp_path: Path) -> None:
+    store = ArtifactStore(tmp_path)
+    a = store.key("fp", "rlaudit.agents.probes:tree", 2, {"seed": 0, "sizes": (1, 2)})
+    b = store.key("fp", "rlaudit.agents.probes:tree", 2, {"sizes": [1, 2], "seed": np.int64(0)})
+    assert a == b
+    assert a.parent == tmp_path / "fp" / "rlaudit.agents.probes.tree" and a.name.startswith("v2-")
+    assert store.key("fp", "rlaudit.agents.probes:tree", 3, {"seed": 0, "sizes": (1, 2)}) != a  # version
+    assert store.key("fp", "rlaudit.agents.probes:tree", 2, {"seed": 1, "sizes": (1, 2)}) != a  # params
+    assert params_hash({"a": 1.0}) != params_hash({"a": 2.0})
+
+
+def test_only_a_directory_with_result_json_is_a_hit(tmp_path: Path) -> None:
+    store = ArtifactStore(tmp_path)
+    key = store.key("fp", "m:p", 1, {})
+    key.mkdir(parents=True)
+    (key / "tree.json").write_text("{}")
+    assert store.get("fp", "m:p", 1, {}) is None  # artifacts without result.json: incomplete
+    _result_json(key, {"n": 3})
+    hit = store.get("fp", "m:p", 1, {}, side="baseline", spec="s")
+    assert hit is not None and hit.ok and hit.cached and hit.result == {"n": 3} and hit.dir == key
+    assert (hit.side, hit.spec) == ("baseline", "s")
+
+
+def test_compute_commits_once_and_reads_back(tmp_path: Path) -> None:
+    store = ArtifactStore(tmp_path)
+    calls = []
+
+    def produce(out: Path) -> None:
+        calls.append(out)
+        (out / "data.json").write_text('{"v": 1}')
+        _result_json(out, {"v": 1})
+
+    first = store.compute("fp", "m:p", 1, {"a": 1}, produce)
+    second = store.compute("fp", "m:p", 1, {"a": 1}, produce)
+    assert len(calls) == 1 and not first.cached and second.cached
+    assert first.json("data") == {"v": 1} and first.dir == second.dir
+    assert calls[0] != first.dir  # written elsewhere, then renamed into place
+    # fresh=True recomputes, and replaces the old directory
+    third = store.compute("fp", "m:p", 1, {"a": 1}, produce, fresh=True)
+    assert len(calls) == 2 and not third.cached and third.dir == first.dir
+
+
+def test_failed_compute_caches_nothing(tmp_path: Path) -> None:
+    store = ArtifactStore(tmp_path)
+
+    def produce(out: Path) -> None:
+        (out / "half.json").write_text("{}")
+        raise ProbeError("exception", "probe raised")
+
+    with pytest.raises(ProbeError):
+        store.compute("fp", "m:p", 1, {}, produce)
+    key = store.key("fp", "m:p", 1, {})
+    assert not key.exists() and store.get("fp", "m:p", 1, {}) is None
+    assert [p.name for p in key.parent.iterdir() if p.name.endswith(".tmp")] == []
+    # a produce that forgets result.json is not committed either
+    with pytest.raises(RuntimeError, match=r"no result\.json"):
+        store.compute("fp", "m:p", 1, {}, lambda out: (out / "x.json").write_text("{}"))
+    assert not key.exists()
+
+
+def test_newer_than_ignores_older_artifacts(tmp_path: Path) -> None:
+    store = ArtifactStore(tmp_path)
+    store.compute("fp", "m:p", 1, {}, lambda out: _result_json(out, {"v": 1}))
+    later = time.time() + 1
+    assert store.get("fp", "m:p", 1, {}, newer_than=later) is None
+    assert store.get("fp", "m:p", 1, {}, newer_than=later - 60) is not None
+
+
+# --- a writer killed mid-write ---------------------------------------------------------------------------
+
+_KILLED_WRITER = textwrap.dedent(
+    """
+    import sys
+    from rlaudit.workbench import Workbench
+    import toy_probes
+    from rlaudit.cache import ArtifactStore
+    subject, cache, ready, release = sys.argv[1:5]
+    wb = Workbench(subject, subject, profile="smoke", jobs=1, cache=ArtifactStore(cache))
+    wb.run_side("candidate", toy_probes.stall_midwrite, ready=ready, release=release)
+    print("finished, which it should not")
+    """
+)
+
+
+def test_killed_writer_leaves_nothing_that_is_read(tmp_path: Path, toy_subject: Path) -> None:
+    import toy_probes
+
+    from rlaudit.workbench import Workbench
+
+    cache, ready, release = tmp_path / "cache", tmp_path / "ready", tmp_path / "release"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(LIB), str(FIXTURES)]))
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_WRITER, str(toy_subject), str(cache), str(ready), str(release)],
+        env=env,
+    )
+    deadline = time.monotonic() + 60
+    while not ready.exists() and time.monotonic() < deadline and writer.poll() is None:
+        time.sleep(0.05)
+    assert ready.exists(), "the probe never started"
+    worker_pid = int(ready.read_text())
+    # Kill the notebook-side process (holder of the lock and the temp dir) and the worker, mid-write.
+    writer.kill()
+    writer.wait()
+    os.killpg(worker_pid, signal.SIGKILL)
+
+    wb = Workbench(str(toy_subject), str(toy_subject), profile="smoke", jobs=1, cache=ArtifactStore(cache))
+    try:
+        fp = wb.fingerprints["candidate"]
+        params = {"ready": str(ready), "release": str(release)}
+        name = "toy_probes:stall_midwrite"
+        key = wb.cache.key(fp, name, 1, params)
+        leftovers = [p for p in key.parent.iterdir() if p.name.endswith(".tmp")]
+        assert leftovers and (leftovers[0] / "part.bin").exists()  # the half-written directory is there...
+        assert not key.exists() and wb.cache.get(fp, name, 1, params) is None  # ...and is never a hit
+        release.write_text("go")
+        result = wb.run_side("candidate", toy_probes.stall_midwrite, **params)
+        assert result.ok and not result.cached and result.result == {"finished": True}
+        assert sorted(p.name for p in result.dir.iterdir()) == ["part.bin", "partial.json", "result.json"]
+        assert [p for p in key.parent.iterdir() if p.name.endswith(".tmp")] == []  # swept under the lock
+    finally:
+        wb.close()
+
+
+# --- concurrency -----------------------------------------------------------------------------------------
+
+
+def test_concurrent_threads_compute_a_key_once(tmp_path: Path) -> None:
+    counter = tmp_path / "count.txt"
+    results: list[ProbeResult] = []
+
+    def produce(out: Path) -> None:
+        with open(counter, "a") as f:
+            f.write("run\n")
+        time.sleep(0.3)  # long enough for the other caller to arrive while this one computes
+        _result_json(out, {"v": 7})
+
+    def ask() -> None:
+        results.append(ArtifactStore(tmp_path / "cache").compute("fp", "m:p", 1, {"k": 1}, produce))
+
+    threads = [threading.Thread(target=ask) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert counter.read_text() == "run\n"
+    assert [r.result for r in results] == [{"v": 7}] * 3
+    assert sorted(r.cached for r in results) == [False, True, True]
+
+
+_SAME_KEY = textwrap.dedent(
+    """
+    import sys
+    from rlaudit.workbench import Workbench
+    from rlaudit.cache import ArtifactStore
+    import toy_probes
+    subject, cache, counter = sys.argv[1:4]
+    wb = Workbench(subject, subject, profile="smoke", jobs=1, cache=ArtifactStore(cache))
+    r = wb.run_side("candidate", toy_probes.count, counter=counter, seconds=1.0)
+    print("ok" if r.ok else r.error.describe())
+    wb.close()
+    """
+)
+
+
+def test_two_processes_compute_a_key_once(tmp_path: Path, toy_subject: Path) -> None:
+    counter = tmp_path / "count.txt"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(LIB), str(FIXTURES)]))
+    command = [sys.executable, "-c", _SAME_KEY, str(toy_subject), str(tmp_path / "cache"), str(counter)]
+    procs = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    outputs = [p.communicate(timeout=120)[0].strip() for p in procs]
+    assert outputs == ["ok", "ok"]
+    assert len(counter.read_text().splitlines()) == 1
+
+
+# --- fingerprints ----------------------------------------------------------------------------------------
+
+
+def test_fingerprint_follows_the_code_outside_git(tmp_path: Path, toy_subject: Path) -> None:
+    spec = parse_spec(str(toy_subject))
+    first = subject_fingerprint(spec)
+    assert first == subject_fingerprint(spec) and first.startswith("toy-subject-")
+    # noise that is not code, or lives in caches and environments, does not count
+    (toy_subject.parent / "notes.txt").write_text("hello")
+    (toy_subject.parent / "__pycache__").mkdir()
+    (toy_subject.parent / "__pycache__" / "x.py").write_text("x = 1")
+    (toy_subject.parent / ".venv" / "lib").mkdir(parents=True)
+    (toy_subject.parent / ".venv" / "lib" / "y.py").write_text("y = 1")
+    (toy_subject.parent / "wandb").mkdir()
+    (toy_subject.parent / "wandb" / "config.yaml").write_text("run: 1")
+    assert subject_fingerprint(spec) == first
+    # the subject's own code, a helper module, a config file all count
+    toy_subject.write_text(toy_subject.read_text().replace("LEARNING_RATE = 0.1", "LEARNING_RATE = 0.2"))
+    second = subject_fingerprint(spec)
+    assert second != first
+    (toy_subject.parent / "helpers.py").write_text("K = 1\n")
+    third = subject_fingerprint(spec)
+    (toy_subject.parent / "conf").mkdir()
+    (toy_subject.parent / "conf" / "train.yaml").write_text("lr: 0.1\n")
+    fourth = subject_fingerprint(spec)
+    assert len({first, second, third, fourth}) == 4
+    # interpreter and extra env are part of it
+    link = tmp_path / "python-other"
+    link.symlink_to(sys.executable)
+    assert subject_fingerprint(spec.replace(python=str(link))) != fourth
+    assert subject_fingerprint(spec.replace(env={"OMP_NUM_THREADS": "1"})) != fourth
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "-C", str(repo), *args],
+        check=True,
+        capture_output=True,
+    )
+
+
+def test_fingerprint_follows_the_code_in_git(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / "tools").mkdir(parents=True)
+    subject = repo / "tools" / "subject.py"
+    subject.write_text((FIXTURES / "toy_subject.py").read_text())
+    (repo / "trainer.py").write_text("LR = 0.1\n")
+    (repo / ".gitignore").write_text("runs/\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "base")
+    spec = parse_spec(str(subject))
+    clean = subject_fingerprint(spec)
+    # a dirty change anywhere in the checkout (the subject imports the trainer) changes it; reverting restores it
+    (repo / "trainer.py").write_text("LR = 0.2\n")
+    dirty = subject_fingerprint(spec)
+    assert dirty != clean
+    (repo / "trainer.py").write_text("LR = 0.1\n")
+    assert subject_fingerprint(spec) == clean
+    # an untracked code file counts; an ignored one does not
+    (repo / "runs").mkdir()
+    (repo / "runs" / "config.yaml").write_text("step: 1\n")
+    assert subject_fingerprint(spec) == clean
+    (repo / "new_helper.py").write_text("X = 1\n")
+    untracked = subject_fingerprint(spec)
+    assert untracked != clean
+    # committing the same content changes the commit, so it changes too
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "helper")
+    assert subject_fingerprint(spec) not in (clean, untracked)
+
+
+def test_builtin_fingerprint_names_the_faults() -> None:
+    reference = subject_fingerprint(parse_spec("builtin:reference"))
+    assert reference == subject_fingerprint(parse_spec("builtin:reference"))
+    assert reference.startswith("builtin-reference-")
+    assert subject_fingerprint(parse_spec("builtin:reference+lr_schedule")) != reference
+
+
+def test_module_fingerprint_follows_the_package(tmp_path: Path) -> None:
+    pkg = tmp_path / "rlaudit_fp_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "subj.py").write_text("def config():\n    return {'a': 1}\n")
+    spec = parse_spec("rlaudit_fp_pkg.subj", base_dir=tmp_path)
+    first = subject_fingerprint(spec)
+    (pkg / "subj.py").write_text("def config():\n    return {'a': 2}\n")
+    assert subject_fingerprint(spec) != first
+
+
+# --- results and metadata --------------------------------------------------------------------------------
+
+
+def test_probe_result_accessors(tmp_path: Path) -> None:
+    store = ArtifactStore(tmp_path)
+
+    def produce(out: Path) -> None:
+        atomic_write_json(out / "tree.json", {"layers": 2})
+        np.savez(out / "w.npz", a=np.arange(3))
+        _result_json(out, {})
+
+    result = store.compute("fp", "m:p", 1, {}, produce)
+    assert result.json("tree") == {"layers": 2} == result.json("tree.json")
+    assert result.npz("w")["a"].tolist() == [0, 1, 2]
+    assert result.path("w.npz").is_file()
+    with pytest.raises(FileNotFoundError, match=r"wrote no 'x.pt'.*result.json, tree.json, w.npz"):
+        result.path("x.pt")
+    failed = ProbeResult("candidate", "s", "m:p", {}, ok=False, error=ProbeError("crash", "died"))
+    with pytest.raises(ProbeError, match="died"):
+        failed.json("tree")
+    skipped = ProbeResult("baseline", "s", "m:p", {}, ok=False, missing=["make_env"])
+    with pytest.raises(FileNotFoundError, match="lacks make_env"):
+        skipped.path("x")
+
+
+def test_capabilities_are_remembered_per_fingerprint(tmp_path: Path) -> None:
+    store = ArtifactStore(tmp_path)
+    spec = parse_spec("builtin:reference")
+    assert store.capabilities("fp") is None
+    store.save_subject("fp", spec, details={"spec": spec.text})
+    assert store.capabilities("fp") is None  # written, but never loaded: still unknown
+    store.save_subject("fp", spec, {"config", "train"}, {"pid": 1})
+    assert store.capabilities("fp") == {"config", "train"}
+    assert json.loads((tmp_path / "fp" / "subject.json").read_text())["details"] == {"spec": spec.text}
