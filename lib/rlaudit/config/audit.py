@@ -271,30 +271,27 @@ def pick_overrides(
 ) -> dict[str, Any]:
     """Choose test overrides: per top-level section, numeric keys equal on both sides, set to a new value.
 
+    Floats are preferred over integers (integer keys are often sizes with divisibility constraints), and
+    list elements are skipped (Hydra-style overrides set whole lists).
+
     Returns:
         ``{dotted_key: new_value}``; floats are doubled (0 becomes 0.125), ints incremented.
     """
     fa, fb = flatten(baseline), flatten(candidate)
-    chosen: dict[str, Any] = {}
-    per: dict[str, int] = {}
+    eligible: dict[str, list[str]] = {}
     for key in sorted(set(fa) & set(fb)):
-        va, vb = fa[key], fb[key]
-        if isinstance(va, bool) or not isinstance(va, int | float) or not _values_equal(va, vb):
+        va = fa[key]
+        if isinstance(va, bool) or not isinstance(va, int | float) or not _values_equal(va, fb[key]):
             continue
-        section = key.split(".", 1)[0]
-        if per.get(section, 0) >= per_section:
+        if any(part.isdigit() for part in key.split(".")):
             continue
-        # floats first: integer keys are often sizes with divisibility constraints
-        if isinstance(va, int) and any(
-            isinstance(fa[k], float)
-            and k.startswith(section + ".")
-            and k in fb
-            and _values_equal(fa[k], fb[k])
-            for k in fa
-        ):
-            continue
-        chosen[key] = (va * 2 if va != 0 else 0.125) if isinstance(va, float) else va + 1
-        per[section] = per.get(section, 0) + 1
+        eligible.setdefault(key.split(".", 1)[0], []).append(key)
+    chosen: dict[str, Any] = {}
+    for keys in eligible.values():
+        keys.sort(key=lambda k: not isinstance(fa[k], float))  # stable: floats first, then sorted names
+        for key in keys[:per_section]:
+            va = fa[key]
+            chosen[key] = (va * 2 if va != 0 else 0.125) if isinstance(va, float) else va + 1
     return chosen
 
 

@@ -1,0 +1,388 @@
+"""rlaudit.report: the report runs notebooks with papermill, survives a failing one, and writes index.html."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import types
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from rlaudit import report
+from rlaudit.findings import Evidence, Finding, Status, load_findings, save_findings
+
+PARAMETERS = """baseline: str = "builtin:reference"  # spec of the setup that trained well
+candidate: str = "builtin:regressed"  # spec of the setup that got worse
+profile: str = "standard"  # smoke | standard | thorough
+pair_file: str = ""  # optional YAML declaring both subjects
+fresh: bool = False  # ignore cached artifacts
+findings_dir: str = ""  # where the findings JSON goes"""
+
+SESSION = """import rlaudit.notebook as rn
+from rlaudit.findings import Evidence, Finding
+session = rn.Session("{subsystem}", baseline, candidate, profile, pair_file=pair_file, fresh=fresh,
+                     findings_dir=findings_dir)"""
+
+
+def _notebook(*cells: str | tuple[str, str]) -> nbformat.NotebookNode:
+    built = [
+        new_markdown_cell("# a test notebook"),
+        new_code_cell(PARAMETERS, metadata={"tags": ["parameters"]}),
+    ]
+    for cell in cells:
+        built.append(new_markdown_cell(cell[1]) if isinstance(cell, tuple) else new_code_cell(cell))
+    return new_notebook(
+        cells=built,
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+    )
+
+
+AGENTS_CELLS = (
+    SESSION.format(subsystem="agents"),
+    ("md", "## Hidden sizes"),
+    'session.add(Finding(id="agents/hidden-sizes", subsystem="agents", hypothesis="The hidden sizes match",'
+    ' status="CLEARED", evidence=Evidence(baseline=[128, 128], candidate=[128, 128],'
+    ' summary="hidden sizes match (128, 128)")))',
+    'session.add(Finding(id="agents/activation", subsystem="agents", hypothesis="Same activation",'
+    ' status="SUSPECT", severity="HIGH", evidence=Evidence(baseline="tanh", candidate="relu",'
+    ' summary="activation changed from tanh to relu"), remediation="Restore tanh"))',
+    "session.finish()",
+)
+TRAINER_CELLS = (
+    SESSION.format(subsystem="trainer"),
+    'raise RuntimeError("trainer probe exploded")',
+    "session.finish()",
+)
+
+
+def _args(out: Path, **changes: object) -> argparse.Namespace:
+    values = dict(
+        baseline="builtin:reference",
+        candidate="builtin:regressed",
+        pair="",
+        profile="smoke",
+        fresh=False,
+        jobs=2,
+        executor="local",
+        ray_address="auto",
+        out=str(out),
+        notebooks="",
+    )
+    values.update(changes)
+    return argparse.Namespace(**values)
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project home with its own notebooks/ and reports/, so nothing is written into the checkout."""
+    monkeypatch.setenv("RLAUDIT_HOME", str(tmp_path))
+    monkeypatch.setenv("RLAUDIT_REPORTS", str(tmp_path / "reports"))
+    monkeypatch.setenv("RLAUDIT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("RLAUDIT_PROFILE", raising=False)
+    (tmp_path / "notebooks").mkdir()
+    return tmp_path
+
+
+def test_report_survives_a_failing_notebook_and_marks_it_error(
+    home: Path, capsys: pytest.CaptureFixture
+) -> None:
+    nbformat.write(_notebook(*AGENTS_CELLS), home / "notebooks" / "01_agents.ipynb")
+    nbformat.write(_notebook(*TRAINER_CELLS), home / "notebooks" / "02_trainer.ipynb")
+    out = home / "reports"
+    # A stale findings file from an earlier run must not stand in for the failing notebook's verdict.
+    save_findings(out / "findings" / "02_trainer.json", [], {"parameters": {}})
+
+    code = report.run_report(_args(out))
+
+    assert code != 0
+    index = (out / "index.html").read_text()
+    for page in ("01_agents", "02_trainer"):
+        assert (out / f"{page}.html").exists(), page
+        assert f'href="{page}.html"' in index
+    # The failing notebook is rendered with its error (code hidden), and the index names it as ERROR.
+    trainer_page = (out / "02_trainer.html").read_text()
+    assert "trainer probe exploded" in trainer_page
+    assert "session = rn.Session" not in trainer_page
+    trainer_findings, meta = load_findings(out / "findings" / "02_trainer.json")
+    assert [f.status for f in trainer_findings] == [Status.ERROR]
+    assert "RuntimeError: trainer probe exploded" in trainer_findings[0].evidence.summary
+    assert meta["failed"] is True
+    assert "trainer/notebook-failed" in index
+    assert "RuntimeError: trainer probe exploded" in index
+    # The other notebook's findings and page are all there; its suspect leads the executive summary.
+    agents_page = (out / "01_agents.html").read_text()
+    assert "hidden sizes match (128, 128)" in agents_page
+    summary_part = index.split('id="grid"')[0]
+    assert "activation changed from tanh to relu" in summary_part
+    assert "Restore tanh" in summary_part
+    printed = capsys.readouterr().out
+    assert "where the time went" in printed and "02_trainer" in printed
+
+
+def test_summary_runs_last_after_every_other_notebook_finished(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("01_agents", "05_env", "15_summary"):
+        nbformat.write(_notebook("pass"), home / "notebooks" / f"{name}.ipynb")
+    events: list[tuple[str, str]] = []
+
+    def fake_execute(run, parameters, cwd, env):  # stands in for papermill: no kernels in this test
+        events.append(("start", run.name))
+        if run.name == "15_summary":
+            assert {p.name for p in run.findings_path.parent.glob("*.json")} == {
+                "01_agents.json",
+                "05_env.json",
+            }
+            assert env["RLAUDIT_JOBS"] == "3"
+        else:
+            assert env["RLAUDIT_JOBS"] == "1" and env["RLAUDIT_TORCH_THREADS"] == "1"
+        if run.name != "05_env":  # 05_env "forgets" session.finish()
+            save_findings(
+                run.findings_path, [_finding(run.subsystem, "CLEARED", run.name)], {"parameters": parameters}
+            )
+        run.returncode, run.seconds = 0, 0.1
+        events.append(("end", run.name))
+        return run
+
+    monkeypatch.delenv("RLAUDIT_JOBS", raising=False)
+    monkeypatch.setattr(report, "execute", fake_execute)
+    code = report.run_report(_args(home / "reports", jobs=3))
+    assert code == 1  # 05_env saved no findings
+    assert events[-2:] == [("start", "15_summary"), ("end", "15_summary")]
+    env_findings, _ = load_findings(home / "reports" / "findings" / "05_env.json")
+    assert [f.id for f in env_findings] == ["env/findings-missing"]
+    assert "env/findings-missing" in (home / "reports" / "index.html").read_text()
+    # A notebook papermill never wrote still gets a page.
+    assert "produced no output" in (home / "reports" / "05_env.html").read_text()
+
+
+def _run(tmp_path: Path, name: str, returncode: int) -> report.NotebookRun:
+    return report.NotebookRun(
+        name=name,
+        source=tmp_path / f"{name}.ipynb",
+        output=tmp_path / "out" / f"{name}.ipynb",
+        html=tmp_path / f"{name}.html",
+        log=tmp_path / "logs" / f"{name}.log",
+        findings_path=tmp_path / "findings" / f"{name}.json",
+        returncode=returncode,
+        seconds=1.5,
+    )
+
+
+def test_settle_turns_missing_findings_into_an_error(tmp_path: Path) -> None:
+    run = report.settle(_run(tmp_path, "05_env", 0), {"baseline": "a", "candidate": "b"})
+    assert run.outcome == "no findings"
+    findings, meta = load_findings(run.findings_path)
+    assert [(f.id, f.status) for f in findings] == [("env/findings-missing", Status.ERROR)]
+    assert meta["parameters"] == {"baseline": "a", "candidate": "b"}
+
+
+def test_settle_keeps_a_successful_notebooks_findings(tmp_path: Path) -> None:
+    run = _run(tmp_path, "05_env", 0)
+    cleared = Finding(id="env/x", subsystem="env", hypothesis="h", status="CLEARED", notebook="05_env")
+    save_findings(run.findings_path, [cleared], {})
+    report.settle(run, {})
+    assert run.outcome == "ok"
+    assert [f.id for f in run.findings] == ["env/x"]
+
+
+def test_settle_names_the_failed_cell_from_the_executed_notebook(tmp_path: Path) -> None:
+    run = _run(tmp_path, "07_optimizer", 1)
+    nb = new_notebook(cells=[new_code_cell("x = 1"), new_code_cell("1 / 0")])
+    nb.cells[1].outputs = [
+        nbformat.v4.new_output(
+            "error",
+            ename="ZeroDivisionError",
+            evalue="division by zero",
+            traceback=["\x1b[31mTraceback\x1b[0m"],
+        )
+    ]
+    run.output.parent.mkdir(parents=True)
+    nbformat.write(nb, run.output)
+    report.settle(run, {})
+    assert run.outcome == "failed"
+    assert run.error == "code cell 2: ZeroDivisionError: division by zero"
+    (finding,) = run.findings
+    assert finding.id == "optimizer/notebook-failed"
+    assert finding.evidence.details["traceback"] == "Traceback"  # ANSI colours stripped
+
+
+def test_discover_notebooks_selects_by_name_number_or_subsystem(tmp_path: Path) -> None:
+    for name in ("01_agents", "07_optimizer", "15_summary", "notes"):
+        (tmp_path / f"{name}.ipynb").write_text("{}")
+    names = lambda subset: [p.stem for p in report.discover_notebooks(tmp_path, subset)]  # noqa: E731
+    assert names("") == ["01_agents", "07_optimizer", "15_summary"]
+    assert names("optimizer,15") == ["07_optimizer", "15_summary"]
+    assert names("01_agents.ipynb") == ["01_agents"]
+    with pytest.raises(ValueError, match="available: 01_agents, 07_optimizer, 15_summary"):
+        report.discover_notebooks(tmp_path, "loss")
+
+
+def test_papermill_gets_typed_parameters_and_python3_kernel(tmp_path: Path) -> None:
+    run = _run(tmp_path, "01_agents", 0)
+    params = {"baseline": "123", "fresh": True, "pair_file": ""}
+    cmd = report.papermill_command(run, params, tmp_path)
+    assert cmd[cmd.index("--kernel") + 1] == "python3"
+    assert json.loads(cmd[cmd.index("--parameters_yaml") + 1]) == params  # "123" stays a string
+
+
+def test_notebook_environment_pins_threads_only_in_parallel(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RLAUDIT_TORCH_THREADS", raising=False)
+    monkeypatch.delenv("RLAUDIT_JOBS", raising=False)
+    assert "RLAUDIT_TORCH_THREADS" not in report.notebook_environment(1)
+    env = report.notebook_environment(2, probe_jobs=1, fresh_since=12.5)
+    assert env["RLAUDIT_TORCH_THREADS"] == "1"
+    assert env["RLAUDIT_JOBS"] == "1"
+    assert env["RLAUDIT_FRESH_SINCE"] == "12.5"
+    assert env["RLAUDIT_INTERACTIVE"] == "0"
+
+
+def _finding(subsystem: str, status: str, notebook: str, **kw: object) -> Finding:
+    return Finding(id=f"{subsystem}/{status.lower()}", subsystem=subsystem, hypothesis="h", status=status,
+                   notebook=notebook, **kw)  # fmt: skip
+
+
+def test_status_grid_takes_the_worst_status_per_subsystem() -> None:
+    grid = report.status_grid(
+        [
+            _finding("agents", "CLEARED", "01_agents"),
+            _finding("agents", "SUSPECT", "01_agents"),
+            _finding("env", "CLEARED", "05_env"),
+        ]
+    )
+    assert grid.loc["agents", "worst"] == "SUSPECT"
+    assert grid.loc["agents", "CLEARED"] == 1 and grid.loc["agents", "SUSPECT"] == 1
+    assert grid.loc["env", "worst"] == "CLEARED"
+    assert grid.loc["loss", "worst"] == report.NOT_RUN
+    assert list(grid.index[:2]) == ["agents", "trainer"] and len(grid) == 14
+
+
+def test_collect_findings_leaves_out_other_pairs_and_the_summary(tmp_path: Path) -> None:
+    ours = {"parameters": {"baseline": "a", "candidate": "b", "pair_file": ""}}
+    theirs = {"parameters": {"baseline": "x", "candidate": "y", "pair_file": ""}}
+    save_findings(tmp_path / "01_agents.json", [_finding("agents", "CLEARED", "01_agents")], ours)
+    save_findings(tmp_path / "05_env.json", [_finding("env", "CONFIRMED", "05_env")], theirs)
+    save_findings(tmp_path / "15_summary.json", [], ours)
+    (tmp_path / "attribution.json").write_text(json.dumps({"causes": [{"cause": "lr", "fraction": 0.8}]}))
+    overview = report.collect_findings(
+        tmp_path, parameters={"baseline": "a", "candidate": "b", "pair_file": ""}
+    )
+    assert list(overview.metas) == ["01_agents"]
+    assert [f.subsystem for f in overview.findings] == ["agents"]
+    assert "05_env.json" in overview.skipped
+    assert overview.attribution == {"causes": [{"cause": "lr", "fraction": 0.8}]}
+    assert "<td>lr</td><td>0.8</td>" in report.attribution_html(overview.attribution)
+
+
+def test_write_index_puts_flagged_findings_first_and_renders_attribution(tmp_path: Path) -> None:
+    findings_dir = tmp_path / "findings"
+    params = {"baseline": "a", "candidate": "b", "pair_file": "", "profile": "smoke"}
+    cleared = _finding("agents", "CLEARED", "01_agents", evidence=Evidence(summary="same layers"))
+    confirmed = _finding(
+        "optimizer", "CONFIRMED", "07_optimizer", severity="CRITICAL",
+        evidence=Evidence(baseline=3e-4, candidate=3e-4, effect=0.4, effect_label="ratio", ci=(0.3, 0.5),
+                          ci_level=0.95, summary="learning rate never decays"),
+        remediation="Restore the schedule",
+    )  # fmt: skip
+    save_findings(findings_dir / "01_agents.json", [cleared], {"parameters": params})
+    save_findings(findings_dir / "07_optimizer.json", [confirmed], {"parameters": params})
+    (findings_dir / "attribution.json").write_text(
+        json.dumps({"summary": "the schedule explains 80% of the gap"})
+    )
+    (tmp_path / "07_optimizer.html").write_text("<html></html>")
+    overview = report.collect_findings(findings_dir, exclude=(), parameters=params)
+    index = report.write_index(
+        tmp_path, overview, [], {"parameters": params, "wall_seconds": 3.0}
+    ).read_text()
+    summary, _ = index.split('id="grid"')
+    assert "learning rate never decays" in summary and "Restore the schedule" in summary
+    assert "ratio 0.4 [0.3, 0.5] (95% CI)" in summary
+    assert 'href="07_optimizer.html"' in summary
+    assert "the schedule explains 80% of the gap" in summary
+    assert "✅ agents" in summary  # cleared subsystems are listed
+    assert "1 confirmed finding in optimizer; 1 of 14 subsystems cleared" in summary
+    assert "<script" not in index  # self-contained: no scripts, CSS inline
+
+
+# --------------------------------------------------------------------------------------------------------
+# rlaudit.audits and `rlaudit audit`
+# --------------------------------------------------------------------------------------------------------
+
+
+class _Workbench:
+    def __init__(self) -> None:
+        self.labels = {"baseline": "a", "candidate": "b"}
+        self.fingerprints = {"baseline": "f1", "candidate": "f2"}
+
+
+def _room(monkeypatch: pytest.MonkeyPatch, name: str, audit_all: object) -> str:
+    module = types.ModuleType(name)
+    module.audit_all = audit_all  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, name, module)
+    return f"{name}:audit_all"
+
+
+def test_run_audits_turns_missing_and_broken_rooms_into_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rlaudit import audits
+    from rlaudit.notebook import Section
+
+    def good(wb: object) -> list[Section]:
+        return [Section.of(_finding("agents", "CLEARED", ""))]
+
+    def bad(wb: object) -> list[Section]:
+        raise RuntimeError("room exploded")
+
+    monkeypatch.setitem(audits.AUDITS, "agents", _room(monkeypatch, "fake_agents_room", good))
+    monkeypatch.setitem(audits.AUDITS, "trainer", _room(monkeypatch, "fake_trainer_room", bad))
+    monkeypatch.setitem(audits.AUDITS, "memory", "rlaudit.no_such_room:audit_all")
+    lines: list[str] = []
+    found = audits.run_audits(_Workbench(), ["agents", "trainer", "memory"], progress=lines.append)
+    by_subsystem = {f.subsystem: f for f in found}
+    assert by_subsystem["agents"].status is Status.CLEARED
+    assert by_subsystem["agents"].notebook == "01_agents"
+    assert by_subsystem["trainer"].status is Status.ERROR
+    assert "room exploded" in by_subsystem["trainer"].evidence.summary
+    assert by_subsystem["memory"].status is Status.ERROR
+    assert by_subsystem["memory"].evidence.summary == (
+        "audit not available: module rlaudit.no_such_room has no audit_all"
+    )
+    assert len(lines) == 3
+    with pytest.raises(ValueError, match="unknown subsystem"):
+        audits.run_audits(_Workbench(), ["optimiser"])
+
+
+def test_every_subsystem_is_registered() -> None:
+    from rlaudit import audits
+    from rlaudit.findings import SUBSYSTEMS
+
+    assert audits.AUDITS == {s: f"rlaudit.{s}:audit_all" for s in SUBSYSTEMS}
+
+
+def test_run_audit_writes_json_and_fails_only_when_everything_errored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    from rlaudit import audits
+    from rlaudit import notebook as rn
+
+    monkeypatch.setattr(rn, "_new_workbench", lambda *args: _Workbench())
+    monkeypatch.setitem(
+        audits.AUDITS,
+        "agents",
+        _room(monkeypatch, "fake_agents_room2", lambda wb: [_finding("agents", "SUSPECT", "")]),
+    )
+    monkeypatch.setitem(audits.AUDITS, "trainer", "rlaudit.no_such_room:audit_all")
+    out = tmp_path / "audit.json"
+    args = _args(tmp_path, subsystems="agents,trainer", json_out=str(out))
+    assert report.run_audit(args) == 0
+    findings, meta = load_findings(out)
+    assert [f.status for f in findings] == [Status.SUSPECT, Status.ERROR]
+    assert meta["fingerprints"] == {"baseline": "f1", "candidate": "f2"}
+    assert "SUSPECT" in capsys.readouterr().out
+
+    assert report.run_audit(_args(tmp_path, subsystems="trainer", json_out=str(out))) == 1
+    with pytest.raises(ValueError, match="unknown optimiser"):
+        report.run_audit(_args(tmp_path, subsystems="optimiser", json_out=str(out)))
