@@ -37,11 +37,21 @@ def make_wb(audit_cache: str) -> Iterator[Callable[..., object]]:
         wb.close()
 
 
-def flagged(sections: Iterable[object]) -> list[Finding]:
-    """The SUSPECT/CONFIRMED findings of a list of Sections."""
+def _flagged(sections: Iterable[object]) -> list[Finding]:
     return [f for s in sections for f in s.findings if f.status.is_flag]
 
 
-def describe(findings: Iterable[Finding]) -> str:
-    """One line per finding, for assertion messages."""
+def _describe(findings: Iterable[Finding]) -> str:
     return "\n".join(f"{f.id}: {f.headline}" for f in findings)
+
+
+@pytest.fixture
+def flagged() -> Callable[[Iterable[object]], list[Finding]]:
+    """``flagged(sections)``: the SUSPECT/CONFIRMED findings of a list of Sections."""
+    return _flagged
+
+
+@pytest.fixture
+def describe() -> Callable[[Iterable[Finding]], str]:
+    """``describe(findings)``: one line per finding, for assertion messages."""
+    return _describe

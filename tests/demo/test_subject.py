@@ -33,6 +33,23 @@ def test_both_config_systems_apply_the_same_overrides():
     assert ref["trainer"]["ent_coef"] == 0.02 and ref["env"]["rewards"]["ore"] == 0.2
 
 
+@pytest.mark.parametrize(
+    ("raw", "value"),
+    [
+        ("2e-05", 2e-05),
+        ("null", None),
+        ("[0.9, 0.99]", [0.9, 0.99]),
+        ("relu", "relu"),
+        ("true", True),
+        ("3", 3),
+    ],
+)
+def test_recipe_parses_override_values_like_hydra(raw, value):
+    from rlaudit.demo.pyconfig import parse_value
+
+    assert parse_value(raw) == value and type(parse_value(raw)) is type(value)
+
+
 def test_recipe_rejects_unknown_override_keys():
     with pytest.raises(ValueError, match="no key 'ent_cof'"):
         load("regressed").config(overrides=["trainer.ent_cof=0.02"])

@@ -99,8 +99,9 @@ def _values_equal(a: Any, b: Any, rtol: float = 1e-9) -> bool:
 def diff_configs(a: dict[str, Any], b: dict[str, Any], rules: dict[str, list[str]] | None) -> ConfigDiff:
     """Compare two nested configs key by key.
 
-    A key that one side sets and the other leaves out or sets to None is ``implicit``: that side falls back
-    to a default the config does not show (case 000's scheduler fields that became None).
+    ``changed``: both sides set a value and they differ. ``implicit``: one side sets a value, the other sets
+    None (case 000's scheduler fields that became None). ``added``/``removed``: the key exists on one side
+    only. In the last three cases one side falls back to a default the config does not show.
     """
     fa, fb = flatten(a), flatten(b)
     rows = []
@@ -109,12 +110,12 @@ def diff_configs(a: dict[str, Any], b: dict[str, Any], rules: dict[str, list[str
         in_a, in_b = key in fa, key in fb
         if in_a and in_b and _values_equal(va, vb):
             change = "same"
-        elif (va is None) != (vb is None):
-            change = "implicit"
         elif not in_b:
             change = "removed"
         elif not in_a:
             change = "added"
+        elif (va is None) != (vb is None):
+            change = "implicit"
         else:
             change = "changed"
         relative = None
@@ -151,7 +152,7 @@ def _fmt(value: Any) -> str:
 
 def _severity(rows: pd.DataFrame) -> Severity:
     rel = rows["relative"].dropna().abs()
-    if (rel >= 0.5).any() or (rows["change"] != "changed").any():
+    if (rel >= 0.5).any() or rows["relative"].isna().any():
         return Severity.HIGH
     return Severity.MEDIUM
 
@@ -164,7 +165,7 @@ def values(wb: Workbench) -> Section:
     if diff is None:
         return Section.of(pair.guard("config/values", SUBSYSTEM, hypothesis))
     findings: list[Finding] = []
-    changed = diff.table[diff.table["change"].isin(["changed", "added", "removed"])]
+    changed = diff.table[diff.table["change"] == "changed"]
     for subsystem, rows in changed.groupby("subsystem", sort=True):
         items = [f"{r.key}: {_fmt(r.baseline)} → {_fmt(r.candidate)}" for r in rows.itertuples()]
         findings.append(
@@ -190,7 +191,7 @@ def values(wb: Workbench) -> Section:
             )
         )
     same = diff.table[diff.table["change"] == "same"]
-    flagged = set(diff.table.loc[diff.table["change"] != "same", "subsystem"])
+    flagged = set(changed["subsystem"])
     cleared = sorted(set(same["subsystem"]) - flagged)
     if cleared:
         counts = same[same["subsystem"].isin(cleared)].groupby("subsystem").size()
@@ -226,10 +227,10 @@ def implicit_defaults(wb: Workbench) -> Section:
     pair, diff = load_diff(wb)
     if diff is None:
         return Section.of(pair.guard("config/implicit-defaults", SUBSYSTEM, hypothesis))
-    rows = diff.table[diff.table["change"] == "implicit"]
+    rows = diff.table[diff.table["change"].isin(["implicit", "added", "removed"])]
     findings = []
     for r in rows.itertuples():
-        missing_side = "candidate" if r.candidate in (None, "(absent)") else "baseline"
+        missing_side = "candidate" if r.candidate is None or r.candidate == "(absent)" else "baseline"
         setting_side = "baseline" if missing_side == "candidate" else "candidate"
         value = r.baseline if setting_side == "baseline" else r.candidate
         findings.append(

@@ -9,6 +9,7 @@ resolves to. Without faults the two agree key for key (a test holds them to it).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,7 +30,19 @@ def parse_override(text: str) -> tuple[list[str], Any]:
         raise ValueError(
             f"override {text!r} is not of the form dotted.key=value (e.g. trainer.ent_coef=0.02)"
         )
-    return key.split("."), yaml.safe_load(raw) if raw.strip() else None
+    return key.split("."), parse_value(raw)
+
+
+def parse_value(raw: str) -> Any:
+    """An override's value as Hydra reads it: ``2e-05`` is a float (PyYAML alone would return the string
+    "2e-05", since YAML 1.1 floats need a dot), ``null`` is None, ``[1, 2]`` a list, ``relu`` a string."""
+    raw = raw.strip()
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return yaml.safe_load(raw)
 
 
 def apply_overrides(config: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
