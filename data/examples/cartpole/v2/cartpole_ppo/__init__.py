@@ -1,0 +1,1 @@
+"""A small PPO for CartPole-v1 (the worked example of rlaudit, version 2: after the loss refactor)."""

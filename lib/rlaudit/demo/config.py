@@ -1,0 +1,203 @@
+"""The built-in subjects' configuration: one dataclass per section, nested into :class:`DemoConfig`.
+
+``DemoConfig().to_dict()`` is what the reference subject's ``config()`` returns and what its Hydra YAML tree
+resolves to. ``from_dict`` is strict: a key the dataclasses do not know is an error naming it (a typo in an
+override must not silently fall back to a default), and a missing key keeps its default.
+
+PPO field names and defaults follow CleanRL's ``ppo.py`` where it has them; the values that differ were
+tuned for the arena on a 2-core CPU (see ``bench_trainer.py`` and the trainer's docstring).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from rlaudit.demo.arena import ArenaConfig, CurriculumConfig
+
+T = TypeVar("T")
+
+SCHEDULE_KINDS = ("constant", "linear", "cosine")
+
+
+@dataclass
+class AgentConfig:
+    """The actor-critic network (:class:`rlaudit.demo.agent.Agent`)."""
+
+    hidden_size: int = 64  # width of every hidden layer, in both actor and critic
+    num_layers: int = 2  # hidden layers per network (actor and critic are separate MLPs)
+    activation: str = "tanh"  # hidden nonlinearity: tanh | relu
+    ortho_init: bool = True  # PPO init: orthogonal, gain sqrt(2) hidden / 0.01 policy / 1.0 value, zero bias
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> AgentConfig:
+        return _from_dict(cls, d, "agent")
+
+
+@dataclass
+class TrainerConfig:
+    """PPO rollout and update settings (CleanRL names)."""
+
+    num_envs: int = 64  # parallel environments in the vector env
+    num_steps: int = 64  # steps per environment per rollout (batch = num_envs * num_steps)
+    update_epochs: int = 4  # passes over each rollout batch
+    num_minibatches: int = 4  # minibatches per epoch (minibatch = batch / num_minibatches)
+    gamma: float = 0.99  # discount factor
+    gae_lambda: float = 0.95  # GAE lambda (bias-variance trade-off of the advantage estimate)
+    clip_coef: float = 0.2  # PPO surrogate clipping epsilon (also the value clipping range)
+    clip_vloss: bool = True  # clip the value loss around the rollout's values, as in the PPO reference code
+    vf_coef: float = 0.5  # weight of the value loss in the total loss
+    ent_coef: float = 0.01  # weight of the entropy bonus (its start value when ent_schedule is not constant)
+    max_grad_norm: float = 0.5  # global gradient-norm clipping threshold
+    norm_adv: bool = True  # normalize advantages per minibatch
+    anneal_lr: bool = True  # decay the learning rate over training
+    lr_schedule: str = "linear"  # shape of the decay when anneal_lr: linear | cosine
+    lr_final_fraction: float = 0.0  # learning rate at the end of training, as a fraction of optimizer.lr
+    ent_schedule: str = "constant"  # entropy coefficient schedule: constant | linear | cosine
+    ent_coef_final: float = 0.0  # entropy coefficient at the end of training (when ent_schedule != constant)
+    clip_schedule: str = "constant"  # clipping epsilon schedule: constant | linear | cosine
+    clip_coef_final: float = 0.1  # clipping epsilon at the end of training (when clip_schedule != constant)
+    target_kl: float | None = None  # stop an update's epochs early when approx KL exceeds this (None: never)
+    normalize_obs: bool = True  # running mean/std observation normalization (statistics saved in checkpoints)
+    obs_clip: float = 10.0  # clip normalized observations to +-obs_clip (SB3 VecNormalize's default)
+    checkpoint_interval: int = 25  # save a checkpoint every this many updates (and after the last one)
+    torch_threads: int = 1  # torch intra-op threads while training
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TrainerConfig:
+        return _from_dict(cls, d, "trainer")
+
+
+@dataclass
+class OptimizerConfig:
+    """The optimizer (Adam, as in the PPO reference code)."""
+
+    name: str = "adam"  # optimizer: adam (the only one the demo trainer builds)
+    lr: float = 2.5e-3  # learning rate at the start of training
+    eps: float = 1e-5  # Adam epsilon (1e-5, not PyTorch's 1e-8: PPO implementation detail 3)
+    betas: list[float] = field(default_factory=lambda: [0.9, 0.999])  # Adam (beta1, beta2)
+    weight_decay: float = 0.0  # L2 penalty added by Adam
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> OptimizerConfig:
+        return _from_dict(cls, d, "optimizer")
+
+
+@dataclass
+class LoggingConfig:
+    """What the trainer reports and where."""
+
+    log_interval: int = 1  # write scalars every this many updates
+    return_window: int = 100  # charts/episodic_return and env/* average the last this many episodes
+    tensorboard: bool = True  # write TensorBoard events to <run_dir>/tb
+    run_dir: str = ""  # where TensorBoard events and checkpoints go without a recorder ("": nowhere)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> LoggingConfig:
+        return _from_dict(cls, d, "logging")
+
+
+@dataclass
+class DemoConfig:
+    """The whole configuration of a built-in subject, one section per concern."""
+
+    env: ArenaConfig = field(default_factory=ArenaConfig)  # the arena gridworld
+    curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)  # each episode's map variant
+    agent: AgentConfig = field(default_factory=AgentConfig)  # the actor-critic network
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)  # PPO
+    optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)  # Adam
+    logging: LoggingConfig = field(default_factory=LoggingConfig)  # TensorBoard, windows, run dir
+
+    def to_dict(self) -> dict[str, Any]:
+        """A nested, JSON-serializable dict (``json.loads(json.dumps(d)) == d``)."""
+        return {
+            "env": self.env.to_dict(),
+            "curriculum": self.curriculum.to_dict(),
+            "agent": self.agent.to_dict(),
+            "trainer": self.trainer.to_dict(),
+            "optimizer": self.optimizer.to_dict(),
+            "logging": self.logging.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> DemoConfig:
+        """Build from a (possibly partial) nested dict; unknown sections or keys raise ``ValueError``."""
+        if not isinstance(d, dict):
+            raise TypeError(f"config must be a dict of sections, got {type(d).__name__}")
+        sections = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - sections)
+        if unknown:
+            raise ValueError(
+                f"unknown config section(s) {unknown}; expected some of {sorted(sections)}. "
+                "Check the spelling or remove them."
+            )
+        return cls(
+            env=ArenaConfig.from_dict(d.get("env", {})),
+            curriculum=CurriculumConfig.from_dict(d.get("curriculum", {})),
+            agent=AgentConfig.from_dict(d.get("agent", {})),
+            trainer=TrainerConfig.from_dict(d.get("trainer", {})),
+            optimizer=OptimizerConfig.from_dict(d.get("optimizer", {})),
+            logging=LoggingConfig.from_dict(d.get("logging", {})),
+        )
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+
+def _from_dict(cls: type[T], d: dict[str, Any], section: str) -> T:
+    """Strict dataclass construction: unknown keys are an error that names them and the known ones."""
+    if not isinstance(d, dict):
+        raise TypeError(f"config section {section!r} must be a dict, got {type(d).__name__}")
+    known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(d) - known)
+    if unknown:
+        raise ValueError(
+            f"unknown key(s) {unknown} in config section {section!r}; known keys: {sorted(known)}. "
+            "Check the spelling (a typo would otherwise fall back to the default silently)."
+        )
+    values = dict(d)
+    if cls is OptimizerConfig and "betas" in values:
+        values["betas"] = [float(b) for b in values["betas"]]
+    obj = cls(**values)
+    _validate(obj, section)
+    return obj
+
+
+def _validate(obj: Any, section: str) -> None:
+    if isinstance(obj, TrainerConfig):
+        for name in ("lr_schedule", "ent_schedule", "clip_schedule"):
+            kind = getattr(obj, name)
+            if kind not in SCHEDULE_KINDS:
+                raise ValueError(f"trainer.{name} must be one of {SCHEDULE_KINDS}, got {kind!r}")
+        for name in ("num_envs", "num_steps", "update_epochs", "num_minibatches", "checkpoint_interval"):
+            if int(getattr(obj, name)) < 1:
+                raise ValueError(f"trainer.{name} must be >= 1, got {getattr(obj, name)!r}")
+        if obj.num_envs * obj.num_steps < 2 * obj.num_minibatches:
+            raise ValueError(
+                f"trainer batch num_envs*num_steps={obj.num_envs * obj.num_steps} is too small for "
+                f"num_minibatches={obj.num_minibatches} (each minibatch needs >= 2 samples for advantage "
+                "normalization); raise num_steps or lower num_minibatches"
+            )
+    elif isinstance(obj, OptimizerConfig):
+        if obj.name != "adam":
+            raise ValueError(
+                f"optimizer.name must be 'adam' (the only one the demo builds), got {obj.name!r}"
+            )
+        if len(obj.betas) != 2:
+            raise ValueError(f"optimizer.betas must be [beta1, beta2], got {obj.betas!r}")
+    elif isinstance(obj, AgentConfig) and obj.activation not in ("tanh", "relu"):
+        raise ValueError(f"agent.activation must be tanh or relu, got {obj.activation!r}")

@@ -1,0 +1,520 @@
+"""Loss probes: advantages on shared inputs, loss terms and gradients on a shared batch and on real rollouts,
+and training on the probe environments. They run inside the subject's process.
+
+Policies are driven through CleanRL's interface, which the built-in subjects use:
+``policy.get_action_and_value(obs, action=None) -> (action, logprob, entropy, value)`` and
+``policy.get_value(obs)``. A subject whose policy lacks it still gets the advantage, loss and gradient checks
+on the shared batch; the rollout and probe-environment checks then report what is missing.
+
+Imports numpy, gymnasium (through the probe environments) and light rlaudit modules; torch lazily.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rlaudit.loss import inputs as staged
+from rlaudit.loss.gae import find_discount, fold_truncation
+from rlaudit.probe import ProbeContext, probe
+
+TRUNCATED_KWARGS = ("truncated", "truncations", "truncation")
+FINAL_VALUE_KWARGS = ("final_values", "final_value", "truncation_values", "bootstrap_values")
+OBS_CLIP_KEYS = ("obs_clip", "clip_obs", "observation_clip")
+
+
+# -------------------------------------------------------------------------------------------------------------
+# Helpers shared by the probes (also used by rlaudit.optimizer.probes)
+# -------------------------------------------------------------------------------------------------------------
+
+
+def env_spaces(subject: Any, config: dict[str, Any], seed: int) -> tuple[Any, Any]:
+    """The single-environment observation and action spaces of the subject's ``make_env`` (env closed)."""
+    env = subject.make_env(config, seed)
+    try:
+        obs_space = getattr(env, "single_observation_space", None) or env.observation_space
+        act_space = getattr(env, "single_action_space", None) or env.action_space
+    finally:
+        close = getattr(env, "close", None)
+        if callable(close):
+            close()
+    return obs_space, act_space
+
+
+def space_info(obs_space: Any, act_space: Any) -> dict[str, Any]:
+    return {
+        "obs_shape": [int(s) for s in getattr(obs_space, "shape", ()) or ()],
+        "n_actions": int(act_space.n) if hasattr(act_space, "n") else None,
+        "obs_space": repr(obs_space),
+        "action_space": repr(act_space),
+    }
+
+
+def to_numpy(x: Any) -> np.ndarray:
+    if hasattr(x, "detach"):
+        x = x.detach().cpu().numpy()
+    return np.asarray(x)
+
+
+def _accepts(fn: Any, name: str) -> bool:
+    params = inspect.signature(fn).parameters
+    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def _first_accepted(fn: Any, names: tuple[str, ...]) -> str | None:
+    params = inspect.signature(fn).parameters
+    for name in names:
+        if name in params:
+            return name
+    return None
+
+
+def state_arrays(policy: Any) -> dict[str, np.ndarray]:
+    """``state_dict()`` as float/int numpy arrays (what a shared-weights file holds)."""
+    return {k: v.detach().cpu().numpy().copy() for k, v in policy.state_dict().items()}
+
+
+def load_shared_weights(policy: Any, arrays: dict[str, np.ndarray]) -> str | None:
+    """Load shared weights when names and shapes match exactly; else say why not (and load nothing)."""
+    import torch
+
+    own = policy.state_dict()
+    if set(own) != set(arrays):
+        extra, missing = sorted(set(arrays) - set(own)), sorted(set(own) - set(arrays))
+        return f"parameter names differ (not in this network: {extra[:4]}; not shared: {missing[:4]})"
+    bad = [k for k in own if tuple(own[k].shape) != tuple(arrays[k].shape)]
+    if bad:
+        return f"parameter shapes differ: {', '.join(f'{k} {tuple(own[k].shape)} vs {arrays[k].shape}' for k in bad[:4])}"
+    policy.load_state_dict({k: torch.as_tensor(arrays[k]).to(own[k].dtype) for k in own}, strict=True)
+    return None
+
+
+def obs_normalizer(config: dict[str, Any], extras: dict[str, Any] | None) -> Any:
+    """A function normalizing raw observations as the checkpoint's running statistics say (identity if none)."""
+    rms = (extras or {}).get("obs_rms")
+    if not isinstance(rms, dict) or "mean" not in rms or "var" not in rms:
+        return lambda x: np.asarray(x, dtype=np.float32)
+    from rlaudit.loss.gae import _flat
+
+    clip = next(
+        (
+            float(v)
+            for k, v in _flat(config).items()
+            if k.rsplit(".", 1)[-1] in OBS_CLIP_KEYS and isinstance(v, int | float)
+        ),
+        10.0,
+    )
+    mean = np.asarray(to_numpy(rms["mean"]), dtype=np.float64)
+    std = np.sqrt(np.asarray(to_numpy(rms["var"]), dtype=np.float64) + 1e-8)
+    return lambda x: np.clip((np.asarray(x, dtype=np.float64) - mean) / std, -clip, clip).astype(np.float32)
+
+
+def has_policy_api(policy: Any) -> bool:
+    return callable(getattr(policy, "get_action_and_value", None))
+
+
+def action_probs(policy: Any, obs: np.ndarray, n_actions: int) -> np.ndarray:
+    """(B, n_actions) action probabilities from ``get_action_and_value(obs, action)`` log-probabilities."""
+    import torch
+
+    x = torch.as_tensor(obs, dtype=torch.float32)
+    cols = []
+    with torch.no_grad():
+        for a in range(n_actions):
+            _, logprob, _, _ = policy.get_action_and_value(x, torch.full((x.shape[0],), a, dtype=torch.long))
+            cols.append(to_numpy(logprob).reshape(-1))
+    return np.exp(np.stack(cols, axis=1))
+
+
+def policy_values(policy: Any, obs: np.ndarray) -> np.ndarray:
+    import torch
+
+    x = torch.as_tensor(obs, dtype=torch.float32)
+    with torch.no_grad():
+        if callable(getattr(policy, "get_value", None)):
+            return to_numpy(policy.get_value(x)).reshape(-1).astype(np.float64)
+        _, _, _, value = policy.get_action_and_value(x)
+    return to_numpy(value).reshape(-1).astype(np.float64)
+
+
+def gradient_rows(policy: Any, term: str) -> list[dict[str, Any]]:
+    """Per-parameter gradient statistics after a ``backward()``: one row per trainable parameter."""
+    rows = []
+    for name, p in policy.named_parameters():
+        if not p.requires_grad:
+            continue
+        g = p.grad
+        rows.append(
+            {
+                "term": term,
+                "parameter": name,
+                "numel": int(p.numel()),
+                "grad_norm": float(g.detach().norm()) if g is not None else 0.0,
+                "grad_max_abs": float(g.detach().abs().max()) if g is not None and g.numel() else 0.0,
+                "grad_is_none": g is None,
+            }
+        )
+    return rows
+
+
+def _columns(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    return {k: [r.get(k) for r in rows] for k in keys}
+
+
+def loss_and_gradients(
+    subject: Any, config: dict[str, Any], policy: Any, batch: dict[str, Any]
+) -> tuple[dict[str, float], list[dict[str, Any]]]:
+    """The subject's loss terms on ``batch`` and per-parameter gradient norms of the total and of each term.
+
+    Returns:
+        ``(terms, rows)``: terms are the scalar entries of ``compute_loss``'s dict; rows carry ``term``
+        (``loss`` for the total, else the term's name), ``parameter``, ``grad_norm``, ... (see
+        :func:`gradient_rows`).
+    """
+
+    def compute() -> dict[str, Any]:
+        policy.zero_grad(set_to_none=True)
+        return subject.compute_loss(config, policy, batch)
+
+    out = compute()
+    if "loss" not in out:
+        raise KeyError(f"compute_loss returned {sorted(out)}; the subject contract needs a 'loss' entry")
+    terms: dict[str, float] = {}
+    for key, value in out.items():
+        scalar = value.detach() if hasattr(value, "detach") else value
+        if hasattr(scalar, "numel") and scalar.numel() != 1:
+            continue
+        try:
+            terms[key] = float(scalar)
+        except (TypeError, ValueError):
+            continue
+    out["loss"].backward()
+    rows = gradient_rows(policy, "loss")
+    for term in ("policy_loss", "value_loss", "entropy"):
+        out = compute()
+        value = out.get(term)
+        if value is None or not getattr(value, "requires_grad", False):
+            continue
+        value.backward()
+        rows.extend(gradient_rows(policy, term))
+    policy.zero_grad(set_to_none=True)
+    return terms, rows
+
+
+def batch_tensors(arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+    import torch
+
+    out: dict[str, Any] = {}
+    for key, value in arrays.items():
+        if key == "actions":
+            out[key] = torch.as_tensor(value).long()
+        else:
+            out[key] = torch.as_tensor(np.asarray(value, dtype=np.float32))
+    return out
+
+
+# -------------------------------------------------------------------------------------------------------------
+# Advantages
+# -------------------------------------------------------------------------------------------------------------
+
+
+@probe(requires=("config", "compute_advantages"), version=1)
+def advantages(ctx: ProbeContext, *, inputs: str) -> dict:
+    """Run the subject's ``compute_advantages`` on staged inputs (see :func:`rlaudit.loss.gae.make_gae_inputs`).
+
+    Truncations reach the subject in one of three ways, recorded as ``mode``:
+
+    - ``kwargs``: its ``compute_advantages`` takes truncation flags and final values (``truncated=`` and
+      ``final_values=``, or a close name), so its own truncation handling is tested;
+    - ``folded``: it takes only ``dones``; the truncation bootstrap ``gamma * V(final_obs)`` is added to the
+      rewards with the config's gamma, as the caller of such a function does;
+    - ``terminations``: no gamma in the config either; truncations are passed as plain episode ends.
+
+    Writes ``advantages.npz``: ``advantages``, ``returns`` (T, N) and the arrays the subject was given.
+    """
+    arrays = staged.load(inputs)
+    discount = find_discount(ctx.config)
+    fn = ctx.subject.compute_advantages
+    rewards = arrays["rewards"]
+    kwargs: dict[str, Any] = {}
+    trunc_name = _first_accepted(fn, TRUNCATED_KWARGS)
+    final_name = _first_accepted(fn, FINAL_VALUE_KWARGS)
+    if trunc_name and final_name:
+        mode = "kwargs"
+        kwargs = {trunc_name: arrays["truncated"], final_name: arrays["final_values"]}
+    elif discount["gamma"] is not None:
+        mode = "folded"
+        rewards = fold_truncation(rewards, arrays["truncated"], arrays["final_values"], discount["gamma"])
+    else:
+        mode = "terminations"
+    adv, ret = fn(ctx.config, rewards, arrays["values"], arrays["dones"], arrays["next_value"], **kwargs)
+    adv_np, ret_np = to_numpy(adv).astype(np.float64), to_numpy(ret).astype(np.float64)
+    passed = {
+        "rewards": rewards,
+        "values": arrays["values"],
+        "dones": arrays["dones"],
+        "next_value": arrays["next_value"],
+    }
+    if mode == "kwargs":
+        passed.update(truncated=arrays["truncated"], final_values=arrays["final_values"])
+    ctx.write_npz("advantages", advantages=adv_np, returns=ret_np, **passed)
+    return {
+        "mode": mode,
+        "gamma": discount["gamma"],
+        "gamma_key": discount["gamma_key"],
+        "gae_lambda": discount["gae_lambda"],
+        "lambda_key": discount["lambda_key"],
+        "shape": list(adv_np.shape),
+        "returned_type": type(adv).__module__ + "." + type(adv).__name__,
+    }
+
+
+# -------------------------------------------------------------------------------------------------------------
+# The shared network and batch
+# -------------------------------------------------------------------------------------------------------------
+
+
+@probe(requires=("config", "make_env", "make_policy"), version=1)
+def policy_snapshot(ctx: ProbeContext, *, seed: int = 0) -> dict:
+    """The subject's freshly initialized network (``torch.manual_seed(seed)``): weights and parameter table.
+
+    Writes ``weights.npz`` (the ``state_dict`` as arrays) and ``parameters`` (name, shape, numel,
+    requires_grad).
+    """
+    import torch
+
+    obs_space, act_space = env_spaces(ctx.subject, ctx.config, seed)
+    torch.manual_seed(seed)
+    policy = ctx.subject.make_policy(ctx.config, obs_space, act_space)
+    ctx.write_npz("weights", state_arrays(policy))
+    rows = [
+        {
+            "parameter": n,
+            "shape": "x".join(map(str, p.shape)),
+            "numel": int(p.numel()),
+            "requires_grad": bool(p.requires_grad),
+        }
+        for n, p in policy.named_parameters()
+    ]
+    ctx.write_table("parameters", _columns(rows) if rows else {"parameter": []})
+    return {
+        **space_info(obs_space, act_space),
+        "n_params": sum(r["numel"] for r in rows),
+        "policy_api": has_policy_api(policy),
+        "policy_class": type(policy).__qualname__,
+    }
+
+
+@probe(requires=("config", "make_env", "make_policy"), version=1)
+def policy_outputs(ctx: ProbeContext, *, obs: str, weights: str | None = None, seed: int = 0) -> dict:
+    """Values and log-probabilities of the (shared-weight) network on staged observations and actions.
+
+    Used on the baseline to build a batch whose value targets sit near the value predictions and whose
+    behaviour log-probabilities are the network's own (importance ratio 1), as late in training.
+
+    Writes ``outputs.npz``: ``values`` (B,), ``logprobs`` (B,) (empty when the policy lacks the interface).
+    """
+    import torch
+
+    arrays = staged.load(obs)
+    obs_space, act_space = env_spaces(ctx.subject, ctx.config, seed)
+    torch.manual_seed(seed)
+    policy = ctx.subject.make_policy(ctx.config, obs_space, act_space)
+    not_loaded = load_shared_weights(policy, staged.load(weights)) if weights else None
+    if not has_policy_api(policy):
+        ctx.write_npz("outputs", values=np.zeros(0), logprobs=np.zeros(0))
+        return {"policy_api": False, "weights_not_loaded": not_loaded}
+    x = torch.as_tensor(arrays["obs"], dtype=torch.float32)
+    with torch.no_grad():
+        _, logprob, _, value = policy.get_action_and_value(x, torch.as_tensor(arrays["actions"]).long())
+    ctx.write_npz("outputs", values=to_numpy(value).reshape(-1), logprobs=to_numpy(logprob).reshape(-1))
+    return {"policy_api": True, "weights_not_loaded": not_loaded}
+
+
+@probe(requires=("config", "make_env", "make_policy", "compute_loss"), version=1)
+def loss_terms(ctx: ProbeContext, *, batch: str, weights: str | None = None, seed: int = 0) -> dict:
+    """The subject's loss terms and per-parameter gradients on a staged batch, with shared weights if possible.
+
+    Args:
+        batch: Staged ``obs`` (B, *obs_shape), ``actions`` (B,), ``logprobs``, ``advantages``, ``returns``,
+            ``values`` (B,).
+        weights: Staged ``state_dict`` arrays to load (names and shapes must match; otherwise the network
+            keeps its own seeded init and the result says why).
+        seed: ``torch.manual_seed`` before ``make_policy``.
+
+    Writes ``terms.json`` and ``gradients`` (term, parameter, numel, grad_norm, grad_max_abs, grad_is_none).
+    """
+    import torch
+
+    obs_space, act_space = env_spaces(ctx.subject, ctx.config, seed)
+    torch.manual_seed(seed)
+    policy = ctx.subject.make_policy(ctx.config, obs_space, act_space)
+    not_loaded = load_shared_weights(policy, staged.load(weights)) if weights else "no shared weights given"
+    terms, rows = loss_and_gradients(ctx.subject, ctx.config, policy, batch_tensors(staged.load(batch)))
+    ctx.write_json("terms", terms)
+    ctx.write_table("gradients", _columns(rows))
+    return {"terms": terms, "shared_weights": not_loaded is None, "weights_not_loaded": not_loaded}
+
+
+# -------------------------------------------------------------------------------------------------------------
+# A batch from real rollouts
+# -------------------------------------------------------------------------------------------------------------
+
+
+@probe(requires=("config", "make_env", "make_policy", "compute_advantages", "compute_loss"), version=1)
+def rollout_loss(
+    ctx: ProbeContext, *, seed: int = 0, steps: int = 2048, checkpoint: str | None = None
+) -> dict:
+    """Roll out the subject's own env and policy, then its loss terms and gradients on that batch.
+
+    Args:
+        seed: Seed of the environment and of ``torch.manual_seed``.
+        steps: Environment steps to collect (all environments together; at least one step per env).
+        checkpoint: A checkpoint of a shared training run, relative to the cache root (a trained policy's
+            rollouts have value targets near its predictions, as late in training); None uses a fresh policy.
+
+    Writes ``terms.json``, ``gradients`` and ``batch_stats.json`` (value-target error, advantage spread).
+    """
+    import torch
+
+    torch.manual_seed(seed)
+    env = ctx.subject.make_env(ctx.config, seed)
+    try:
+        obs_space = getattr(env, "single_observation_space", None) or env.observation_space
+        act_space = getattr(env, "single_action_space", None) or env.action_space
+        extras: dict[str, Any] | None = None
+        if checkpoint is not None and ctx.has("load_checkpoint"):
+            policy, extras = ctx.subject.load_checkpoint(ctx.config, str(staged.resolve(checkpoint)))
+        else:
+            policy = ctx.subject.make_policy(ctx.config, obs_space, act_space)
+        if not has_policy_api(policy):
+            return {"policy_api": False}
+        normalize = obs_normalizer(ctx.config, extras)
+        gamma = find_discount(ctx.config)["gamma"]
+        num_envs = int(getattr(env, "num_envs", 1))
+        if num_envs == 1 and not hasattr(env, "num_envs"):
+            return {"policy_api": True, "vector_env": False}
+        horizon = max(2, int(steps) // num_envs)
+        raw, _ = env.reset(seed=seed)
+        obs_list, act_list, logp_list, val_list, rew_list, done_list = [], [], [], [], [], []
+        for _ in range(horizon):
+            x = normalize(np.asarray(raw, dtype=np.float32).reshape(num_envs, -1))
+            with torch.no_grad():
+                action, logprob, _, value = policy.get_action_and_value(torch.as_tensor(x))
+            a = to_numpy(action)
+            raw, reward, terminated, truncated, info = env.step(a)
+            reward = np.asarray(reward, dtype=np.float32)
+            cut = np.logical_and(truncated, np.logical_not(terminated))
+            if cut.any() and gamma is not None and "final_obs" in info:
+                final = info["final_obs"]
+                rows = np.stack(
+                    [np.asarray(final[i], dtype=np.float32).reshape(-1) for i in np.flatnonzero(cut)]
+                )
+                v_final = policy_values(policy, normalize(rows))
+                reward = reward.copy()
+                reward[cut] += gamma * v_final.astype(np.float32)
+            obs_list.append(x)
+            act_list.append(a)
+            logp_list.append(to_numpy(logprob).reshape(-1))
+            val_list.append(to_numpy(value).reshape(-1))
+            rew_list.append(reward)
+            done_list.append(np.logical_or(terminated, truncated).astype(np.float32))
+        next_value = policy_values(policy, normalize(np.asarray(raw, dtype=np.float32).reshape(num_envs, -1)))
+    finally:
+        close = getattr(env, "close", None)
+        if callable(close):
+            close()
+    values = np.stack(val_list).astype(np.float32)
+    adv, ret = ctx.subject.compute_advantages(
+        ctx.config, np.stack(rew_list), values, np.stack(done_list), next_value.astype(np.float32)
+    )
+    adv_np, ret_np = to_numpy(adv).reshape(-1), to_numpy(ret).reshape(-1)
+    batch = {
+        "obs": np.concatenate(obs_list, axis=0),
+        "actions": np.concatenate(act_list, axis=0),
+        "logprobs": np.concatenate(logp_list),
+        "advantages": adv_np,
+        "returns": ret_np,
+        "values": values.reshape(-1),
+    }
+    terms, grad_rows = loss_and_gradients(ctx.subject, ctx.config, policy, batch_tensors(batch))
+    stats = {
+        "samples": len(adv_np),
+        "value_target_rmse": float(np.sqrt(np.mean((ret_np - values.reshape(-1)) ** 2))),
+        "advantage_std": float(np.std(adv_np)),
+        "return_mean": float(np.mean(ret_np)),
+        "checkpoint": checkpoint,
+    }
+    ctx.write_json("terms", terms)
+    ctx.write_json("batch_stats", stats)
+    ctx.write_table("gradients", _columns(grad_rows))
+    return {"policy_api": True, "terms": terms, **stats}
+
+
+# -------------------------------------------------------------------------------------------------------------
+# Probe environments
+# -------------------------------------------------------------------------------------------------------------
+
+
+@probe(requires=("config", "train", "checkpoints", "load_checkpoint"), version=1)
+def probe_env_run(ctx: ProbeContext, *, probe: str, steps: int, seed: int = 0) -> dict:
+    """Train the subject on one probe environment (``train(..., env_fn=...)``) and judge what it learned.
+
+    The final checkpoint (the subject's own pick, ``checkpoints(config, run_dir)[0]``) is loaded with
+    ``load_checkpoint`` and its value and action probabilities read on every probe state
+    (:func:`rlaudit.loss.envs.eval_observations`), normalized with the checkpoint's ``obs_rms`` if it has
+    one; :func:`rlaudit.loss.envs.judge` decides.
+
+    Returns:
+        ``supported`` (False when ``train`` takes no ``env_fn``), ``passed``, ``value_error``, ``p_good``,
+        ``reason``, ``values``, ``probs``, ``gamma``, ``episodes``.
+    """
+    from rlaudit.loss.envs import eval_observations, judge, make_probe_env
+    from rlaudit.recorder import Recorder
+
+    if not _accepts(ctx.subject.train, "env_fn"):
+        return {"supported": False, "reason": "train() takes no env_fn= (the environment cannot be replaced)"}
+    run_dir = ctx.path("run")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    recorder = Recorder(run_dir)
+    try:
+        ctx.subject.train(
+            ctx.config, int(steps), int(seed), recorder, env_fn=functools.partial(make_probe_env, probe)
+        )
+    finally:
+        recorder.close()
+    fn = ctx.subject.checkpoints
+    paths = list(fn(ctx.config, run_dir=str(run_dir)) if _accepts(fn, "run_dir") else fn(ctx.config))
+    if not paths:
+        return {"supported": True, "passed": False, "reason": "train() wrote no checkpoint to evaluate"}
+    policy, extras = ctx.subject.load_checkpoint(ctx.config, paths[0])
+    if not has_policy_api(policy):
+        return {"supported": False, "reason": "the policy has no get_action_and_value(obs, action)"}
+    obs = obs_normalizer(ctx.config, extras)(eval_observations(probe))
+    from rlaudit.loss.envs import PROBES
+
+    values = policy_values(policy, obs)
+    probs = action_probs(policy, obs, PROBES[probe].n_actions)
+    gamma = find_discount(ctx.config)["gamma"]
+    verdict = judge(probe, values, probs, gamma if gamma is not None else 0.99)
+    episodes = 0
+    summary = Path(run_dir / "summary.json")
+    if summary.exists():
+        import json
+
+        episodes = int(json.loads(summary.read_text()).get("episodes", 0))
+    return {
+        "supported": True,
+        **verdict,
+        "values": [float(v) for v in values],
+        "probs": [[float(p) for p in row] for row in probs],
+        "gamma": gamma,
+        "episodes": episodes,
+        "value_error": float(verdict["value_error"]) if math.isfinite(verdict["value_error"]) else None,
+    }

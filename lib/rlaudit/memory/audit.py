@@ -1,0 +1,547 @@
+"""Memory audit (notebook 12): does memory grow, where, and how big are the buffers?
+
+Case 004's label dictionary gained an entry per episode and was never pruned; case 003's investigation was
+skewed by zombie processes holding 30 GB. A leak is a growth slope whose interval excludes zero and exceeds a
+practical threshold; this room measures the slope of resident memory over a long rollout and over the shared
+training runs, then finds where it grows (tracemalloc allocation sites inside the subject's code, object
+types, containers reachable from the environment), comparing each with the baseline's counterpart.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from rlaudit import stats
+from rlaudit.env.analysis import fmt, run_pair, sizes
+from rlaudit.findings import Evidence, Finding, Severity, Status
+from rlaudit.memory import plots, probes
+from rlaudit.notebook import Section, audit_section
+from rlaudit.trainer.runs import runs
+from rlaudit.workbench import Workbench
+
+SUBSYSTEM = "memory"
+SIDES = ("baseline", "candidate")
+
+# Practical thresholds. RSS: 64 KiB per 1000 env steps is 64 MiB per million steps, a leak that ends a long
+# run. Per-episode growth inside the process: 100 entries or 32 KiB per 1000 episodes, beyond what the
+# baseline's counterpart grows.
+RSS_PER_1000_STEPS = 64 * 1024
+ENTRIES_PER_1000_EPISODES = 100.0
+BYTES_PER_1000_EPISODES = 32 * 1024
+
+
+def _mib(b: float) -> str:
+    return f"{b / 2**20:.3g} MiB"
+
+
+def _kib(b: float) -> str:
+    return f"{b / 1024:.3g} KiB"
+
+
+def rss_slope(
+    frame: pd.DataFrame, x: str, *, seed: int, groups: str | None = None, skip_fraction: float = 0.2
+) -> stats.Interval | None:
+    """Growth of ``rss_bytes`` per 1000 units of ``x`` after the first ``skip_fraction`` of ``x`` (warm-up:
+    first allocations, lazy imports), with a bootstrap (by run when ``groups`` names a column)."""
+    if frame.empty:
+        return None
+    start = frame[x].min() + skip_fraction * (frame[x].max() - frame[x].min())
+    part = frame[frame[x] >= start]
+    if part[x].nunique() < 3:
+        part = frame
+    if part[x].nunique() < 2:
+        return None
+    g = part[groups].to_numpy() if groups and part[groups].nunique() >= 2 else None
+    return stats.growth_slope(part[x].to_numpy(), part["rss_bytes"].to_numpy(), per=1000, groups=g, seed=seed)
+
+
+def leak_verdict(base: stats.Interval | None, cand: stats.Interval | None, threshold: float) -> str:
+    """``leak`` when the candidate's slope interval excludes 0, its slope exceeds ``threshold`` and it
+    exceeds the baseline's by ``threshold``; ``both`` when the baseline leaks as much; else ``none``."""
+    if cand is None:
+        return "none"
+    b = base.point if base is not None else 0.0
+    cand_leaks = cand.low > 0 and cand.point > threshold
+    base_leaks = base is not None and base.low > 0 and base.point > threshold
+    if cand_leaks and cand.point - b > threshold:
+        return "leak"
+    if cand_leaks and base_leaks:
+        return "both"
+    return "none"
+
+
+def _rss_finding(
+    fid: str, hypothesis: str, slopes: dict[str, stats.Interval | None], unit: str, what: str, figure: str
+) -> Finding:
+    b, c = slopes["baseline"], slopes["candidate"]
+    verdict = leak_verdict(b, c, RSS_PER_1000_STEPS)
+
+    def text(iv: stats.Interval | None) -> str:
+        return "n/a" if iv is None else f"{_kib(iv.point)} [{_kib(iv.low)}, {_kib(iv.high)}] per 1000 {unit}"
+
+    evidence = Evidence(
+        baseline=text(b),
+        candidate=text(c),
+        effect=(c.point - (b.point if b else 0.0)) if c else None,
+        effect_label=f"extra RSS growth, bytes per 1000 {unit}",
+        ci=(c.low, c.high) if c else None,
+        ci_level=0.95,
+        details={"threshold_bytes_per_1000": RSS_PER_1000_STEPS},
+    )
+    if verdict == "leak":
+        status, severity = Status.SUSPECT, Severity.HIGH
+        evidence.summary = (
+            f"resident memory grows by {text(c)} in the candidate during {what} (baseline "
+            f"{text(b)}): {_mib(c.point * 1000)} per million {unit}"
+        )
+        remediation = "Find what grows (the allocation-site and container checks below) and bound or free it."
+    elif verdict == "both":
+        status, severity = Status.NOTED, Severity.MEDIUM
+        evidence.summary = f"both setups' resident memory grows during {what} ({text(b)} vs {text(c)})"
+        remediation = "A shared leak: not a difference between the setups, but worth bounding."
+    else:
+        status, severity = Status.CLEARED, Severity.INFO
+        evidence.summary = f"no leak during {what}: RSS slope {text(b)} vs {text(c)}"
+        remediation = "Nothing to do."
+    return Finding(
+        id=fid,
+        subsystem=SUBSYSTEM,
+        hypothesis=hypothesis,
+        status=status,
+        severity=severity,
+        evidence=evidence,
+        remediation=remediation,
+        figures=[figure],
+    )
+
+
+@audit_section("memory/rss", SUBSYSTEM, "Resident memory does not grow over a long rollout or a training run")
+def rss(wb: Workbench, *, seed: int = 0) -> Section:
+    """RSS slopes per 1000 env steps over a fixed-policy rollout and over the shared training runs."""
+    hypothesis = "Resident memory does not grow over a long rollout or a training run"
+    sz = sizes(wb.profile)
+    pair = run_pair(
+        wb,
+        probes.rss_rollout,
+        "memory: RSS over a rollout",
+        seed=seed,
+        steps=sz.memory_steps,
+        samples=2 * sz.memory_snapshots,
+    )
+    if (f := pair.guard("memory/rss-rollout", SUBSYSTEM, hypothesis)) is not None:
+        return Section.of(f)
+    frames = {s: pair[s].table("rss").assign(side=s) for s in SIDES}
+    rollout = pd.concat(frames.values(), ignore_index=True)
+    slopes = {s: rss_slope(frames[s], "env_steps", seed=seed) for s in SIDES}
+    findings = [
+        _rss_finding(
+            "memory/rss-rollout",
+            "Resident memory does not grow over a long rollout",
+            slopes,
+            "env steps",
+            "the rollout",
+            "RSS over time",
+        )
+    ]
+    rows = [
+        {
+            "where": "rollout",
+            "side": s,
+            "bytes per 1000 env steps": slopes[s].point if slopes[s] else math.nan,
+            "ci_low": slopes[s].low if slopes[s] else math.nan,
+            "ci_high": slopes[s].high if slopes[s] else math.nan,
+            "RSS at start (MiB)": frames[s]["rss_bytes"].iloc[0] / 2**20,
+            "RSS at end (MiB)": frames[s]["rss_bytes"].iloc[-1] / 2**20,
+        }
+        for s in SIDES
+    ]
+    training = None
+    pairs = runs(wb)
+    mem_frames: dict[str, list[pd.DataFrame]] = {s: [] for s in SIDES}
+    errors = [p.guard("memory/rss-training", SUBSYSTEM, hypothesis) for p in pairs]
+    for p in pairs:
+        for s in SIDES:
+            res = p[s]
+            if res.ok:
+                from rlaudit.trainer.runs import RunData
+
+                mem = RunData.from_result(res).table("memory")
+                if len(mem):
+                    mem_frames[s].append(mem.assign(side=s, seed=int(res.result.get("seed", -1))))
+    if all(mem_frames[s] for s in SIDES):
+        training = pd.concat([f for s in SIDES for f in mem_frames[s]], ignore_index=True)
+        tslopes = {s: rss_slope(pd.concat(mem_frames[s]), "step", seed=seed, groups="seed") for s in SIDES}
+        findings.append(
+            _rss_finding(
+                "memory/rss-training",
+                "Resident memory does not grow over a training run",
+                tslopes,
+                "env steps",
+                "training",
+                "RSS over time",
+            )
+        )
+        for s in SIDES:
+            iv = tslopes[s]
+            part = training[training["side"] == s]
+            rows.append(
+                {
+                    "where": "training",
+                    "side": s,
+                    "bytes per 1000 env steps": iv.point if iv else math.nan,
+                    "ci_low": iv.low if iv else math.nan,
+                    "ci_high": iv.high if iv else math.nan,
+                    "RSS at start (MiB)": part.groupby("seed")["rss_bytes"].first().mean() / 2**20,
+                    "RSS at end (MiB)": part.groupby("seed")["rss_bytes"].last().mean() / 2**20,
+                }
+            )
+    else:
+        err = next((e for e in errors if e is not None), None)
+        findings.append(
+            err
+            or Finding(
+                id="memory/rss-training",
+                subsystem=SUBSYSTEM,
+                hypothesis="Resident memory does not grow over a training run",
+                status=Status.NOTED,
+                severity=Severity.INFO,
+                evidence=Evidence(
+                    summary="the training runs recorded no memory table (the trainer never called "
+                    "recorder.sample_memory)"
+                ),
+                remediation="Call recorder.sample_memory(step) once per update in train().",
+            )
+        )
+    return Section(
+        title="Does resident memory grow?",
+        findings=findings,
+        tables={"RSS slopes": pd.DataFrame(rows)},
+        figures={"RSS over time": plots.rss_over_time(rollout, training)},
+        notes=[
+            f"Threshold for a leak: the slope's 95% interval excludes 0 and the slope exceeds "
+            f"{_kib(RSS_PER_1000_STEPS)} per 1000 env steps ({_mib(RSS_PER_1000_STEPS * 1000)} per "
+            "million) more than the baseline's. The first 20% of each series is warm-up and left out."
+        ],
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Where it grows
+# ---------------------------------------------------------------------------------------------------------
+
+
+def growth_per_episode(values: pd.DataFrame, points: pd.DataFrame, key: str, value: str) -> pd.DataFrame:
+    """Per item (``key``), the least-squares growth of ``value`` per 1000 episodes over the snapshots.
+
+    Args:
+        values: Long table with ``snapshot``, ``key`` and ``value`` columns (absent = 0 at that snapshot).
+        points: The snapshots' ``snapshot`` and ``episodes``.
+
+    Returns:
+        ``item``, ``first``, ``last``, ``per_1000_episodes``, ``monotone`` (never shrinks by more than 5%),
+        sorted by growth, largest first.
+    """
+    if values.empty or len(points) < 3:
+        return pd.DataFrame(columns=["item", "first", "last", "per_1000_episodes", "monotone"])
+    wide = (
+        values.pivot_table(index="snapshot", columns=key, values=value, aggfunc="sum")
+        .reindex(points["snapshot"])
+        .fillna(0.0)
+    )
+    x = points.set_index("snapshot").loc[wide.index, "episodes"].to_numpy(dtype=float)
+    xc = x - x.mean()
+    sxx = float((xc * xc).sum())
+    if sxx == 0:
+        return pd.DataFrame(columns=["item", "first", "last", "per_1000_episodes", "monotone"])
+    y = wide.to_numpy(dtype=float)
+    slope = (xc[:, None] * (y - y.mean(axis=0))).sum(axis=0) / sxx
+    drops = np.diff(y, axis=0)
+    monotone = (drops >= -0.05 * np.maximum(np.abs(y[:-1]), 1.0)).all(axis=0)
+    out = pd.DataFrame(
+        {
+            "item": wide.columns.astype(str),
+            "first": y[0],
+            "last": y[-1],
+            "per_1000_episodes": 1000.0 * slope,
+            "monotone": monotone,
+        }
+    )
+    return out.sort_values("per_1000_episodes", ascending=False, ignore_index=True)
+
+
+def compare_growth(base: pd.DataFrame, cand: pd.DataFrame, threshold: float) -> pd.DataFrame:
+    """Items whose candidate growth per 1000 episodes exceeds ``threshold``, is monotone, and is more than
+    twice the baseline's growth of the same item (and beyond it by ``threshold``)."""
+    b = base.set_index("item")["per_1000_episodes"] if len(base) else pd.Series(dtype=float)
+    rows = []
+    for r in cand.itertuples():
+        gb = float(b.get(r.item, 0.0))
+        if (
+            r.per_1000_episodes > threshold
+            and r.monotone
+            and r.per_1000_episodes > 2 * max(gb, 0.0)
+            and (r.per_1000_episodes - gb > threshold)
+        ):
+            rows.append(
+                {
+                    "item": r.item,
+                    "first": r.first,
+                    "last": r.last,
+                    "candidate per 1000 episodes": r.per_1000_episodes,
+                    "baseline per 1000 episodes": gb,
+                }
+            )
+    return pd.DataFrame(
+        rows, columns=["item", "first", "last", "candidate per 1000 episodes", "baseline per 1000 episodes"]
+    )
+
+
+def _site_key(frame: pd.DataFrame) -> pd.DataFrame:
+    # A site is matched across versions by file and source text (line numbers shift between versions).
+    out = frame.copy()
+    out["site"] = out["file"].astype(str) + ": " + out["code"].astype(str)
+    return out
+
+
+@audit_section(
+    "memory/growth-sites",
+    SUBSYSTEM,
+    "Nothing in the candidate grows with every episode that does not grow in the baseline",
+)
+def growth_sites(wb: Workbench, *, seed: int = 0) -> Section:
+    """tracemalloc allocation sites, live objects by type, and containers reachable from the env."""
+    hypothesis = "Nothing in the candidate grows with every episode that does not grow in the baseline"
+    fid = "memory/growth-sites"
+    sz = sizes(wb.profile)
+    pair = run_pair(
+        wb,
+        probes.growth_sites,
+        "memory: where it grows",
+        seed=seed,
+        steps=sz.memory_steps,
+        snapshots=sz.memory_snapshots,
+    )
+    if (f := pair.guard(fid, SUBSYSTEM, hypothesis)) is not None:
+        return Section.of(f)
+    grow: dict[str, dict[str, pd.DataFrame]] = {}
+    for s in SIDES:
+        points = pair[s].table("points")
+        sites = _site_key(pair[s].table("sites"))
+        grow[s] = {
+            "sites": growth_per_episode(sites, points, "site", "size"),
+            "subject_sites": growth_per_episode(sites[sites["subject"]], points, "site", "size"),
+            "types": growth_per_episode(pair[s].table("types"), points, "type", "count"),
+            "containers": growth_per_episode(pair[s].table("containers"), points, "path", "size"),
+        }
+    flagged = {
+        "containers": compare_growth(
+            grow["baseline"]["containers"], grow["candidate"]["containers"], ENTRIES_PER_1000_EPISODES
+        ),
+        "sites": compare_growth(
+            grow["baseline"]["sites"], grow["candidate"]["sites"], BYTES_PER_1000_EPISODES
+        ),
+        "types": compare_growth(
+            grow["baseline"]["types"], grow["candidate"]["types"], ENTRIES_PER_1000_EPISODES
+        ),
+    }
+    # Byte-counting containers (numpy arrays, "#bytes") use the byte threshold instead of the entry one.
+    cont = flagged["containers"]
+    is_bytes = cont["item"].str.endswith("#bytes")
+    flagged["containers"] = cont[~is_bytes | (cont["candidate per 1000 episodes"] > BYTES_PER_1000_EPISODES)]
+    episodes = {s: int(pair[s].table("points")["episodes"].max()) for s in SIDES}
+    parts = []
+    if len(flagged["containers"]):
+        r = flagged["containers"].iloc[0]
+        parts.append(
+            f"`{r['item']}` grew from {fmt(r['first'])} to {fmt(r['last'])} "
+            f"(+{fmt(r['candidate per 1000 episodes'])} per 1000 episodes; baseline "
+            f"{fmt(r['baseline per 1000 episodes'])})"
+        )
+    if len(flagged["sites"]):
+        r = flagged["sites"].iloc[0]
+        parts.append(
+            f"allocation site `{r['item']}` holds +{_kib(r['candidate per 1000 episodes'])} per 1000 "
+            f"episodes (baseline {_kib(r['baseline per 1000 episodes'])})"
+        )
+    if len(flagged["types"]):
+        r = flagged["types"].iloc[0]
+        parts.append(f"live `{r['item']}` objects +{fmt(r['candidate per 1000 episodes'])} per 1000 episodes")
+    tables = {f"flagged {k}": v for k, v in flagged.items() if len(v)}
+    for s in SIDES:
+        tables[f"fastest-growing sites in the subject's code ({s})"] = grow[s]["subject_sites"].head(8)
+    bars = []
+    items = set()
+    for k in ("containers", "sites"):
+        items |= set(flagged[k]["item"].head(5))
+    if not items:
+        items = set(grow["candidate"]["subject_sites"]["item"].head(5))
+    for s in SIDES:
+        for kind in ("containers", "sites"):
+            g = grow[s][kind]
+            for r in g[g["item"].isin(items)].itertuples():
+                bars.append({"item": r.item[:70], "side": s, "per_1000_episodes": r.per_1000_episodes})
+    figure = plots.growth_bars(
+        pd.DataFrame(bars, columns=["item", "side", "per_1000_episodes"]), "what grows per 1000 episodes"
+    )
+    if parts:
+        confirmed = len(flagged["containers"]) and (len(flagged["sites"]) or len(flagged["types"]))
+        top = (
+            flagged["containers"]
+            if len(flagged["containers"])
+            else flagged["sites"]
+            if len(flagged["sites"])
+            else flagged["types"]
+        )
+        r = top.iloc[0]
+        finding = Finding(
+            id=fid,
+            subsystem=SUBSYSTEM,
+            hypothesis=hypothesis,
+            status=Status.CONFIRMED if confirmed else Status.SUSPECT,
+            severity=Severity.HIGH,
+            evidence=Evidence(
+                baseline=f"{fmt(r['baseline per 1000 episodes'])} per 1000 episodes",
+                candidate=f"{fmt(r['candidate per 1000 episodes'])} per 1000 episodes ({r['item']})",
+                effect=float(r["candidate per 1000 episodes"] - r["baseline per 1000 episodes"]),
+                effect_label="extra growth per 1000 episodes",
+                summary=f"grows with every episode in the candidate only (over {episodes['candidate']} episodes): "
+                + "; ".join(parts)
+                + " (case 004's unbounded per-episode dictionary)",
+                details={k: v.to_dict("records") for k, v in flagged.items()},
+            ),
+            remediation="Bound the growing structure: key it by task (not by episode), prune it, or drop it; "
+            "a per-episode entry that is never removed costs memory and slows every lookup.",
+            figures=["what grows"],
+        )
+    else:
+        top_c = grow["candidate"]["subject_sites"].head(1)
+        what = (
+            (
+                f"; the fastest-growing site in the subject's code, `{top_c['item'].iloc[0]}`, grows "
+                f"{_kib(top_c['per_1000_episodes'].iloc[0])} per 1000 episodes in both"
+            )
+            if len(top_c)
+            else ""
+        )
+        finding = Finding(
+            id=fid,
+            subsystem=SUBSYSTEM,
+            hypothesis=hypothesis,
+            status=Status.CLEARED,
+            severity=Severity.INFO,
+            evidence=Evidence(
+                baseline=f"{episodes['baseline']} episodes",
+                candidate=f"{episodes['candidate']} episodes",
+                summary="no allocation site, object type or container grows per episode in the "
+                "candidate beyond the baseline" + what,
+            ),
+            remediation="Nothing to do.",
+            figures=["what grows"],
+        )
+    return Section(
+        title="Where does memory grow?",
+        findings=[finding],
+        tables=tables,
+        figures={"what grows": figure},
+        notes=[
+            "tracemalloc snapshots after a garbage collection at evenly spaced points of a random-"
+            "policy rollout; sites are matched across versions by file and source line text. "
+            f"Flagged: growth above {fmt(ENTRIES_PER_1000_EPISODES)} entries or "
+            f"{_kib(BYTES_PER_1000_EPISODES)} per 1000 episodes, never shrinking, and more than "
+            "twice the baseline's."
+        ],
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Buffers implied by the config
+# ---------------------------------------------------------------------------------------------------------
+
+
+@audit_section("memory/buffers", SUBSYSTEM, "The rollout buffers the configs imply have the same size")
+def buffers(wb: Workbench, *, seed: int = 0) -> Section:
+    """num_envs x num_steps x observation size (and the other per-step buffers), side by side."""
+    hypothesis = "The rollout buffers the configs imply have the same size"
+    fid = "memory/buffers"
+    pair = wb.run(probes.buffer_sizes, seed=seed)
+    if (f := pair.guard(fid, SUBSYSTEM, hypothesis)) is not None:
+        return Section.of(f)
+    res = {s: pair[s].result for s in SIDES}
+    rows = [
+        {"quantity": q, **{s: res[s].get(k) for s in SIDES}}
+        for q, k in (
+            ("num_envs (config)", "num_envs_config"),
+            ("num_envs (built)", "num_envs_built"),
+            ("num_steps", "num_steps"),
+            ("observation size", "obs_size"),
+        )
+    ]
+    names = list(dict.fromkeys([*res["baseline"]["buffers"], *res["candidate"]["buffers"]]))
+    for name in names:
+        rows.append(
+            {"quantity": f"{name} (MiB)", **{s: res[s]["buffers"].get(name, math.nan) / 2**20 for s in SIDES}}
+        )
+    total = {s: float(sum(res[s]["buffers"].values())) for s in SIDES}
+    rows.append({"quantity": "total (MiB)", **{s: total[s] / 2**20 for s in SIDES}})
+    table = pd.DataFrame(rows)
+    if not total["baseline"] or not total["candidate"]:
+        finding = Finding(
+            id=fid,
+            subsystem=SUBSYSTEM,
+            hypothesis=hypothesis,
+            status=Status.NOTED,
+            severity=Severity.INFO,
+            evidence=Evidence(
+                summary="no rollout length key (num_steps) in a config; buffer sizes not computed"
+            ),
+            remediation="Name the rollout length num_steps in the config to size buffers.",
+        )
+        return Section(
+            title="How big are the rollout buffers?", findings=[finding], tables={"buffers": table}
+        )
+    ratio = total["candidate"] / total["baseline"]
+    changes = [
+        f"{r['quantity']} {fmt(r['baseline'])} -> {fmt(r['candidate'])}"
+        for r in rows[:4]
+        if r["baseline"] != r["candidate"]
+    ]
+    evidence = Evidence(
+        baseline=_mib(total["baseline"]),
+        candidate=_mib(total["candidate"]),
+        effect=ratio,
+        effect_label="buffer size ratio, candidate / baseline",
+        details={"table": table.to_dict("records")},
+    )
+    if not 0.5 <= ratio <= 2.0:
+        status, severity = Status.NOTED, Severity.MEDIUM
+        evidence.summary = (
+            f"the candidate's rollout buffers take {_mib(total['candidate'])} vs "
+            f"{_mib(total['baseline'])} (x{fmt(ratio)}): "
+            + "; ".join(changes)
+            + " (a knock-on of the environment or trainer settings that changed)"
+        )
+        remediation = "Check that the change of num_envs, num_steps or observation size is intended."
+    else:
+        status, severity = Status.CLEARED, Severity.INFO
+        evidence.summary = f"rollout buffers of {_mib(total['baseline'])} vs {_mib(total['candidate'])}" + (
+            ": " + "; ".join(changes) if changes else " (same shapes)"
+        )
+        remediation = "Nothing to do."
+    finding = Finding(
+        id=fid,
+        subsystem=SUBSYSTEM,
+        hypothesis=hypothesis,
+        status=status,
+        severity=severity,
+        evidence=evidence,
+        remediation=remediation,
+    )
+    return Section(title="How big are the rollout buffers?", findings=[finding], tables={"buffers": table})
+
+
+def audit_all(wb: Workbench, *, seed: int = 0) -> list[Section]:
+    """Every memory check, in notebook order."""
+    return [rss(wb, seed=seed), growth_sites(wb, seed=seed), buffers(wb, seed=seed)]

@@ -1,0 +1,483 @@
+"""Runtime instrumentation handed to a subject's ``train``: what actually happened, as tidy tables.
+
+A config says what a trainer was *told* to do; the recorder writes down what it *did*. ``watch`` hooks the
+optimizer, so a learning-rate schedule that sits in the config but is disabled in the code shows up as a flat
+``lr`` column, and a loss that stopped sending gradient to a layer shows up as a zero ``grad_norm``.
+
+Tables (one file each under ``run_dir``, written with :func:`rlaudit.io.write_table`, so parquet or npz):
+
+=========  =====================================================================================
+scalars    step, name, value: whatever the trainer passed to :meth:`Recorder.log`
+episodes   step, env, plus the stats passed to :meth:`Recorder.episode` (return, length, heart.get, ...)
+updates    update, step, group, lr (and every other numeric param-group hyperparameter), grad_norm,
+           grad_norm_clipped: one row per optimizer step and param group
+layers     update, step, layer, grad_norm, weight_norm, update_ratio: every ``sample_every`` optimizer
+           steps, one row per parameter tensor
+phases     name, count, seconds: total wall time in each (nested) phase, by full path ("rollout/env")
+memory     step, seconds, rss_bytes
+=========  =====================================================================================
+
+``summary.json`` (steps, seconds, sps, updates, episodes, torch_threads) is written by :meth:`Recorder.close`.
+Tables are rewritten atomically at most every ``flush_seconds`` (checked on each recorder call) and at close,
+so a crash loses at most the last interval and a reader never sees a half-written file.
+
+How gradient norms are measured (this works for trainers that never call the recorder between backward and
+``optimizer.step()``):
+
+* ``grad_norm`` (before clipping): ``watch`` registers a post-accumulate-grad hook on every parameter the
+  optimizer updates. Each hook keeps the norm of that parameter's gradient as it stands after the last
+  ``backward()``; the optimizer step pre-hook combines them into the global L2 norm. Clipping
+  (``clip_grad_norm_``, ``clip_grad_value_``, or a hand-written one) happens after backward and before the
+  step, so this is the norm before clipping whatever clipping call the trainer uses.
+* ``grad_norm_clipped`` (after clipping): computed from ``param.grad`` in the step pre-hook, i.e. exactly
+  the gradient the optimizer is about to apply.
+* A trainer that rescales gradients between backward and clipping (mixed-precision loss scaling) should
+  report the unscaled norm itself with :meth:`Recorder.grad_norm`; that value wins for the next step.
+
+The module imports only numpy, torch and the standard library (it runs in subjects' processes); torch is
+imported lazily, inside ``watch``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import resource
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rlaudit.io import atomic_write_text, write_table
+
+_TABLES = ("scalars", "episodes", "updates", "layers", "phases", "memory")
+
+
+def rss_bytes() -> int:
+    """Resident set size of this process in bytes (Linux ``/proc/self/statm``, else peak RSS)."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            pages = int(f.read().split()[1])
+        return pages * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        # ru_maxrss is the peak, in KiB on Linux and bytes on macOS: the best portable fallback.
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return int(peak if os.uname().sysname == "Darwin" else peak * 1024)
+
+
+class _Phase:
+    """Context manager timing one named phase; one object per name, reused, to keep the hot loop cheap."""
+
+    __slots__ = ("_name", "_recorder")
+
+    def __init__(self, recorder: Recorder, name: str) -> None:
+        self._recorder = recorder
+        self._name = name
+
+    def __enter__(self) -> _Phase:
+        stack = self._recorder._phase_stack
+        path = f"{stack[-1][0]}/{self._name}" if stack else self._name
+        stack.append((path, time.perf_counter()))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        end = time.perf_counter()
+        rec = self._recorder
+        path, start = rec._phase_stack.pop()
+        elapsed = end - start
+        totals = rec._phase_totals.get(path)
+        if totals is None:
+            rec._phase_totals[path] = [1, elapsed]
+        else:
+            totals[0] += 1
+            totals[1] += elapsed
+
+
+class Recorder:
+    """Records a training run's runtime behaviour into tables under ``run_dir``.
+
+    Args:
+        run_dir: Directory for the tables and ``summary.json``; the trainer may also write its own logs
+            (``run_dir/"tb"``) and checkpoints (``run_dir/"checkpoints"``) under it. Created on first write.
+        sample_every: Per-layer statistics are taken on optimizer steps 1, 1 + k, 1 + 2k, ...
+        flush_seconds: Tables are rewritten at most this often (and at :meth:`close`).
+    """
+
+    def __init__(self, run_dir: str | Path, sample_every: int = 10, flush_seconds: float = 10.0) -> None:
+        if sample_every < 1:
+            raise ValueError(f"sample_every must be >= 1 (every k-th optimizer step), got {sample_every}")
+        self.run_dir = Path(run_dir)
+        self.sample_every = int(sample_every)
+        self.flush_seconds = float(flush_seconds)
+        self._t0 = time.perf_counter()
+        self._last_flush = time.monotonic()
+        self._step = 0
+        self._max_step = 0
+        self._closed = False
+        # scalars / memory: parallel column lists
+        self._scalars: dict[str, list[Any]] = {"step": [], "name": [], "value": []}
+        self._memory: dict[str, list[Any]] = {"step": [], "seconds": [], "rss_bytes": []}
+        self._episodes: list[dict[str, Any]] = []
+        self._updates: list[dict[str, Any]] = []
+        self._layers: dict[str, list[Any]] = {
+            k: [] for k in ("update", "step", "layer", "grad_norm", "weight_norm", "update_ratio")
+        }
+        self._phase_stack: list[tuple[str, float]] = []
+        self._phase_totals: dict[str, list[float]] = {}
+        self._phases: dict[str, _Phase] = {}
+        # optimizer instrumentation (set by watch); _norms[i]: norm of parameter i's gradient after the last
+        # backward (None until one ran since the last step)
+        self._handles: list[Any] = []
+        self._params: list[Any] = []
+        self._names: list[str] = []
+        self._norms: list[Any] = []
+        self._explicit_pre_clip: float | None = None
+        self._n_updates = 0
+        self._pending: dict[str, Any] | None = None
+
+    # -- public API ------------------------------------------------------------------------------------------
+
+    def watch(self, policy: Any, optimizer: Any) -> None:
+        """Hook ``optimizer`` (and the gradients of the parameters it updates) to record every step.
+
+        Args:
+            policy: The ``torch.nn.Module`` being trained; its ``named_parameters`` name the layers table rows.
+            optimizer: A ``torch.optim.Optimizer``; every ``step()`` adds rows to the updates table.
+        """
+        import torch
+
+        if self._handles:
+            raise RuntimeError("Recorder.watch was already called; call it once per run (one optimizer)")
+        self._torch = torch
+        names = {id(p): n for n, p in policy.named_parameters()} if policy is not None else {}
+        seen: set[int] = set()
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                if id(p) in seen or not p.requires_grad:
+                    continue
+                seen.add(id(p))
+                idx = len(self._params)
+                self._params.append(p)
+                self._names.append(names.get(id(p), f"param{idx}"))
+                self._norms.append(None)
+                self._handles.append(p.register_post_accumulate_grad_hook(self._make_grad_hook(idx)))
+        self._handles.append(optimizer.register_step_pre_hook(self._pre_step))
+        self._handles.append(optimizer.register_step_post_hook(self._post_step))
+
+    def grad_norm(self, pre_clip: float) -> None:
+        """Report the global gradient norm before clipping for the next optimizer step.
+
+        Only needed when the trainer rescales gradients between ``backward()`` and clipping (loss scaling);
+        otherwise the hooks installed by :meth:`watch` measure it.
+        """
+        self._explicit_pre_clip = float(pre_clip)
+
+    def log(self, step: int, **scalars: float) -> None:
+        """Record named scalars (``charts/episodic_return=...``) at environment step ``step``."""
+        self._see_step(step)
+        col_step, col_name, col_value = self._scalars["step"], self._scalars["name"], self._scalars["value"]
+        for name, value in scalars.items():
+            col_step.append(int(step))
+            col_name.append(name)
+            col_value.append(float(value))
+        self._maybe_flush()
+
+    def episode(self, step: int, env: int = -1, **stats: Any) -> None:
+        """Record one finished episode (``return=``, ``length=``, ``heart.get=``, ...) at env step ``step``.
+
+        Pass names that are not Python identifiers with ``**{"heart.get": 3}``.
+        """
+        self._see_step(step)
+        row = {"step": int(step), "env": int(env)}
+        for key, value in stats.items():
+            row[key] = value.item() if hasattr(value, "item") else value
+        self._episodes.append(row)
+        self._maybe_flush()
+
+    def phase(self, name: str) -> _Phase:
+        """Context manager adding the wall time of its block to phase ``name`` (nested: ``outer/name``)."""
+        ph = self._phases.get(name)
+        if ph is None:
+            ph = self._phases[name] = _Phase(self, name)
+        return ph
+
+    def sample_memory(self, step: int) -> None:
+        """Record this process's resident memory at environment step ``step``."""
+        self._see_step(step)
+        self._memory["step"].append(int(step))
+        self._memory["seconds"].append(time.perf_counter() - self._t0)
+        self._memory["rss_bytes"].append(rss_bytes())
+        self._maybe_flush()
+
+    def phase_totals(self) -> dict[str, tuple[int, float]]:
+        """``{phase path: (count, seconds)}`` recorded so far (the phases table as a mapping)."""
+        return {k: (int(v[0]), float(v[1])) for k, v in self._phase_totals.items()}
+
+    def flush(self) -> None:
+        """Rewrite every table now (atomically)."""
+        self._last_flush = time.monotonic()
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        for name in _TABLES:
+            write_table(self.run_dir / name, getattr(self, f"_table_{name}")())
+
+    def close(self) -> None:
+        """Remove the hooks, write the tables and ``summary.json``. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+        self.flush()
+        seconds = time.perf_counter() - self._t0
+        torch_threads = None
+        try:
+            import torch
+
+            torch_threads = torch.get_num_threads()
+        except ImportError:  # a subject without torch can still log scalars and episodes
+            pass
+        summary = {
+            "steps": self._max_step,
+            "seconds": seconds,
+            "sps": self._max_step / seconds if seconds > 0 else 0.0,
+            "updates": self._n_updates,
+            "episodes": len(self._episodes),
+            "torch_threads": torch_threads,
+        }
+        atomic_write_text(self.run_dir / "summary.json", json.dumps(summary, indent=2))
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- hooks -----------------------------------------------------------------------------------------------
+
+    def _make_grad_hook(self, idx: int):
+        sq_norms = self._norms
+        torch = self._torch
+
+        def hook(param: Any) -> None:
+            # Runs after backward accumulated into param.grad; the last call before step() wins, so with
+            # gradient accumulation this is the norm of the accumulated gradient.
+            grad = param.grad
+            sq_norms[idx] = None if grad is None else torch.linalg.vector_norm(grad.detach())
+
+        return hook
+
+    def _pre_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        torch = self._torch
+        update = self._n_updates + 1
+        present = [(i, p) for i, p in enumerate(self._params) if p.grad is not None]
+        with torch.no_grad():
+            if self._explicit_pre_clip is not None:
+                pre = self._explicit_pre_clip
+            else:
+                norms = [self._norms[i] for i, _ in present if self._norms[i] is not None]
+                pre = float(torch.linalg.vector_norm(torch.stack(norms))) if norms else float("nan")
+            grads = [p.grad.detach() for _, p in present]
+            post = float(_total_norm(torch, grads)) if grads else math.nan
+            pending: dict[str, Any] = {"pre": pre, "post": post, "layers": None}
+            if (update - 1) % self.sample_every == 0:
+                layers = []
+                for i, p in present:
+                    norm_i = self._norms[i]
+                    g = float(norm_i) if norm_i is not None else float("nan")
+                    layers.append((self._names[i], p, g, p.detach().clone()))
+                pending["layers"] = layers
+        self._pending = pending
+        self._explicit_pre_clip = None
+        for i in range(len(self._norms)):
+            self._norms[i] = None
+
+    def _post_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        self._n_updates += 1
+        update = self._n_updates
+        pending = self._pending or {"pre": float("nan"), "post": float("nan"), "layers": None}
+        self._pending = None
+        for gi, group in enumerate(optimizer.param_groups):
+            row: dict[str, Any] = {"update": update, "step": self._step, "group": gi}
+            row.update(_numeric_hyperparameters(group))
+            row["grad_norm"] = pending["pre"]
+            row["grad_norm_clipped"] = pending["post"]
+            self._updates.append(row)
+        if pending["layers"] is not None:
+            torch = self._torch
+            cols = self._layers
+            with torch.no_grad():
+                for name, p, g, before in pending["layers"]:
+                    w_norm = float(torch.linalg.vector_norm(before))
+                    dw = float(torch.linalg.vector_norm(p.detach() - before))
+                    cols["update"].append(update)
+                    cols["step"].append(self._step)
+                    cols["layer"].append(name)
+                    cols["grad_norm"].append(g)
+                    cols["weight_norm"].append(w_norm)
+                    cols["update_ratio"].append(dw / w_norm if w_norm > 0 else float("nan"))
+        self._maybe_flush()
+
+    # -- tables ----------------------------------------------------------------------------------------------
+
+    def _see_step(self, step: int) -> None:
+        self._step = int(step)
+        if self._step > self._max_step:
+            self._max_step = self._step
+
+    def _maybe_flush(self) -> None:
+        if time.monotonic() - self._last_flush >= self.flush_seconds:
+            self.flush()
+
+    def _table_scalars(self) -> dict[str, np.ndarray]:
+        return {
+            "step": np.asarray(self._scalars["step"], dtype=np.int64),
+            "name": np.asarray(self._scalars["name"], dtype=str),
+            "value": np.asarray(self._scalars["value"], dtype=np.float64),
+        }
+
+    def _table_memory(self) -> dict[str, np.ndarray]:
+        return {
+            "step": np.asarray(self._memory["step"], dtype=np.int64),
+            "seconds": np.asarray(self._memory["seconds"], dtype=np.float64),
+            "rss_bytes": np.asarray(self._memory["rss_bytes"], dtype=np.int64),
+        }
+
+    def _table_episodes(self) -> dict[str, np.ndarray]:
+        return _rows_to_columns(self._episodes, first=("step", "env"), ints=("step", "env"))
+
+    def _table_updates(self) -> dict[str, np.ndarray]:
+        return _rows_to_columns(
+            self._updates, first=("update", "step", "group", "lr"), ints=("update", "step", "group")
+        )
+
+    def _table_layers(self) -> dict[str, np.ndarray]:
+        cols = self._layers
+        return {
+            "update": np.asarray(cols["update"], dtype=np.int64),
+            "step": np.asarray(cols["step"], dtype=np.int64),
+            "layer": np.asarray(cols["layer"], dtype=str),
+            "grad_norm": np.asarray(cols["grad_norm"], dtype=np.float64),
+            "weight_norm": np.asarray(cols["weight_norm"], dtype=np.float64),
+            "update_ratio": np.asarray(cols["update_ratio"], dtype=np.float64),
+        }
+
+    def _table_phases(self) -> dict[str, np.ndarray]:
+        names = sorted(self._phase_totals)
+        return {
+            "name": np.asarray(names, dtype=str),
+            "count": np.asarray([int(self._phase_totals[n][0]) for n in names], dtype=np.int64),
+            "seconds": np.asarray([self._phase_totals[n][1] for n in names], dtype=np.float64),
+        }
+
+
+class NullRecorder:
+    """The :class:`Recorder` API doing nothing: for training without instrumentation and for benchmarks.
+
+    Args:
+        run_dir: Optional directory the trainer may still write its own logs and checkpoints under.
+    """
+
+    sample_every = 0
+
+    def __init__(self, run_dir: str | Path | None = None, *args: Any, **kwargs: Any) -> None:
+        self.run_dir = Path(run_dir) if run_dir is not None else None
+        self._phase = _NullPhase()
+
+    def watch(self, policy: Any, optimizer: Any) -> None:
+        pass
+
+    def grad_norm(self, pre_clip: float) -> None:
+        pass
+
+    def log(self, step: int, **scalars: float) -> None:
+        pass
+
+    def episode(self, step: int, env: int = -1, **stats: Any) -> None:
+        pass
+
+    def phase(self, name: str) -> _NullPhase:
+        return self._phase
+
+    def sample_memory(self, step: int) -> None:
+        pass
+
+    def phase_totals(self) -> dict[str, tuple[int, float]]:
+        return {}
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> NullRecorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+class _NullPhase:
+    __slots__ = ()
+
+    def __enter__(self) -> _NullPhase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _total_norm(torch: Any, tensors: list[Any]) -> Any:
+    """Global L2 norm of a list of tensors, in as few kernel calls as the torch version allows."""
+    get_total_norm = getattr(torch.nn.utils, "get_total_norm", None)  # torch >= 2.6
+    if get_total_norm is not None:
+        return get_total_norm(tensors)
+    return torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(t) for t in tensors]))
+
+
+def _numeric_hyperparameters(group: dict[str, Any]) -> dict[str, float]:
+    """The numeric entries of an optimizer param group: ``lr``, ``eps``, ``beta1``/``beta2``, ``momentum``..."""
+    out: dict[str, float] = {}
+    for key, value in group.items():
+        if key == "params" or isinstance(value, bool) or value is None:
+            continue
+        if isinstance(value, int | float):
+            out[key] = float(value)
+        elif hasattr(value, "item") and getattr(value, "numel", lambda: 0)() == 1:
+            out[key] = float(value.item())  # a tensor learning rate (capturable/compiled optimizers)
+        elif (
+            isinstance(value, tuple | list)
+            and value
+            and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+        ):
+            # Adam's betas read better as beta1/beta2 than as betas_0/betas_1.
+            for i, v in enumerate(value):
+                out[f"beta{i + 1}" if key == "betas" else f"{key}_{i}"] = float(v)
+    return out
+
+
+def _rows_to_columns(
+    rows: list[dict[str, Any]], first: tuple[str, ...], ints: tuple[str, ...]
+) -> dict[str, np.ndarray]:
+    """Turn rows with possibly different keys into equal-length columns.
+
+    Numeric columns are float64 with NaN where a row lacks the key (``ints`` stay int64); a column holding any
+    string becomes a string column with "" for missing entries.
+    """
+    keys: dict[str, None] = dict.fromkeys(k for k in first if any(k in r for r in rows) or k in ints)
+    for r in rows:
+        for k in r:
+            keys.setdefault(k, None)
+    columns: dict[str, np.ndarray] = {}
+    for key in keys:
+        values = [r.get(key) for r in rows]
+        if key in ints:
+            columns[key] = np.asarray([-1 if v is None else int(v) for v in values], dtype=np.int64)
+        elif any(isinstance(v, str) for v in values):
+            columns[key] = np.asarray(["" if v is None else str(v) for v in values], dtype=str)
+        else:
+            columns[key] = np.asarray([math.nan if v is None else float(v) for v in values], dtype=np.float64)
+    return columns

@@ -1,0 +1,94 @@
+"""Seeding probes: seeded replicas of the subject in fresh processes and in its worker, with and without
+the global generators perturbed.
+
+Runs inside the subject's process; imports only the standard library, numpy and light rlaudit modules (the
+replicas import torch and the subject as the subject itself does).
+"""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+from rlaudit.probe import ProbeContext, probe
+from rlaudit.seeding.replica import GLOBAL_GENERATORS, collect, run, spawn
+
+
+def same_replica(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """True when two replicas' recorded parts (env digests, weights, traces) are identical."""
+    for part in ("env", "train"):
+        pa, pb = a.get(part), b.get(part)
+        if pa is None and pb is None:
+            continue
+        if pa is None or pb is None or "error" in pa or "error" in pb:
+            return False
+        keys = ("final",) if part == "env" else ("init", "grad_norms", "losses", "final")
+        if any(pa.get(k) != pb.get(k) for k in keys):
+            return False
+    return True
+
+
+@probe(requires=("config",), version=1)
+def replicas(
+    ctx: ProbeContext,
+    *,
+    seed: int = 0,
+    other_seed: int = 1,
+    env_steps: int = 32,
+    train_steps: int = 1,
+    fresh: int = 2,
+    timeout: float = 900.0,
+) -> dict:
+    """Seeded replicas of the environment rollout and the start of training.
+
+    * ``fresh`` replicas with ``seed``, each in a new interpreter (hash randomization, process-level state);
+    * in this worker: one with ``seed``, one with ``other_seed``, and one with ``seed`` after Python's,
+      NumPy's and torch's global generators were moved; when that one differs, a repeat with ``seed`` (is the
+      subject deterministic in one process at all?) and, if it is, one replica per generator to name it.
+
+    ``env_steps`` and ``train_steps`` size the parts (a part is skipped when the subject lacks ``make_env`` or
+    ``train``). Writes ``replicas.json``: ``fresh`` (list), ``in_process`` (name -> replica), ``parts``.
+    """
+    workdir = ctx.path("work")
+    workdir.mkdir(parents=True, exist_ok=True)
+    args: dict[str, Any] = {
+        "spec": ctx.spec,
+        "seed": int(seed),
+        "env_steps": int(env_steps) if ctx.has("make_env") else 0,
+        "train_steps": int(train_steps) if ctx.has("train") else 0,
+        "workdir": str(workdir),
+    }
+    parts = [p for p, k in (("env", "env_steps"), ("train", "train_steps")) if args[k]]
+    if not parts:
+        return {"parts": [], "reason": "the subject has neither make_env nor train"}
+    children: list[Any] = []
+    try:
+        children.extend(spawn(args, str(workdir)) for _ in range(fresh))
+        total = fresh + 6
+        inproc: dict[str, Any] = {"same": run(args, ctx.subject)}
+        ctx.progress(1, total)
+        inproc["other_seed"] = run({**args, "seed": int(other_seed)}, ctx.subject)
+        ctx.progress(2, total)
+        inproc["perturbed"] = run({**args, "perturb": list(GLOBAL_GENERATORS), "salt": 1}, ctx.subject)
+        ctx.progress(3, total)
+        if not same_replica(inproc["same"], inproc["perturbed"]):
+            inproc["repeat"] = run(args, ctx.subject)
+            if same_replica(inproc["same"], inproc["repeat"]):
+                for i, gen in enumerate(GLOBAL_GENERATORS):
+                    inproc[f"perturbed_{gen}"] = run({**args, "perturb": [gen], "salt": 2 + i}, ctx.subject)
+                    ctx.progress(4 + i, total)
+        results = []
+        for i, (proc, out) in enumerate(children):
+            results.append(collect(proc, out, timeout))
+            ctx.progress(7 + i, total)
+    finally:
+        for proc, _ in children:
+            if proc.poll() is None:
+                proc.kill()
+    shutil.rmtree(workdir, ignore_errors=True)
+    ctx.write_json("replicas", {"fresh": results, "in_process": inproc, "parts": parts})
+    return {
+        "parts": parts,
+        "fresh_identical": all(same_replica(results[0], r) for r in results[1:]) if results else None,
+        "hashseed": inproc["same"].get("hashseed"),
+    }

@@ -1,0 +1,288 @@
+"""Spaces probes: the observation and action spaces, observation statistics from seeded random rollouts, what
+the network's first layer receives on the training and evaluation paths, and what the input costs.
+
+Run inside the subject's process; numpy at module level, torch inside the probes.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from rlaudit.probe import ProbeContext, probe
+
+
+@probe(requires=("make_env",), version=1)
+def observations(
+    ctx: ProbeContext, *, env_seed: int = 0, rollout_steps: int = 2000, keep_rows: int = 1024
+) -> dict:
+    """Both spaces described, and per-feature statistics of raw observations from a random-policy rollout.
+
+    Args:
+        env_seed: ``env.reset(seed=env_seed)``; the actions come from ``default_rng(env_seed + 1)``, so
+            subjects with equal action spaces play the same action sequence.
+        rollout_steps: Environment steps in total.
+        keep_rows: Observation rows kept (evenly spaced) for figures.
+
+    Writes ``spaces.json`` (observation/action space descriptions, num_envs, dtype, bytes per observation)
+    and ``moments.npz`` (per feature: mean, var (ddof=1), min, max; n; ``rows`` the kept observations).
+    """
+    from rlaudit.agents.nets import single_spaces
+    from rlaudit.spaces.rollout import (
+        close_env,
+        describe_space,
+        feature_moments,
+        policy_batch,
+        random_rollout,
+    )
+
+    env = ctx.subject.make_env(ctx.config, env_seed)
+    try:
+        obs_space, act_space = single_spaces(env)
+        rollout = random_rollout(env, steps=rollout_steps, seed=env_seed, action_seed=env_seed + 1)
+    finally:
+        close_env(env)
+    obs = rollout["obs"]
+    one = np.asarray(obs[0])
+    info = {
+        "observation_space": describe_space(obs_space),
+        "action_space": describe_space(act_space),
+        "num_envs": rollout["num_envs"],
+        "obs_dtype": str(one.dtype),
+        "obs_shape": list(one.shape),
+        "obs_bytes": int(one.nbytes),
+        "obs_bytes_per_vector_step": int(one.nbytes) * int(rollout["num_envs"]),
+        "samples": len(obs),
+        "episodes_ended": int(rollout["episodes"]),
+    }
+    moments = feature_moments(obs)
+    moments["rows"] = policy_batch(obs, keep_rows).reshape(min(len(obs), keep_rows), -1)
+    ctx.write_json("spaces", info)
+    ctx.write_npz("moments", moments)
+    return {"obs_size": int(one.size), "num_envs": rollout["num_envs"], "samples": len(obs)}
+
+
+def _count(value: float | None) -> str:
+    """A normalizer's sample count for text: ``8,256`` or ``0.0001`` (a pseudo-count: never updated)."""
+    if value is None:
+        return "unknown"
+    return f"{value:,.0f}" if value >= 10 else f"{value:.4g}"
+
+
+def normalize(x: np.ndarray, mean: np.ndarray, var: np.ndarray, clip: float) -> np.ndarray:
+    """``clip((x - mean) / sqrt(var + 1e-8), -clip, clip)`` as float32 (SB3 VecNormalize's convention).
+
+    Args:
+        x: (B, D) observations; mean, var: (D,).
+    """
+    out = (np.asarray(x, dtype=np.float64) - mean) / np.sqrt(var + 1e-8)
+    return np.clip(out, -clip, clip).astype(np.float32)
+
+
+def first_layer_inputs(policy: Any, obs: Any) -> dict[str, np.ndarray]:
+    """What the input layers of ``policy`` receive for ``obs``, captured by forward pre-hooks.
+
+    Returns:
+        ``{module path: (B, D) float64 array}`` for each module that consumed the observation.
+    """
+    import torch
+
+    from rlaudit.agents.nets import call_policy, trace_forward
+
+    consumers = trace_forward(policy, obs, keep_tensors=False).obs_consumers()
+    modules = dict(policy.named_modules())
+    seen: dict[str, np.ndarray] = {}
+    handles = []
+
+    def make(path: str) -> Any:
+        def pre_hook(_mod: Any, args: tuple[Any, ...]) -> None:
+            first = next((a for a in args if isinstance(a, torch.Tensor)), None)
+            if first is not None and path not in seen:
+                seen[path] = first.detach().double().reshape(first.shape[0], -1).cpu().numpy()
+
+        return pre_hook
+
+    try:
+        for path in dict.fromkeys(consumers):
+            handles.append(modules[path].register_forward_pre_hook(make(path)))
+        with torch.no_grad():
+            call_policy(policy, obs)
+    finally:
+        for h in handles:
+            h.remove()
+    return seen
+
+
+@probe(requires=("make_env", "load_checkpoint"), version=2)
+def network_input(
+    ctx: ProbeContext,
+    *,
+    path: str,
+    env_seed: int = 0,
+    rollout_steps: int = 2000,
+    batch: int = 1024,
+    clip: float = 10.0,
+    trust: bool = False,
+) -> dict:
+    """The first layer's input statistics of a trained policy on three paths, within this subject.
+
+    - ``training``: observations normalized with the statistics saved in the checkpoint file (what the
+      trainer fed the network while it learned; raw observations when the file holds no normalizer);
+    - ``evaluation``: normalized with the ``obs_rms`` that ``load_checkpoint`` returns in its extras (what an
+      evaluation or a resumed run built from the loader would feed); raw when the extras hold none;
+    - ``raw``: the environment's observations as they are.
+
+    Args:
+        path: A checkpoint of this subject (absolute).
+        env_seed: Seed of the environment and the random actions.
+        rollout_steps: Environment steps of the random-policy rollout.
+        batch: Observations fed per path.
+        clip: Clip of normalized observations (SB3 VecNormalize's default 10).
+        trust: Let rlaudit unpickle objects in the file.
+
+    Writes ``inputs.npz`` (``<path>|mean``, ``<path>|std`` per feature) and ``inputs.json``.
+    """
+    import torch
+
+    from rlaudit.agents.probes import build_policy
+    from rlaudit.checkpointing import reading
+    from rlaudit.checkpointing.probes import _extras_normalizer
+
+    data = build_policy(ctx, env_seed, rollout_steps, batch)
+    raw = data["obs"].reshape(len(data["obs"]), -1).astype(np.float64)
+    policy, extras = ctx.subject.load_checkpoint(ctx.config, path)
+    policy.eval()
+    ckpt = reading.read(path, trust=trust)
+    saved = reading.find_normalizer(ckpt.metadata if isinstance(ckpt.metadata, dict) else {}, ckpt.tensors)
+    returned = _extras_normalizer(extras)
+    feeds: dict[str, np.ndarray] = {"raw": raw.astype(np.float32)}
+    notes: dict[str, str] = {}
+    if saved is not None and saved["mean"].size == raw.shape[1]:
+        feeds["training"] = normalize(raw, saved["mean"], saved["var"], clip)
+        notes["training"] = f"normalized with the file's {saved['path']} (count {_count(saved['count'])})"
+    else:
+        feeds["training"] = raw.astype(np.float32)
+        notes["training"] = "raw: the checkpoint holds no normalizer statistics"
+    if returned is not None and returned["mean"].size == raw.shape[1]:
+        feeds["evaluation"] = normalize(raw, returned["mean"], returned["var"], clip)
+        notes["evaluation"] = (
+            f"normalized with load_checkpoint's extras obs_rms (count {_count(returned['count'])})"
+        )
+    else:
+        feeds["evaluation"] = raw.astype(np.float32)
+        notes["evaluation"] = "raw: load_checkpoint returns no normalizer statistics"
+    shape = data["obs"].shape[1:]
+    arrays: dict[str, np.ndarray] = {}
+    summary: dict[str, Any] = {}
+    for name, x in feeds.items():
+        seen = first_layer_inputs(policy, torch.as_tensor(x.reshape(len(x), *shape), dtype=torch.float32))
+        if not seen:
+            continue
+        layer, values = next(iter(seen.items()))
+        arrays[f"{name}|mean"] = values.mean(axis=0)
+        arrays[f"{name}|std"] = values.std(axis=0)
+        summary[name] = {
+            "layer": layer,
+            "mean": float(values.mean()),
+            "std": float(values.std()),
+            "abs_max": float(np.abs(values).max()),
+            "clipped_fraction": float(np.mean(np.abs(values) >= clip * (1 - 1e-6))),
+            "note": notes.get(name, ""),
+        }
+    ctx.write_npz("inputs", arrays)
+    ctx.write_json("inputs", {"paths": summary, "n": len(raw), "features": int(raw.shape[1]), "clip": clip})
+    return {"paths": sorted(summary)}
+
+
+def first_layer_flops(
+    records: list[dict[str, Any]], calls: list[dict[str, Any]], consumers: list[str]
+) -> int:
+    """Multiply-adds x 2 per observation in the modules that consume the observation (Linear: 2 * in * out;
+    convolutions: 2 * weight elements * output positions)."""
+    by_path = {r["path"]: r for r in records}
+    out_shape = {c["path"]: c["out_shape"] for c in calls}
+    total = 0
+    for path in dict.fromkeys(consumers):
+        rec = by_path.get(path)
+        w = (rec or {}).get("params", {}).get("weight")
+        if not w:
+            continue
+        weight_elems = int(np.prod(w))
+        if len(w) == 2:
+            total += 2 * weight_elems
+        else:
+            spatial = out_shape.get(path, [])[2:]
+            total += 2 * weight_elems * int(np.prod(spatial)) if spatial else 2 * weight_elems
+    return int(total)
+
+
+@probe(requires=("make_env", "make_policy"), version=2)
+def forward_timing(
+    ctx: ProbeContext,
+    *,
+    round: int = 0,
+    pair: str = "",
+    batch: int = 64,
+    calls: int = 100,
+    env_seed: int = 0,
+    rollout_steps: int = 512,
+) -> dict:
+    """Time the network's forward pass on a batch of real observations (one round of an interleaved A/B).
+
+    Args:
+        round: Which round of the side-by-side measurement (part of the cache key only).
+        pair: Identifies the (baseline, candidate) pair being measured (cache key only), so rounds cached for
+            one pair are never compared with rounds measured at another time for another pair.
+        batch: Observations per forward call (the subject's number of environments is a natural choice).
+        calls: Timed forward calls after 5 warm-up calls. On a shared machine a call is sometimes preempted;
+            the 10th percentile (``p10_s``) is the round's robust value, the median is kept for reference.
+        env_seed: Seed of the environment and random actions.
+        rollout_steps: Steps of the rollout that gives the batch.
+
+    Returns:
+        ``p10_s`` (seconds per call, 10th percentile), ``median_s``, ``p25_s``, ``p75_s``, ``first_layer_flops`` (per observation),
+        ``obs_bytes`` (one observation as the env returns it), ``input_bytes`` (as the network receives it,
+        float32), ``obs_dtype``, ``param_dtype``, ``n_params``.
+    """
+    import torch
+
+    from rlaudit.agents.nets import call_policy, describe_modules, trace_forward
+    from rlaudit.agents.probes import build_policy
+
+    data = build_policy(ctx, env_seed, rollout_steps, batch)
+    torch.manual_seed(0)
+    policy = ctx.subject.make_policy(ctx.config, data["obs_space"], data["act_space"])
+    policy.eval()
+    raw_one = np.asarray(data["rollout"]["obs"][0])
+    obs = torch.as_tensor(data["obs"], dtype=torch.float32)
+    if len(obs) < batch:
+        obs = obs.repeat((batch + len(obs) - 1) // len(obs), *([1] * (obs.dim() - 1)))[:batch]
+    trace = trace_forward(policy, obs, keep_tensors=False)
+    records = describe_modules(policy)
+    flops = first_layer_flops(records, trace.calls, trace.obs_consumers())
+    times = []
+    with torch.no_grad():
+        for _ in range(5):
+            call_policy(policy, obs)
+        for _ in range(int(calls)):
+            t0 = time.perf_counter()
+            call_policy(policy, obs)
+            times.append(time.perf_counter() - t0)
+    t = np.asarray(times)
+    param = next(policy.parameters(), None)
+    return {
+        "p10_s": float(np.percentile(t, 10)),
+        "median_s": float(np.median(t)),
+        "p25_s": float(np.percentile(t, 25)),
+        "p75_s": float(np.percentile(t, 75)),
+        "first_layer_flops": flops,
+        "obs_bytes": int(raw_one.nbytes),
+        "input_bytes": int(np.prod(raw_one.shape)) * 4,
+        "obs_dtype": str(raw_one.dtype),
+        "param_dtype": str(param.dtype).replace("torch.", "") if param is not None else None,
+        "n_params": int(sum(p.numel() for p in policy.parameters())),
+        "batch": int(batch),
+        "torch_threads": int(torch.get_num_threads()),
+    }

@@ -1,0 +1,260 @@
+"""Checkpointing room: reading checkpoints safely, finding their pieces, resume continuity, and the detection
+matrix for the checkpointing faults."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from rlaudit.checkpointing import reading
+from rlaudit.checkpointing.audit import continuity, interval_of, resume_class
+from rlaudit.checkpointing.probes import renamed
+
+torch.set_num_threads(1)
+
+
+def flagged(sections: Iterable[Any]) -> list[Any]:
+    """SUSPECT/CONFIRMED findings of Sections (as in tests/audits/conftest.py, whose helpers are not importable)."""
+    return [f for s in sections for f in s.findings if f.status.is_flag]
+
+
+def describe(findings: Iterable[Any]) -> str:
+    return "\n".join(f"{f.id}: {f.headline}" for f in findings)
+
+
+def test_step_counters_prefer_environment_steps_at_the_top_level() -> None:
+    meta = {"update": 7, "global_step": 28672, "trainer_state": {"steps": 30000, "seed": 0}, "config": "{}"}
+    assert reading.find_counters(meta) == {"global_step": 28672, "update": 7}
+    assert reading.checkpoint_step(meta) == ("global_step", 28672)
+    assert reading.checkpoint_step({"data": {"num_timesteps": 5}}) == ("data/num_timesteps", 5)
+    assert reading.checkpoint_step({"lr": 0.1}) == (None, None)
+
+
+def test_config_and_optimizer_and_normalizer_are_found() -> None:
+    meta = {
+        "config": json.dumps({"agent": {"hidden": 64}}),
+        "optimizer": {"param_groups": [{"lr": 1e-3}]},
+        "obs_rms": {"count": 12.0},
+    }
+    tensors = {
+        "policy/w": torch.zeros(2, 3),
+        "optimizer/state/0/exp_avg": torch.zeros(2, 3),
+        "obs_rms/mean": torch.tensor([1.0, 2.0], dtype=torch.float64),
+        "obs_rms/var": torch.tensor([4.0, 9.0], dtype=torch.float64),
+    }
+    assert reading.find_config(meta) == ("config", {"agent": {"hidden": 64}})
+    assert reading.find_optimizer(meta, tensors) == {
+        "path": "optimizer",
+        "n_state_tensors": 1,
+        "param_groups": 1,
+    }
+    norm = reading.find_normalizer(meta, tensors)
+    assert norm["path"] == "obs_rms" and norm["count"] == 12.0
+    np.testing.assert_array_equal(norm["var"], [4.0, 9.0])
+    assert reading.find_normalizer({}, {"policy/w": torch.zeros(1)}) is None
+
+
+def test_state_dict_is_found_by_names_then_by_shapes() -> None:
+    tensors = {
+        "policy/actor.0.weight": torch.zeros(4, 3),
+        "policy/value_net.0.weight": torch.zeros(1, 4),
+        "optimizer/state/0/exp_avg": torch.zeros(4, 3),
+        "trainer_state/next_obs": torch.zeros(2, 3),
+    }
+    target = {"actor.0.weight": [4, 3], "critic.0.weight": [1, 4]}
+    prefix, saved = reading.find_state_dict(tensors, target)
+    assert prefix == "policy"
+    mapping = reading.match_keys(list(target), target, saved)
+    # critic.0.weight is absent by name: the renamed value_net.0.weight of the same shape stands in
+    assert mapping == {"actor.0.weight": "actor.0.weight", "critic.0.weight": "value_net.0.weight"}
+    assert reading.find_state_dict({"a/x": torch.zeros(9)}, {"w": [2, 2]}) == (None, {})
+
+
+def test_renamed_crosses_the_digit_boundary_and_keeps_padding() -> None:
+    assert renamed("model_7.pt", 9) == "model_9.pt"
+    assert renamed("ckpt_step_0007.pt", 10) == "ckpt_step_0010.pt"
+    assert renamed("run3/model_12.pt", 10) == "run3/model_10.pt"
+    assert renamed("latest.pt", 9) is None
+
+
+def test_interval_is_the_median_gap() -> None:
+    assert interval_of([20480, 28672]) == 8192
+    assert interval_of([100, 200, 300, 500]) == 100
+    assert interval_of([7]) is None
+
+
+def test_resume_continuity_classes() -> None:
+    full = pd.DataFrame(
+        {
+            "step": [1, 2, 3, 1, 2, 3, 2],
+            "name": ["loss"] * 3 + ["kl"] * 3 + ["perf/sps"],
+            "value": [1.0, 0.8, 0.6, 0.01, 0.02, 0.03, 5000.0],
+        }
+    )
+    exact = full[full["step"] > 1]
+    table = continuity(full, exact)
+    assert set(table["name"]) == {"loss", "kl"}  # timing metrics are left out
+    assert resume_class(table) == "exact"
+    off = exact.assign(value=exact["value"] * np.where(exact["name"] == "loss", 1.5, 1.0))
+    assert resume_class(continuity(full, off)) == "broken"
+    slight = exact.assign(value=exact["value"] * (1 + 1e-3))
+    assert resume_class(continuity(full, slight)) == "approximate"
+    assert resume_class(continuity(full, full.iloc[:0])) == "unknown"
+
+
+MARKER = Path("/tmp/rlaudit-test-unpickled-marker")
+
+
+class Sneaky:
+    """Unpickling this runs code: it writes a marker file (what a malicious checkpoint could do)."""
+
+    def __reduce__(self):
+        return (Path.write_text, (MARKER, "executed"))
+
+
+def test_a_pickled_object_is_reported_with_its_classes_and_never_executed(tmp_path: Path) -> None:
+    from rlaudit.checkpointing import probes
+    from rlaudit.probe import ProbeContext
+
+    MARKER.unlink(missing_ok=True)
+    path = tmp_path / "model_1.pt"
+    torch.save({"policy": {"w": torch.zeros(2)}, "extra": Sneaky()}, path)
+    ctx = ProbeContext(subject=object(), config={}, out=tmp_path / "out", spec="test")
+    (tmp_path / "out").mkdir()
+    probes.checkpoint_contents(ctx, paths=[str(path)])
+    record = json.loads((tmp_path / "out" / "contents.json").read_text())[0]
+    assert record["loaded"] is False
+    assert any("write_text" in g or "Path" in g for g in record["unsafe_globals"]), record
+    assert "trust=True" in record["message"]
+    assert not MARKER.exists(), "reading the checkpoint executed code from it"
+
+
+def test_contents_of_a_plain_checkpoint(tmp_path: Path) -> None:
+    from rlaudit.checkpointing import probes
+    from rlaudit.probe import ProbeContext
+
+    path = tmp_path / "model_3.pt"
+    torch.save({"policy": {"w": torch.ones(2, 2)}, "global_step": 300, "config": "{}"}, path)
+    (tmp_path / "out").mkdir()
+    ctx = ProbeContext(subject=object(), config={}, out=tmp_path / "out", spec="test")
+    probes.checkpoint_contents(ctx, paths=[str(path)])
+    record = json.loads((tmp_path / "out" / "contents.json").read_text())[0]
+    assert record["loaded"] and record["step"] == 300
+    assert record["optimizer"] is None and record["normalizer"] is None
+
+
+@pytest.mark.parametrize(
+    ("fault", "expected"),
+    [
+        (
+            "checkpointing.partial_load",
+            {
+                "checkpointing/partial-load",
+                "checkpointing/round-trip",
+                "checkpointing/cross-version",
+                "checkpointing/resume",
+            },
+        ),
+        (
+            "checkpointing.normalizer_not_restored",
+            {"checkpointing/normalizer-not-restored", "checkpointing/resume"},
+        ),
+        ("checkpointing.lexicographic_sort", {"checkpointing/selection"}),
+    ],
+)
+def test_checkpointing_faults_are_flagged(make_wb, fault: str, expected: set[str]) -> None:
+    from rlaudit import checkpointing
+
+    sections = checkpointing.audit_all(make_wb(f"builtin:reference+{fault}"))
+    found = {f.id for f in flagged(sections) if f.subsystem == "checkpointing"}
+    assert expected <= found, f"{fault}: expected {expected}, flagged {found}\n" + describe(
+        f for s in sections for f in s.findings
+    )
+
+
+def test_partial_load_counts_the_tensors(make_wb) -> None:
+    from rlaudit.checkpointing import audit
+
+    section = audit.loading(make_wb("builtin:reference+checkpointing.partial_load"))
+    finding = next(f for f in section.findings if f.id == "checkpointing/partial-load")
+    assert "6 of 12" in finding.evidence.summary and "at-init" in finding.evidence.summary
+
+
+def test_changed_interval_is_found_but_honestly_low(make_wb) -> None:
+    from rlaudit import checkpointing
+
+    sections = checkpointing.audit_all(make_wb("builtin:reference+checkpointing.interval_changed"))
+    findings = [f for s in sections for f in s.findings]
+    interval = [f for f in findings if f.id == "checkpointing/interval"]
+    assert interval, describe(findings)
+    assert interval[0].status.value in ("NOTED", "SUSPECT") and interval[0].severity.value == "LOW"
+    assert "costs little" in interval[0].evidence.summary
+    assert not [f for f in flagged(sections) if f.severity.value != "LOW"], describe(findings)
+
+
+def test_reference_against_itself_is_quiet(make_wb) -> None:
+    from rlaudit import checkpointing
+
+    sections = checkpointing.audit_all(make_wb("builtin:reference"))
+    findings = [f for s in sections for f in s.findings]
+    assert not flagged(sections), describe(findings)
+    assert all(f.status.value == "CLEARED" for f in findings), describe(findings)
+
+
+TOY = textwrap.dedent(
+    """
+    import numpy as np
+    import gymnasium as gym
+    from gymnasium import spaces
+    from torch import nn
+
+
+    def config():
+        return {"hidden": 4}
+
+
+    class Env(gym.Env):
+        def __init__(self, seed):
+            self.observation_space = spaces.Box(-1.0, 1.0, (3,), np.float32)
+            self.action_space = spaces.Discrete(2)
+            self.rng = np.random.default_rng(seed)
+
+        def reset(self, *, seed=None, options=None):
+            if seed is not None:
+                self.rng = np.random.default_rng(seed)
+            return self.rng.uniform(-1, 1, 3).astype(np.float32), {}
+
+        def step(self, action):
+            return self.rng.uniform(-1, 1, 3).astype(np.float32), 0.0, False, False, {}
+
+
+    def make_env(config, seed):
+        return Env(seed)
+
+
+    def make_policy(config, observation_space, action_space):
+        return nn.Sequential(nn.Linear(3, config["hidden"]), nn.ReLU(), nn.Linear(config["hidden"], 2))
+    """
+)
+
+
+def test_subject_without_checkpoint_capabilities_is_skipped_by_name(make_wb, tmp_path: Path) -> None:
+    from rlaudit import checkpointing
+
+    path = tmp_path / "toy" / "subject.py"
+    path.parent.mkdir()
+    path.write_text(TOY)
+    sections = checkpointing.audit_all(make_wb(str(path), baseline="builtin:reference"))
+    findings = [f for s in sections for f in s.findings]
+    assert findings and all(f.status.value == "SKIPPED" for f in findings), describe(findings)
+    loading = next(f for f in findings if f.id == "checkpointing/loading")
+    assert "load_checkpoint" in loading.evidence.summary and "candidate" in loading.evidence.summary
+    assert "baseline" not in loading.evidence.details["missing"]

@@ -1,0 +1,200 @@
+"""Spaces room: shift statistics, frame-stack alignment, first-layer inputs, and the spaces detection matrix."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from gymnasium import spaces
+from torch import nn
+
+from rlaudit import stats
+from rlaudit.spaces.audit import shifted_features, smd_from_moments, stack_alignment
+from rlaudit.spaces.probes import first_layer_flops, first_layer_inputs, normalize
+from rlaudit.spaces.rollout import describe_space, feature_moments, random_actions, random_rollout
+
+torch.set_num_threads(1)
+
+
+def flagged(sections: Iterable[Any]) -> list[Any]:
+    """SUSPECT/CONFIRMED findings of Sections (as in tests/audits/conftest.py, whose helpers are not importable)."""
+    return [f for s in sections for f in s.findings if f.status.is_flag]
+
+
+def describe(findings: Iterable[Any]) -> str:
+    return "\n".join(f"{f.id}: {f.headline}" for f in findings)
+
+
+def test_smd_from_moments_matches_the_sample_version() -> None:
+    rng = np.random.default_rng(0)
+    a = rng.normal(0.0, 1.0, size=(200, 3))
+    b = rng.normal([0.0, 0.5, 2.0], [1.0, 1.0, 2.0], size=(300, 3))
+    ma, mb = feature_moments(a), feature_moments(b)
+    ours = smd_from_moments(ma["mean"], ma["var"], mb["mean"], mb["var"])
+    np.testing.assert_allclose(ours, stats.standardized_mean_difference(b, a))
+    assert smd_from_moments(np.array([1.0]), np.array([0.0]), np.array([1.0]), np.array([0.0]))[0] == 0.0
+    assert np.isinf(smd_from_moments(np.array([1.0]), np.array([0.0]), np.array([2.0]), np.array([0.0]))[0])
+
+
+def test_shifted_features_by_mean_or_spread_but_not_constants() -> None:
+    mean_a, std_a = np.array([0.0, 0.0, 0.0, 5.0]), np.array([1.0, 1.0, 1.0, 0.0])
+    mean_b, std_b = np.array([0.5, 0.0, 0.05, 5.0]), np.array([1.0, 0.3, 1.0, 0.0])
+    shifted, smd = shifted_features(mean_a, std_a, mean_b, std_b)
+    assert shifted.tolist() == [True, True, False, False]  # mean shift, spread ×0.3, small, constant
+    assert smd[0] == pytest.approx(0.5)
+
+
+def test_stack_alignment_recognises_k_copies() -> None:
+    rng = np.random.default_rng(1)
+    frame = rng.normal(size=(500, 6))
+    stacked = np.concatenate([frame, frame, frame], axis=1)
+    align = stack_alignment(feature_moments(frame), feature_moments(stacked))
+    assert align["k"] == 3 and align["matches"] and max(align["block_max_smd"]) == 0.0
+    other = np.concatenate([frame, frame + 3.0], axis=1)
+    assert not stack_alignment(feature_moments(frame), feature_moments(other))["matches"]
+    assert stack_alignment(feature_moments(frame), feature_moments(rng.normal(size=(10, 7)))) is None
+
+
+def test_describe_space_and_random_actions_are_deterministic() -> None:
+    box = spaces.Box(low=np.array([-1.0, 0.0], dtype=np.float32), high=np.array([1.0, 1.0], dtype=np.float32))
+    desc = describe_space(box)
+    assert desc["class"] == "Box" and desc["shape"] == [2] and desc["dtype"] == "float32"
+    assert desc["low"] == {"values": [-1.0, 0.0]} and desc["high"] == 1.0 and desc["size"] == 2
+    assert describe_space(spaces.Discrete(5))["n"] == 5
+    a = random_actions(spaces.Discrete(5), 8, np.random.default_rng(3))
+    b = random_actions(spaces.Discrete(5), 8, np.random.default_rng(3))
+    assert a.tolist() == b.tolist() and a.min() >= 0 and a.max() < 5
+
+
+def test_normalize_clips_like_vecnormalize() -> None:
+    x = np.array([[0.0, 10.0]])
+    out = normalize(x, np.array([0.0, 0.0]), np.array([1.0, 0.01]), clip=5.0)
+    np.testing.assert_allclose(out, [[0.0, 5.0]])
+    assert out.dtype == np.float32
+
+
+def test_first_layer_inputs_are_what_the_network_received() -> None:
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
+    x = torch.randn(6, 3)
+    seen = first_layer_inputs(net, x)
+    assert list(seen) == ["0"]
+    np.testing.assert_allclose(seen["0"], x.double().numpy())
+    from rlaudit.agents.nets import describe_modules, trace_forward
+
+    trace = trace_forward(net, x)
+    assert first_layer_flops(describe_modules(net), trace.calls, trace.obs_consumers()) == 2 * 3 * 4
+
+
+class Line:
+    """A plain (non-vector) env: the rollout resets it at episode ends itself."""
+
+    observation_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
+    action_space = spaces.Discrete(2)
+
+    def __init__(self) -> None:
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        self.t = 0
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.full(2, self.t / 10, np.float32), 0.0, self.t >= 3, False, {}
+
+
+def test_random_rollout_of_a_plain_env_resets_at_episode_end() -> None:
+    out = random_rollout(Line(), steps=7, seed=0, action_seed=1)
+    assert out["num_envs"] == 1 and out["vector_steps"] == 7 and out["episodes"] == 2
+    assert out["obs"].shape == (8, 2)
+    assert out["obs"][:, 0].tolist() == pytest.approx([0.0, 0.1, 0.2, 0.0, 0.1, 0.2, 0.0, 0.1])
+
+
+def test_frame_stacking_is_flagged(make_wb) -> None:
+    from rlaudit import spaces as room
+
+    sections = room.audit_all(make_wb("builtin:reference+spaces.frame_stack"))
+    found = {f.id: f for f in flagged(sections) if f.subsystem == "spaces"}
+    assert {"spaces/definitions", "spaces/observation-shift", "spaces/preprocessing"} <= set(found), describe(
+        f for s in sections for f in s.findings
+    )
+    assert "frame stacking of 4" in found["spaces/observation-shift"].evidence.summary
+    assert "×4" in found["spaces/preprocessing"].evidence.summary
+
+
+def test_normalizer_not_restored_shows_as_a_labelled_knock_on(make_wb) -> None:
+    from rlaudit.spaces import audit
+
+    section = audit.network_input(make_wb("builtin:reference+checkpointing.normalizer_not_restored"))
+    finding = next(f for f in section.findings if f.id == "spaces/network-input")
+    assert finding.status.value == "SUSPECT", describe(section.findings)
+    assert "04_checkpointing" in finding.evidence.summary and "case 002" in finding.evidence.summary
+
+
+def test_reference_against_itself_is_quiet(make_wb) -> None:
+    from rlaudit import spaces as room
+
+    sections = room.audit_all(make_wb("builtin:reference"))
+    findings = [f for s in sections for f in s.findings]
+    assert not flagged(sections), describe(findings)
+    assert all(f.status.value == "CLEARED" for f in findings), describe(findings)
+
+
+TOY = textwrap.dedent(
+    """
+    import numpy as np
+    import gymnasium as gym
+    from gymnasium import spaces
+    from torch import nn
+
+
+    def config():
+        return {"hidden": 6}
+
+
+    class Env(gym.Env):
+        def __init__(self, seed):
+            self.observation_space = spaces.Box(0.0, 1.0, (5,), np.float32)
+            self.action_space = spaces.Discrete(3)
+            self.rng = np.random.default_rng(seed)
+            self.t = 0
+
+        def reset(self, *, seed=None, options=None):
+            if seed is not None:
+                self.rng = np.random.default_rng(seed)
+            self.t = 0
+            return self.rng.random(5).astype(np.float32), {}
+
+        def step(self, action):
+            self.t += 1
+            return self.rng.random(5).astype(np.float32) * (1 + int(action)) / 3, 0.0, False, self.t >= 10, {}
+
+
+    def make_env(config, seed):
+        return Env(seed)
+
+
+    def make_policy(config, observation_space, action_space):
+        return nn.Sequential(nn.Linear(5, config["hidden"]), nn.Tanh(), nn.Linear(config["hidden"], 3))
+    """
+)
+
+
+def test_toy_subject_runs_and_skips_what_needs_a_checkpoint(make_wb, tmp_path: Path) -> None:
+    from rlaudit import spaces as room
+
+    path = tmp_path / "toy" / "subject.py"
+    path.parent.mkdir()
+    path.write_text(TOY)
+    sections = room.audit_all(make_wb(str(path), baseline=str(path)))
+    by_id = {f.id: f for s in sections for f in s.findings}
+    assert by_id["spaces/network-input"].status.value == "SKIPPED"
+    assert "load_checkpoint" in by_id["spaces/network-input"].evidence.summary
+    others = [f for i, f in by_id.items() if i != "spaces/network-input"]
+    assert all(f.status.value == "CLEARED" for f in others), describe(others)

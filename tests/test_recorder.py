@@ -1,0 +1,229 @@
+"""Tests of the Recorder: what watch() measures, the tables it writes, and that writes are atomic."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from rlaudit import io as rio
+from rlaudit.io import read_table
+from rlaudit.recorder import NullRecorder, Recorder, rss_bytes
+
+
+def _model() -> nn.Sequential:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
+
+
+def _step(
+    model: nn.Module, opt: torch.optim.Optimizer, clip: float | None = None, scale: float = 1.0
+) -> float:
+    """One optimizer step on a fixed batch; returns the global grad norm before clipping (by hand)."""
+    x = torch.arange(6.0).reshape(2, 3)
+    opt.zero_grad()
+    (scale * model(x).pow(2).sum()).backward()
+    norm = math.sqrt(sum(float(p.grad.pow(2).sum()) for p in model.parameters()))
+    if clip is not None:
+        nn.utils.clip_grad_norm_(model.parameters(), clip)
+    opt.step()
+    return norm
+
+
+def test_updates_table_records_lr_hyperparameters_and_grad_norms(tmp_path: Path) -> None:
+    model = _model()
+    opt = torch.optim.Adam(model.parameters(), lr=0.1, eps=1e-5, betas=(0.8, 0.95))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: 1.0 / (k + 1))
+    rec = Recorder(tmp_path, sample_every=2)
+    rec.watch(model, opt)
+    norms = []
+    for i in range(3):
+        rec.log(100 * (i + 1), **{"losses/x": float(i)})
+        norms.append(_step(model, opt, clip=0.5))
+        sched.step()
+    rec.close()
+    updates = read_table(tmp_path / "updates")
+    assert list(updates.columns[:4]) == ["update", "step", "group", "lr"]
+    np.testing.assert_array_equal(updates["update"], [1, 2, 3])
+    np.testing.assert_array_equal(updates.step, [100, 200, 300])
+    np.testing.assert_allclose(updates.lr, [0.1, 0.05, 0.1 / 3])  # the runtime rate, not the configured one
+    np.testing.assert_allclose(updates.eps, 1e-5)
+    np.testing.assert_allclose(updates.beta1, 0.8)
+    np.testing.assert_allclose(updates.beta2, 0.95)
+    np.testing.assert_allclose(updates.grad_norm, norms, rtol=1e-5)  # before clipping
+    np.testing.assert_allclose(updates.grad_norm_clipped, np.minimum(norms, 0.5), rtol=1e-4)
+    assert all(n > 0.5 for n in norms)  # the clip did bite, so the two columns differ
+
+
+def test_gradient_accumulation_and_explicit_pre_clip_norm(tmp_path: Path) -> None:
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    rec = Recorder(tmp_path)
+    rec.watch(model, opt)
+    x = torch.ones(2, 3)
+    opt.zero_grad()
+    model(x).sum().backward()
+    model(x).sum().backward()  # accumulated: the recorded norm is the norm of the sum
+    accumulated = math.sqrt(sum(float(p.grad.pow(2).sum()) for p in model.parameters()))
+    opt.step()
+    opt.zero_grad()
+    model(x).sum().backward()
+    rec.grad_norm(pre_clip=123.0)  # e.g. a trainer that unscales AMP gradients reports the true norm
+    opt.step()
+    rec.close()
+    updates = read_table(tmp_path / "updates")
+    assert updates.grad_norm[0] == pytest.approx(accumulated, rel=1e-5)
+    assert updates.grad_norm[1] == 123.0
+    np.testing.assert_allclose(updates.momentum, 0.9)
+
+
+def test_layers_table_is_sampled_and_measures_update_ratio(tmp_path: Path) -> None:
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    rec = Recorder(tmp_path, sample_every=2)
+    rec.watch(model, opt)
+    expected = {}
+    for update in range(1, 5):
+        before = {n: p.detach().clone() for n, p in model.named_parameters()}
+        _step(model, opt)
+        if update in (1, 3):
+            for n, p in model.named_parameters():
+                dw = float((p.detach() - before[n]).norm())
+                expected[(update, n)] = (float(before[n].norm()), dw / float(before[n].norm()))
+    rec.close()
+    layers = read_table(tmp_path / "layers")
+    assert sorted(set(layers["update"])) == [1, 3]
+    assert set(layers.layer) == {"0.weight", "0.bias", "2.weight", "2.bias"}
+    for row in layers.itertuples():
+        w_norm, ratio = expected[(row.update, row.layer)]
+        assert row.weight_norm == pytest.approx(w_norm, rel=1e-5)
+        if w_norm > 0:
+            assert row.update_ratio == pytest.approx(ratio, rel=1e-4)
+        assert row.grad_norm > 0
+
+
+def test_scalars_episodes_phases_memory_and_summary(tmp_path: Path) -> None:
+    rec = Recorder(tmp_path)
+    rec.log(10, **{"charts/episodic_return": 1.5, "perf/sps": 100.0})
+    rec.episode(step=10, env=2, **{"return": 1.0, "length": 5, "heart.get": 2, "task": "size5"})
+    rec.episode(step=12, **{"return": 2.0, "length": 7})  # no heart.get, no env
+    with rec.phase("rollout"):
+        for _ in range(3):
+            with rec.phase("env"):
+                time.sleep(0.001)
+        with rec.phase("inference"):
+            pass
+    with rec.phase("update"):
+        time.sleep(0.002)
+    rec.sample_memory(12)
+    rec.close()
+    rec.close()  # idempotent
+    scalars = read_table(tmp_path / "scalars")
+    assert list(scalars.columns) == ["step", "name", "value"]
+    assert dict(zip(scalars.name, scalars.value, strict=True)) == {
+        "charts/episodic_return": 1.5,
+        "perf/sps": 100.0,
+    }
+    episodes = read_table(tmp_path / "episodes")
+    assert list(episodes.columns[:2]) == ["step", "env"]
+    np.testing.assert_array_equal(episodes.env, [2, -1])
+    np.testing.assert_array_equal(episodes["return"], [1.0, 2.0])
+    assert episodes["heart.get"][0] == 2 and math.isnan(episodes["heart.get"][1])
+    assert list(episodes.task) == ["size5", ""]
+    phases = read_table(tmp_path / "phases").set_index("name")
+    assert phases.loc["rollout/env", "count"] == 3 and phases.loc["rollout/inference", "count"] == 1
+    assert phases.loc["rollout", "seconds"] >= phases.loc["rollout/env", "seconds"] >= 0.003
+    assert phases.loc["update", "seconds"] >= 0.002
+    memory = read_table(tmp_path / "memory")
+    assert memory.step[0] == 12 and memory.rss_bytes[0] > 10_000_000  # a Python with torch is > 10 MB
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["steps"] == 12 and summary["episodes"] == 2 and summary["updates"] == 0
+    assert summary["sps"] > 0 and summary["torch_threads"] == torch.get_num_threads()
+    assert {"steps", "seconds", "sps", "updates", "episodes", "torch_threads"} <= set(summary)
+
+
+def test_empty_run_writes_readable_empty_tables(tmp_path: Path) -> None:
+    Recorder(tmp_path).close()
+    for name in ("scalars", "episodes", "updates", "layers", "phases", "memory"):
+        assert len(read_table(tmp_path / name)) == 0
+
+
+def test_tables_are_flushed_while_running(tmp_path: Path) -> None:
+    rec = Recorder(tmp_path, flush_seconds=0.0)
+    rec.log(1, a=1.0)
+    assert len(read_table(tmp_path / "scalars")) == 1  # on disk before close: a crash would keep it
+    rec.log(2, a=2.0)
+    assert len(read_table(tmp_path / "scalars")) == 2
+    assert not list(tmp_path.glob(".*tmp*"))  # no temporary files left behind
+    rec.close()
+    lazy = Recorder(tmp_path / "lazy", flush_seconds=3600.0)
+    lazy.log(1, a=1.0)
+    assert not (tmp_path / "lazy").exists()
+    lazy.close()
+    assert len(read_table(tmp_path / "lazy" / "scalars")) == 1
+
+
+def test_a_crash_during_a_flush_keeps_the_previous_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rec = Recorder(tmp_path, flush_seconds=3600.0)
+    rec.log(1, a=1.0)
+    rec.flush()
+    rec.log(2, a=2.0)
+    real = rio.write_table
+    written: list[str] = []
+
+    def dying_write(stem, columns):
+        # write half of the new file into the temporary path, then die, as a killed process would
+        path = Path(stem).with_suffix(".parquet" if rio._have_pyarrow() else ".npz")
+        with rio.atomic_path(path) as tmp:
+            tmp.write_bytes(b"PAR1 half a file")
+            written.append(str(tmp))
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr("rlaudit.recorder.write_table", dying_write)
+    with pytest.raises(KeyboardInterrupt):
+        rec.flush()
+    monkeypatch.setattr("rlaudit.recorder.write_table", real)
+    assert written
+    scalars = read_table(tmp_path / "scalars")
+    np.testing.assert_array_equal(scalars.value, [1.0])  # the old table, whole
+    assert not Path(written[0]).exists()
+
+
+def test_watch_twice_is_an_error_and_close_removes_hooks(tmp_path: Path) -> None:
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    rec = Recorder(tmp_path)
+    rec.watch(model, opt)
+    with pytest.raises(RuntimeError, match="once"):
+        rec.watch(model, opt)
+    _step(model, opt)
+    rec.close()
+    _step(model, opt)  # no hooks any more: nothing recorded, nothing raised
+    assert len(read_table(tmp_path / "updates")) == 1
+
+
+def test_null_recorder_has_the_same_api() -> None:
+    public = {n for n, v in inspect.getmembers(Recorder) if callable(v) and not n.startswith("_")}
+    assert public <= {n for n in dir(NullRecorder) if not n.startswith("_")}
+    null = NullRecorder()
+    assert null.run_dir is None
+    null.watch(_model(), torch.optim.SGD(_model().parameters(), lr=0.1))
+    null.log(1, a=1.0)
+    null.episode(step=1, **{"return": 1.0})
+    with null.phase("rollout"), null.phase("env"):
+        pass
+    null.sample_memory(1)
+    null.close()
+
+
+def test_rss_bytes_is_positive() -> None:
+    assert rss_bytes() > 0
