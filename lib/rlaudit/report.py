@@ -292,7 +292,22 @@ def collect_findings(
             overview.attribution = json.loads(attribution.read_text())
         except (ValueError, OSError) as exc:
             overview.skipped[ATTRIBUTION_FILE] = f"unreadable: {exc}"
+        else:
+            _inline_figures(overview.attribution, directory)
     return overview
+
+
+def _inline_figures(data: Any, directory: Path) -> None:
+    """Embed the PNG files an attribution.json names (``figures: [{name, file}]``) as base64, so the index
+    stays one self-contained page."""
+    import base64
+
+    if not isinstance(data, dict):
+        return
+    for fig in data.get("figures") or []:
+        path = directory / str(fig.get("file", ""))
+        if isinstance(fig, dict) and path.is_file():
+            fig["data"] = base64.b64encode(path.read_bytes()).decode("ascii")
 
 
 def status_grid(findings: Iterable[Finding], subsystems: Sequence[str] = SUBSYSTEMS) -> pd.DataFrame:
@@ -382,7 +397,10 @@ def attribution_html(data: Any) -> str:
     if not isinstance(data, Mapping):
         return f"<pre>{html.escape(json.dumps(data, indent=2, ensure_ascii=False))}</pre>"
     parts = []
-    if data.get("summary"):
+    if isinstance(data.get("sentences"), list) and data["sentences"]:
+        items = "".join(f"<li>{html.escape(str(s))}</li>" for s in data["sentences"])
+        parts.append(f'<ul class="rl-summary">{items}</ul>')
+    elif data.get("summary"):
         parts.append(f"<p>{html.escape(str(data['summary']))}</p>")
     records = next(
         (data[k] for k in ("causes", "rows", "experiments") if isinstance(data.get(k), list) and data[k]),
@@ -397,8 +415,15 @@ def attribution_html(data: Any) -> str:
         )
         parts.append(f'<table class="rl-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>')
     else:
-        rest = {k: v for k, v in data.items() if k not in ("summary", "title")}
+        rest = {k: v for k, v in data.items() if k not in ("summary", "title", "sentences", "figures")}
         parts.append(f"<pre>{html.escape(json.dumps(rest, indent=2, ensure_ascii=False))}</pre>")
+    for fig in data.get("figures") or []:
+        if isinstance(fig, Mapping) and fig.get("data"):
+            name = html.escape(str(fig.get("name", "")))
+            parts.append(
+                f'<figure class="rl-figure"><img alt="{name}" src="data:image/png;base64,{fig["data"]}">'
+                f"<figcaption>{name}</figcaption></figure>"
+            )
     return "".join(parts)
 
 

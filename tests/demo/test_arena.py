@@ -276,7 +276,7 @@ def test_desync_truncates_shortens_every_episode() -> None:
 # --- the other code paths ---------------------------------------------------------------------------------
 
 
-def test_rebuild_on_reset_loses_the_finished_episodes_statistics() -> None:
+def test_rebuild_on_reset_rebuilds_everything_at_every_reset_and_changes_nothing_else() -> None:
     reported, returned, builds, reset_steps = {}, {}, {}, {}
     for name, impl in (("ref", ArenaImpl()), ("rebuild", ArenaImpl(rebuild_on_reset=True))):
         env = ArenaVecEnv(16, ArenaConfig(max_steps=30), seed=2, impl=impl)
@@ -293,10 +293,10 @@ def test_rebuild_on_reset_loses_the_finished_episodes_statistics() -> None:
     ref, bad = reported["ref"], reported["rebuild"]
     np.testing.assert_array_equal(ref["l"], bad["l"])  # the same episodes end at the same steps
     np.testing.assert_allclose(ref["r"], returned["ref"], atol=1e-5)
-    assert returned["rebuild"].sum() > 1.0  # the game still pays out...
-    assert (
-        np.all(bad["r"] == 0) and np.all(bad["ore.get"] == 0) and np.all(bad["heart.get"] == 0)
-    )  # ...unseen
+    # wasted work only: the statistics stay correct (the rebuild discards the maps drawn ahead, so later maps
+    # come from a different part of the random stream)
+    np.testing.assert_allclose(bad["r"], returned["rebuild"], atol=1e-5)
+    assert bad["r"].sum() > 1.0
     assert (
         builds["ref"] == 1 and builds["rebuild"] == 1 + reset_steps["rebuild"]
     )  # rebuilt at every reset step

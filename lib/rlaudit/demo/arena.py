@@ -811,7 +811,6 @@ class ArenaVecEnv(VectorEnv):
             if value is None:
                 continue
             getattr(self, name)[...] = value
-        self._ep_counts[resetting] = 0  # the resetting environments' accumulators, recreated empty
         self._next_deadline, self._head, self._maps_built = next_deadline, head, maps_built
         self._row_code[...] = self._row_codes(self._grid)
         if self.config.compass:

@@ -164,8 +164,8 @@ _FAULTS: list[Fault] = [
     Fault(
         "env.rebuild_on_reset",
         "env",
-        "The environment is rebuilt on every reset, wasting time and losing "
-        "the finished episode's statistics.",
+        "The whole vectorized environment is rebuilt whenever any of its environments resets, "
+        "wasting time at every reset.",
         "001",
         "code",
         "throughput",

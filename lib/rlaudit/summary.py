@@ -1,0 +1,314 @@
+"""The summary room (notebook 15): attribution experiments, the executive summary, and their figures.
+
+The audits' findings say what differs; :mod:`rlaudit.attribution` measures which differences explain the
+gap. This module turns both into what the report leads with: the primary causes with their measured effect
+and interval, secondary issues, red herrings (flagged differences that measurably do not matter), the systems
+verified as correct, the order in which to fix things, and how much of the gap fixing them all should recover.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rlaudit import attribution as attr
+from rlaudit.findings import SUBSYSTEMS, Finding, Status
+from rlaudit.io import atomic_write_bytes, atomic_write_json
+from rlaudit.notebook import Section, figure_png
+from rlaudit.trainer.runs import RunData
+from rlaudit.workbench import Workbench
+
+ATTRIBUTION_FILE = "attribution.json"
+METRIC_LABEL = {attr.SPS: "steps per second"}
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None or not np.isfinite(x) else f"{x:.0%}"
+
+
+def _effect_text(e: dict[str, float]) -> str:
+    return f"{_pct(e['point'])} (95% CI {_pct(e['low'])}..{_pct(e['high'])}, {int(e['n'])} seeds)"
+
+
+@dataclass
+class Investigation:
+    """Attribution results plus the executive summary built from them and the audits' findings."""
+
+    result: attr.Attribution | None
+    causes: list[attr.Cause]
+    summary: dict[str, Any] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+
+
+def executive_summary(findings: list[Finding], result: attr.Attribution | None, delta: float) -> dict[str, Any]:
+    """The investigation's conclusions as plain data (rendered in the notebook and in reports/index.html)."""
+    causes = attr.rank_causes(findings, result, delta)
+    by_sub: dict[str, list[Finding]] = {}
+    for f in findings:
+        by_sub.setdefault(f.subsystem, []).append(f)
+    flagged_subs = {c.subsystem for c in causes}
+    cleared = sorted(
+        (s for s, fs in by_sub.items() if s in SUBSYSTEMS and s not in flagged_subs
+         and any(f.status is Status.CLEARED for f in fs) and not any(f.status is Status.ERROR for f in fs)),
+        key=SUBSYSTEMS.index,
+    )
+    rows = []
+    for rank, c in enumerate(causes, start=1):
+        remediation = next((f.remediation for f in sorted(c.findings, key=lambda f: f.status.rank) if f.remediation), "")
+        rows.append({
+            "rank": rank,
+            "subsystem": c.subsystem,
+            "verdict": c.verdict,
+            **{f"restores {METRIC_LABEL.get(m, m)} gap": _effect_text(e) for m, e in c.effects.items()},
+            "audit evidence": "; ".join(f.headline for f in c.findings[:2]),
+            "remediation": remediation,
+        })
+    order = [r["subsystem"] for r in rows if r["verdict"] in ("primary", "secondary")] + [
+        r["subsystem"] for r in rows if r["verdict"] in ("flagged (unmeasured)", "unclear")
+    ]
+    recovery = {}
+    if result is not None:
+        together = result.together.get("effects") or {}
+        whole_arm = next((a for a in result.arms if a.suspects and len(a.suspects) == len(
+            [s for s in result.suspects if s.composable])), None)
+        for m in result.metrics:
+            if m in together:
+                recovery[m] = {**together[m], "arm": "the causes found, restored together"}
+            elif whole_arm is not None and m in result.effects.get(whole_arm.name, {}):
+                e = result.effects[whole_arm.name][m]
+                recovery[m] = {"point": e.point, "low": e.low, "high": e.high, "n": e.n,
+                               "arm": "every suspect restored together"}
+    sentences = []
+    for metric in (result.metrics if result else []):
+        gap = result.gaps.get(metric, {})
+        label = METRIC_LABEL.get(metric, metric)
+        if not gap.get("measurable"):
+            sentences.append(f"No measurable {label} gap between baseline and candidate.")
+            continue
+        singles = [r for r in result.ranking.get(metric, []) if r["single"] and r["verdict"] == "cause"]
+        head = (f"{label}: baseline {gap['baseline']:.3g}, candidate {gap['candidate']:.3g}.")
+        if singles:
+            top = singles[0]
+            head += (f" Primary cause: {top['arm']} ({', '.join(top['subsystems'])}) restores "
+                     f"{_pct(top['point'])} of the gap (95% CI {_pct(top['low'])}..{_pct(top['high'])}).")
+            if len(singles) > 1:
+                head += " Also: " + "; ".join(f"{r['arm']} {_pct(r['point'])}" for r in singles[1:4]) + "."
+        else:
+            head += " No single change restores a meaningful share on its own."
+        if metric in recovery:
+            head += f" Fixing them all is expected to recover {_pct(recovery[metric]['point'])} of it."
+        sentences.append(head)
+    red = [r["subsystem"] for r in rows if r["verdict"] == "red herring"]
+    if red:
+        sentences.append("Red herrings (flagged, but restoring them measurably does not matter): " + ", ".join(red) + ".")
+    if cleared:
+        sentences.append("Verified as correct: " + ", ".join(cleared) + ".")
+    if order:
+        sentences.append("Fix in this order: " + " → ".join(dict.fromkeys(order)) + ".")
+    if result is not None:
+        s = result.spent
+        sentences.append(
+            f"Attribution used {s['runs']} training runs ({s['variant_runs']} on variants) where a one-factor "
+            f"sweep at {s['seeds_per_arm_max']} seeds would use {s['full_sweep_runs']} "
+            f"({s['full_sweep_variant_runs']} on variants)."
+        )
+        sentences.extend(result.notes)
+        if result.together.get("note"):
+            sentences.append(result.together["note"])
+    return {
+        "title": "Executive summary",
+        "summary": " ".join(sentences),
+        "sentences": sentences,
+        "causes": rows,
+        "cleared": cleared,
+        "red_herrings": red,
+        "order": list(dict.fromkeys(order)),
+        "recovery": recovery,
+        "attribution": result.to_dict() if result is not None else None,
+    }
+
+
+def investigate(
+    wb: Workbench,
+    findings: list[Finding],
+    *,
+    metric: str = attr.DEFAULT_METRIC,
+    variants: str = "",
+    delta: float = attr.DEFAULT_DELTA,
+    budget: int = 0,
+    seed: int = 0,
+) -> Investigation:
+    """Run the attribution experiments and build the executive summary.
+
+    Args:
+        findings: Every notebook's findings (the audits' evidence orders the search).
+        metric: The primary metric, an episode statistic (``heart.get``).
+        variants: Named variant subjects, ``"name=spec, ..."`` (``name@subsystem=spec`` to tag a subsystem).
+        delta: The share of a gap that counts as meaningful.
+        budget: Training runs attribution may use; 0 takes the profile's.
+        seed: Seeds the bootstrap intervals.
+    """
+    result = attr.attribute(wb, findings, variants=variants, metric=metric, delta=delta,
+                            budget=budget or None, seed=seed)
+    own = attr.attribution_findings(result, delta)
+    summary = executive_summary([*findings, *own], result, delta)
+    return Investigation(result=result, causes=attr.rank_causes([*findings, *own], result, delta),
+                         summary=summary, findings=own)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Figures
+# ------------------------------------------------------------------------------------------------------------
+
+
+def forest_plot(result: attr.Attribution, delta: float = attr.DEFAULT_DELTA):  # -> Figure
+    """Fraction of each gap restored by each arm, with 95% intervals (one panel per metric with a gap)."""
+    import matplotlib.pyplot as plt
+
+    metrics = [m for m in result.metrics if result.gaps.get(m, {}).get("measurable")]
+    fig, axes = plt.subplots(1, max(1, len(metrics)), figsize=(6 * max(1, len(metrics)), 0.5 + 0.45 * max(
+        1, max((len(result.ranking.get(m, [])) for m in metrics), default=1))), squeeze=False)
+    for ax, m in zip(axes[0], metrics or [result.metric if hasattr(result, "metric") else ""], strict=False):
+        rows = result.ranking.get(m, [])
+        if not rows:
+            ax.text(0.5, 0.5, "no arms measured", ha="center", va="center")
+            ax.set_axis_off()
+            continue
+        y = np.arange(len(rows))[::-1]
+        for yi, r in zip(y, rows, strict=True):
+            color = {"cause": "#c0392b", "no effect": "#7f8c8d", "unclear": "#e67e22"}[r["verdict"]]
+            ax.errorbar(r["point"], yi, xerr=[[r["point"] - r["low"]], [r["high"] - r["point"]]], fmt="o",
+                        color=color, capsize=3)
+        ax.set_yticks(y, [r["arm"] if len(r["arm"]) < 48 else r["arm"][:45] + "..." for r in rows])
+        for x, style in ((0, "-"), (delta, ":"), (1, "--")):
+            ax.axvline(x, color="black", linestyle=style, linewidth=0.8)
+        ax.set_xlabel(f"fraction of the {METRIC_LABEL.get(m, m)} gap restored")
+        ax.set_title(METRIC_LABEL.get(m, m))
+    fig.tight_layout()
+    return fig
+
+
+def _binned_curve(run: RunData, metric: str, bins: int = 20) -> pd.DataFrame:
+    eps = run.table("episodes")
+    if eps.empty or metric not in eps.columns:
+        return pd.DataFrame()
+    edges = np.linspace(0, float(eps["step"].max()) + 1, bins + 1)
+    idx = np.clip(np.digitize(eps["step"], edges) - 1, 0, bins - 1)
+    df = pd.DataFrame({"bin": idx, "value": eps[metric].to_numpy()}).groupby("bin", as_index=False).mean()
+    df["step"] = (edges[df["bin"]] + edges[df["bin"] + 1]) / 2
+    return df
+
+
+def curves_plot(result: attr.Attribution, metric: str, top: int = 2):  # -> Figure
+    """Learning curves of the baseline, the candidate and the best variants (mean over seeds, 95% band)."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    best = [r["arm"] for r in result.ranking.get(metric, []) if r["single"]][:top]
+    arms = {a.name: a for a in result.arms}
+    frames = []
+    for name in ["baseline", "candidate", *best]:
+        arm = arms.get(name)
+        if arm is None:
+            continue
+        for seed, res in enumerate(arm.results):
+            if res.ok:
+                df = _binned_curve(RunData.from_result(res, name), metric)
+                if len(df):
+                    frames.append(df.assign(arm=name, seed=seed))
+    fig, ax = plt.subplots(figsize=(8, 4))
+    if frames:
+        data = pd.concat(frames, ignore_index=True)
+        sns.lineplot(data=data, x="step", y="value", hue="arm", errorbar=("ci", 95), seed=0, ax=ax)
+    ax.set_xlabel("environment steps")
+    ax.set_ylabel(f"{metric} per episode")
+    ax.set_title(f"{metric}: baseline, candidate and the best variants")
+    fig.tight_layout()
+    return fig
+
+
+def sps_waterfall(result: attr.Attribution):  # -> Figure
+    """From the candidate's SPS to the baseline's: what each single cause restores, and what is left."""
+    import matplotlib.pyplot as plt
+
+    gap = result.gaps.get(attr.SPS, {})
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    if not gap or gap.get("baseline") is None or not np.isfinite(gap.get("candidate", np.nan)):
+        ax.text(0.5, 0.5, "no SPS measured", ha="center", va="center")
+        ax.set_axis_off()
+        return fig
+    base, cand = gap["baseline"], gap["candidate"]
+    rows = [r for r in result.ranking.get(attr.SPS, []) if r["single"] and r["verdict"] == "cause"]
+    labels, starts, widths = ["candidate"], [0.0], [cand]
+    level = cand
+    for r in rows:
+        gain = r["point"] * (base - cand)
+        labels.append(r["arm"])
+        starts.append(level)
+        widths.append(gain)
+        level += gain
+    labels.append("unexplained")
+    starts.append(level)
+    widths.append(base - level)
+    labels.append("baseline")
+    starts.append(0.0)
+    widths.append(base)
+    y = np.arange(len(labels))[::-1]
+    colors = ["#7f8c8d"] + ["#27ae60"] * len(rows) + ["#bdc3c7", "#2c3e50"]
+    ax.barh(y, widths, left=starts, color=colors)
+    ax.set_yticks(y, labels)
+    ax.set_xlabel("steps per second")
+    ax.set_title("SPS waterfall: candidate → causes restored → baseline")
+    fig.tight_layout()
+    return fig
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Sections and the saved file
+# ------------------------------------------------------------------------------------------------------------
+
+
+def attribution_section(inv: Investigation, metric: str, delta: float = attr.DEFAULT_DELTA) -> Section:
+    """The experiments: arms, what each restores, the figures."""
+    result = inv.result
+    if result is None:
+        return Section(title="Attribution", notes=["attribution did not run"])
+    tables = {}
+    for m, rows in result.ranking.items():
+        tables[f"gap restored: {METRIC_LABEL.get(m, m)}"] = pd.DataFrame(rows)
+    tables["arms"] = pd.DataFrame([
+        {"arm": a.name, "runs": a.n, "target": str(a.target), "overrides": ", ".join(a.overrides),
+         "errors": "; ".join(a.errors())} for a in result.arms
+    ])
+    tables["spent"] = pd.DataFrame([result.spent])
+    figures = {"gap restored (forest plot)": forest_plot(result, delta),
+               "learning curves": curves_plot(result, metric),
+               "SPS waterfall": sps_waterfall(result)}
+    return Section(title="Which changes explain the gap?", findings=inv.findings, tables=tables, figures=figures,
+                   notes=result.notes)
+
+
+def executive_section(inv: Investigation) -> Section:
+    rows = pd.DataFrame(inv.summary.get("causes", []))
+    return Section(title="Executive summary", findings=[], tables={"ranked causes": rows} if len(rows) else {},
+                   notes=inv.summary.get("sentences", []))
+
+
+def save(inv: Investigation, findings_dir: str | Path, sections: list[Section]) -> Path:
+    """Write ``attribution.json`` (and the figures as PNG beside it) for ``reports/index.html``."""
+    directory = Path(findings_dir)
+    figures = []
+    for section in sections:
+        for name, fig in (section.figures or {}).items():
+            png = figure_png(fig)
+            if png:
+                file = f"summary-{''.join(ch if ch.isalnum() else '-' for ch in name).strip('-')}.png"
+                atomic_write_bytes(directory / file, png)
+                figures.append({"name": name, "file": file})
+    payload = {**inv.summary, "figures": figures}
+    return atomic_write_json(directory / ATTRIBUTION_FILE, json.loads(json.dumps(payload, default=str)))
