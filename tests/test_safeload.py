@@ -109,6 +109,20 @@ def test_torch_checkpoint_tensors_flattened_and_metadata_plain(tmp_path: Path) -
     assert ckpt.arrays()["model/bias"].shape == (3,)
 
 
+def test_numpy_arrays_inside_a_torch_checkpoint_load(tmp_path: Path, marker: Path) -> None:
+    # torch's weights-only unpickler refuses numpy arrays by default; observation statistics often are ones
+    path = tmp_path / "np.pt"
+    torch.save({"w": torch.ones(2), "obs_rms": {"mean": np.zeros(3), "count": np.float64(4.0)}}, path)
+    ckpt = load_checkpoint_safely(path)
+    assert ckpt.loaded and np.array_equal(ckpt.tensors["obs_rms/mean"], np.zeros(3))
+    assert ckpt.metadata["obs_rms"]["count"] == 4.0
+    bad = tmp_path / "np_bad.pt"
+    torch.save({"mean": np.zeros(3), "x": _Payload(marker)}, bad)
+    result = load_checkpoint_safely(bad)
+    _assert_refused(result, marker, bad)
+    assert result.unsafe_globals == ["builtins.exec"]  # the numpy constructors are not reported as unsafe
+
+
 def test_legacy_torch_format_is_read_and_scanned(tmp_path: Path, marker: Path) -> None:
     good, bad = tmp_path / "legacy.pt", tmp_path / "legacy_bad.pt"
     torch.save({"w": torch.ones(2)}, good, _use_new_zipfile_serialization=False)

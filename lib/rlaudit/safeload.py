@@ -7,6 +7,7 @@ rlaudit therefore reads only what a file can hold without that:
 format                         how it is read
 =============================  =============================================================================
 ``torch`` (``.pt/.pth/...``)   ``torch.load(weights_only=True)``: tensors, numbers, strings, dicts, lists
+                               (and numpy arrays, allow-listed for torch's weights-only unpickler)
 ``safetensors``                ``safetensors.torch.load_file`` plus the header's metadata
 ``sb3`` (Stable-Baselines3)    the ``data`` JSON (entries marked ``:serialized:`` are skipped and their
                                classes named), ``policy.pth`` / ``policy.optimizer.pth`` / ... with
@@ -448,20 +449,49 @@ def detect_format(path: str | Path) -> str:
     )
 
 
+def _numpy_safe_globals() -> list[Any]:
+    """numpy's array, dtype and scalar constructors, for torch's weights-only unpickler.
+
+    torch refuses numpy arrays under ``weights_only`` unless they are allow-listed, yet trainers often save
+    observation statistics as numpy arrays beside their tensors. Rebuilding an array runs no user code
+    (object arrays excepted: their items still go through the same allow-list). Checkpoints written with
+    numpy 1.x name ``numpy.core.multiarray``; numpy 2 moved it to ``numpy._core``: both names are listed.
+    """
+    import numpy as np
+
+    try:
+        from numpy._core import multiarray
+    except ImportError:  # numpy < 2
+        from numpy.core import multiarray
+    allowed: list[Any] = [np.ndarray, np.dtype]
+    for fn in (multiarray._reconstruct, multiarray.scalar):
+        allowed += [
+            fn,
+            (fn, f"numpy.core.multiarray.{fn.__name__}"),
+            (fn, f"numpy._core.multiarray.{fn.__name__}"),
+        ]
+    dtypes = getattr(np, "dtypes", None)
+    if dtypes is not None:
+        allowed += [getattr(dtypes, n) for n in dir(dtypes) if n.endswith("DType")]
+    return allowed
+
+
 def _torch_load_weights(source: Any) -> Any:
     import torch
 
-    return torch.load(source, map_location="cpu", weights_only=True)
+    with torch.serialization.safe_globals(_numpy_safe_globals()):
+        return torch.load(source, map_location="cpu", weights_only=True)
 
 
 def _torch_unsafe_globals(source: Any, raw: bytes | None = None) -> list[str]:
-    """Globals a torch checkpoint would import beyond the weights-only allow-list."""
+    """Globals a torch checkpoint would import beyond the weights-only allow-list (plus numpy arrays)."""
     import torch
 
     try:
         if hasattr(source, "seek"):
             source.seek(0)
-        names = list(torch.serialization.get_unsafe_globals_in_checkpoint(source))
+        with torch.serialization.safe_globals(_numpy_safe_globals()):
+            names = list(torch.serialization.get_unsafe_globals_in_checkpoint(source))
     except Exception:
         # Legacy (non-zip) files are not supported by torch's scanner: disassemble the pickle ourselves.
         data = raw if raw is not None else Path(source).read_bytes()

@@ -33,7 +33,7 @@ from rlaudit.findings import Finding
 from rlaudit.probe import ProbeInfo, bind_params, probe_import_root, probe_info
 from rlaudit.profiles import Profile, get_profile
 from rlaudit.subjects import SubjectSpec, load_pair_file, loader_for, parse_spec
-from rlaudit.worker import ProbeError, WorkerClient
+from rlaudit.worker import ERROR_KINDS, ProbeError, WorkerClient
 
 __all__ = ["SIDES", "Pair", "ProbeError", "ProbeJob", "ProbeResult", "Workbench", "run_probe_job"]
 
@@ -249,16 +249,30 @@ def run_probe_job(job: ProbeJob) -> ProbeResult:
         _shutdown([subject])
 
 
+def _answer_locally(job: ProbeJob, subject: _Subject) -> ProbeResult | None:
+    """The result when no worker is needed: a cache hit or a capability known to be missing; else None."""
+    hit = subject.store.get(
+        job.fingerprint,
+        job.probe,
+        job.version,
+        job.params,
+        newer_than=job.newer_than,
+        side=job.side,
+        spec=subject.spec.text,
+    )
+    if hit is not None:
+        return hit
+    missing = subject.missing(job.requires)
+    return _failed(job, subject, missing=missing) if missing else None
+
+
 def _execute(job: ProbeJob, subject: _Subject) -> ProbeResult:
     """One probe call: a cache hit, a capability known to be missing, or computed in a worker."""
     store = subject.store
     key_args = (job.fingerprint, job.probe, job.version, job.params)
-    hit = store.get(*key_args, newer_than=job.newer_than, side=job.side, spec=subject.spec.text)
-    if hit is not None:
-        return hit
-    missing = subject.missing(job.requires)
-    if missing:
-        return _failed(job, subject, missing=missing)
+    known = _answer_locally(job, subject)
+    if known is not None:
+        return known
     if subject.load_error is not None:
         return _failed(job, subject, error=ProbeError.from_dict(subject.load_error.to_dict()))
 
@@ -528,24 +542,36 @@ class Workbench:
                     lambda job: _execute(job, by_job[id(job)]), jobs, desc=label, progress=progress
                 )
             else:
-                outcomes = self._executor.map(run_probe_job, jobs, desc=label, progress=progress)
+                # Shipped jobs (processes, a Ray cluster): what the shared cache already answers is not shipped.
+                outcomes = [_answer_locally(job, subject) for job, subject in items]
+                todo = [i for i, outcome in enumerate(outcomes) if outcome is None]
+                if todo:
+                    shipped = self._executor.map(
+                        run_probe_job, [jobs[i] for i in todo], desc=label, progress=progress
+                    )
+                    for i, outcome in zip(todo, shipped, strict=True):
+                        outcomes[i] = outcome
         except KeyboardInterrupt:
             self._kill_busy()
             raise
         results = []
         for (job, subject), outcome in zip(items, outcomes, strict=True):
             if isinstance(outcome, JobError):
-                # rlaudit itself failed around the probe (e.g. the cache disk is full): report, do not raise.
-                outcome = _failed(
-                    job,
-                    subject,
-                    error=ProbeError(
+                kind = getattr(outcome.error, "kind", None)
+                if kind in ERROR_KINDS:
+                    # The job's process or node was lost (a Ray worker killed, a node gone): that kind of failure.
+                    error = ProbeError(
+                        kind, f"{job.probe} did not finish: {outcome.error}", outcome.traceback
+                    )
+                else:
+                    # rlaudit itself failed around the probe (e.g. the cache disk is full): report, do not raise.
+                    error = ProbeError(
                         "exception",
                         f"rlaudit failed while running {job.probe}: {type(outcome.error).__name__}: "
                         f"{outcome.error}",
                         outcome.traceback,
-                    ),
-                )
+                    )
+                outcome = _failed(job, subject, error=error)
             results.append(outcome)
         return results
 

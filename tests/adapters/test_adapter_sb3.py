@@ -178,8 +178,8 @@ def test_policy_interface_and_optimizer_schedule() -> None:
         lrs.append(optimizer.param_groups[0]["lr"])
         optimizer.step()  # no gradients: a no-op, but keeps torch's step-order check quiet
         scheduler.step()
-    # SB3 update k trains at lin(1 - (k + 1) * 256 / 100000): a rollout is n_steps * n_envs = 256 steps
-    assert lrs == pytest.approx([1e-3 * (1 - 256 / 1e5), 1e-3 * (1 - 512 / 1e5), 1e-3 * (1 - 768 / 1e5)])
+    # after k rollouts of n_steps * n_envs = 256 steps SB3's rate is lin(1 - k * 256 / 100000)
+    assert lrs == pytest.approx([1e-3, 1e-3 * (1 - 256 / 1e5), 1e-3 * (1 - 512 / 1e5)])
     regressed = SB3Subject(REGRESSED)
     assert not isinstance(
         regressed.make_optimizer(regressed.config(), policy), tuple
@@ -264,7 +264,7 @@ def test_checkpoint_round_trip_without_unpickling(trained: dict) -> None:
 
     subject, cfg, run_dir = trained["baseline"]
     paths = subject.checkpoints(cfg, run_dir=run_dir)
-    assert [Path(p).name for p in paths] == ["model_64.zip"]
+    assert [Path(p).name for p in paths] == ["model_64.zip", "model_32.zip"]
     policy, extras = subject.load_checkpoint(cfg, paths[0])
     saved = load_checkpoint_safely(paths[0]).group("policy")
     assert all(torch.equal(v, saved[k]) for k, v in policy.state_dict().items())
@@ -277,11 +277,20 @@ def test_checkpoint_round_trip_without_unpickling(trained: dict) -> None:
 def test_resume_continues_the_step_counter(trained: dict, tmp_path: Path) -> None:
     from rlaudit.recorder import Recorder
 
-    subject, cfg, run_dir = trained["regressed"]
+    subject, cfg, run_dir = trained["baseline"]
+    paths = subject.checkpoints(cfg, run_dir=run_dir)
+    assert [Path(p).name for p in paths] == ["model_64.zip", "model_32.zip"]  # the end, and half-way
     recorder = Recorder(tmp_path / "resumed", flush_seconds=0)
-    summary = subject.train(cfg, 32, 1, recorder, resume_from=subject.checkpoints(cfg, run_dir=run_dir)[0])
+    # resume the 64-step run from its middle: the run's length stays 64, so 32 more steps are trained
+    summary = subject.train(cfg, 64, 0, recorder, resume_from=paths[1])
     recorder.close()
-    assert summary["steps"] == 96
+    assert summary["steps"] == 64
+    from rlaudit.io import read_table
+
+    updates = read_table(tmp_path / "resumed" / "updates")
+    assert sorted(set(updates["lr"].round(12))) == pytest.approx(
+        [0.0]
+    )  # progress continued: the last rollout
 
 
 def test_models_listed_in_the_setup_and_malicious_normalizer(tmp_path: Path, trained: dict) -> None:
@@ -341,9 +350,9 @@ def test_unknown_key_through_the_worker_is_a_clear_error(tmp_path: Path, tmp_cac
 def test_bad_sb3_specs() -> None:
     from rlaudit.subjects import parse_spec
 
-    with pytest.raises(FileNotFoundError, match="SB3 setup file 'nope.yaml'"):
+    with pytest.raises(FileNotFoundError, match=r"SB3 setup file 'nope\.yaml'"):
         parse_spec("sb3:nope.yaml")
-    with pytest.raises(ValueError, match="sb3:<file.yaml>"):
+    with pytest.raises(ValueError, match=r"sb3:<file\.yaml>"):
         parse_spec("sb3:")
 
 

@@ -54,6 +54,7 @@ updates = read_table(f"{run_dir}/updates")
 out["updates_lr"] = [float(x) for x in updates.sort_values("update")["lr"]]
 out["episodes_cols"] = sorted(read_table(f"{run_dir}/episodes").columns) if summary["steps"] else []
 out["scalar_names"] = sorted(set(read_table(f"{run_dir}/scalars")["name"]))
+out["memory_rows"] = len(read_table(f"{run_dir}/memory"))
 out["summary_steps"] = summary["steps"]
 
 ckpts = subject.checkpoints(cfg, run_dir=run_dir)
@@ -63,6 +64,11 @@ out["ckpt_step"] = extras["step"]
 from rlaudit.safeload import load_checkpoint_safely
 safe = load_checkpoint_safely(ckpts[0])
 out["ckpt_matches"] = all(torch.equal(v, safe.group("agent")[k]) for k, v in loaded.state_dict().items())
+rec2 = Recorder(run_dir + "-resumed", flush_seconds=0)
+resumed = subject.train(cfg, 64, 3, rec2, resume_from=ckpts[1])
+rec2.close()
+out["resumed_steps"] = resumed["steps"]
+out["resumed_lr"] = sorted(set(float(x) for x in read_table(run_dir + "-resumed/updates")["lr"]))
 out["log_dir_files"] = sorted(p.name for p in __import__("pathlib").Path(subject.log_dir(cfg, run_dir=run_dir)).iterdir())
 
 adv, ret = subject.compute_advantages(
@@ -133,7 +139,7 @@ def test_subject_exposes_every_capability_and_trains_with_the_recorder(results: 
     out = results[version]
     assert out["module_file"].startswith(str(EXAMPLE / version))  # its own package, not the other version's
     assert set(out["capabilities"]) == set(CAPABILITIES) - {"make_curriculum"}
-    assert out["config"]["num_envs"] == 2 and out["config"]["derived"]["batch_size"] == 32
+    assert out["config"]["num_envs"] == 2 and out["config"]["num_steps"] == 16
     assert "vf_coeff" in out["bad_override"] and "vf_coef" in out["bad_override"]
     assert out["obs_shape"] == [2, 4]
     assert out["optimizer"] == ["Adam", "LambdaLR"]
@@ -144,7 +150,11 @@ def test_subject_exposes_every_capability_and_trains_with_the_recorder(results: 
     assert {"losses/value_loss", "losses/policy_loss", "charts/learning_rate", "perf/sps"} <= set(
         out["scalar_names"]
     )
-    assert out["checkpoints"] == ["ckpt_00000064.pt"] and out["ckpt_step"] == 64 and out["ckpt_matches"]
+    assert out["checkpoints"] == ["ckpt_00000064.pt", "ckpt_00000032.pt"]  # latest first; half-way kept
+    assert out["ckpt_step"] == 64 and out["ckpt_matches"]
+    assert out["memory_rows"] == 2  # sampled once per update
+    # resumed from the half-way checkpoint, the run trains only its second update, at the annealed rate
+    assert out["resumed_steps"] == 64 and out["resumed_lr"] == pytest.approx([1.25e-3])
     assert out["log_dir_files"] == ["scalars.csv"]
     # GAE, gamma 0.99, lambda 0.95; env 0 ended at t=0: A[0,0] = r = 1 (no bootstrap), A[1,0] = 1
     # env 1 never ended: A[1,1] = 1, A[0,1] = 1 + 0.99 * 0.95 * 1

@@ -204,6 +204,7 @@ def test_agents_faults_are_flagged(make_wb, fault: str) -> None:
     assert any(f.id == "agents/architecture" for f in found)
 
 
+@pytest.mark.expensive  # a knock-on check beyond the detection matrix: one more subject
 def test_frame_stacking_is_a_noted_knock_on_in_agents(make_wb) -> None:
     from rlaudit import agents
 

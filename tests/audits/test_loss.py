@@ -16,7 +16,6 @@ from rlaudit.loss import envs, gae
 from rlaudit.loss.audit import compare_terms, make_batch, zero_gradients
 
 
-
 def flagged(sections: Iterable[Any]) -> list[Finding]:
     """SUSPECT/CONFIRMED findings of Sections (as tests/audits/conftest.py's helper, which is not importable)."""
     return [f for s in sections for f in s.findings if f.status.is_flag]
@@ -52,7 +51,9 @@ def test_truncation_is_bootstrapped_from_the_final_value() -> None:
     r = np.array([[1.0]])
     v = np.array([[0.0]])
     d = np.array([[1.0]])
-    adv, _ = gae.reference_gae(r, v, d, np.array([5.0]), 0.9, 0.95, truncated=np.array([[True]]), final_values=np.array([[2.0]]))
+    adv, _ = gae.reference_gae(
+        r, v, d, np.array([5.0]), 0.9, 0.95, truncated=np.array([[True]]), final_values=np.array([[2.0]])
+    )
     assert adv[0, 0] == pytest.approx(1.0 + 0.9 * 2.0)
     adv_t, _ = gae.reference_gae(r, v, d, np.array([5.0]), 0.9, 0.95)
     assert adv_t[0, 0] == pytest.approx(1.0)
@@ -61,7 +62,16 @@ def test_truncation_is_bootstrapped_from_the_final_value() -> None:
 def test_every_variant_is_distinguishable_on_the_staged_inputs() -> None:
     x = gae.make_gae_inputs(0)
     outs = {
-        v.name: v.fn(x["rewards"], x["values"], x["dones"], x["next_value"], 0.99, 0.95, x["truncated"], x["final_values"])[0]
+        v.name: v.fn(
+            x["rewards"],
+            x["values"],
+            x["dones"],
+            x["next_value"],
+            0.99,
+            0.95,
+            x["truncated"],
+            x["final_values"],
+        )[0]
         for v in gae.VARIANTS
     }
     names = list(outs)
@@ -77,8 +87,14 @@ def test_match_variants_names_the_builtin_trainers_gae(fault: bool, expected: st
     x = gae.make_gae_inputs(3)
     config = {"trainer": {"gamma": 0.97, "gae_lambda": 0.9}}
     rewards = gae.fold_truncation(x["rewards"], x["truncated"], x["final_values"], 0.97)
-    adv, ret = compute_advantages(config, rewards, x["values"], x["dones"], x["next_value"],
-                                  impl=PPOImpl(gae_bootstrap_current_value=fault))
+    adv, ret = compute_advantages(
+        config,
+        rewards,
+        x["values"],
+        x["dones"],
+        x["next_value"],
+        impl=PPOImpl(gae_bootstrap_current_value=fault),
+    )
     passed = {**x, "rewards": rewards}
     rows = gae.match_variants(adv, ret, passed, 0.97, 0.9, with_truncation=False)
     assert [r["variant"] for r in rows if r["match"]] == [expected]
@@ -86,7 +102,11 @@ def test_match_variants_names_the_builtin_trainers_gae(fault: bool, expected: st
 
 
 def test_find_discount_prefers_shallow_keys_and_ignores_non_numbers() -> None:
-    cfg = {"trainer": {"gamma": 0.97, "gae_lambda": 0.9}, "env": {"reward": {"gamma": "x"}}, "other": {"lam": 2.0}}
+    cfg = {
+        "trainer": {"gamma": 0.97, "gae_lambda": 0.9},
+        "env": {"reward": {"gamma": "x"}},
+        "other": {"lam": 2.0},
+    }
     found = gae.find_discount(cfg)
     assert (found["gamma"], found["gamma_key"]) == (0.97, "trainer.gamma")
     assert (found["gae_lambda"], found["lambda_key"]) == (0.9, "trainer.gae_lambda")
@@ -98,7 +118,7 @@ def test_find_discount_prefers_shallow_keys_and_ignores_non_numbers() -> None:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _step(env: envs.ProbeVecEnv, actions: list[int]):  # noqa: ANN202
+def _step(env: envs.ProbeVecEnv, actions: list[int]):
     return env.step(np.array(actions, dtype=np.int64))
 
 
@@ -120,8 +140,9 @@ def test_discount_probe_is_two_steps_with_final_obs_one() -> None:
     np.testing.assert_array_equal(obs[:, 0], [0, 0])
     obs, r, term, _, info = _step(env, [0, 0])
     np.testing.assert_array_equal(obs[:, 0], [1, 1])
+    np.testing.assert_array_equal(r, [1, 1])
     assert not term.any() and info == {}
-    obs, r, term, _, info = _step(env, [0, 0])
+    obs, _r, term, _, info = _step(env, [0, 0])
     assert term.all()
     np.testing.assert_array_equal(info["final_obs"][:, 0], [1, 1])  # the last observation of the episode
     np.testing.assert_array_equal(obs[:, 0], [0, 0])  # SAME_STEP autoreset: already the next episode's first
@@ -183,7 +204,9 @@ def test_make_batch_puts_value_targets_near_the_values() -> None:
 
 
 def test_compare_terms_flags_only_real_differences() -> None:
-    t = compare_terms({"baseline": {"loss": 1.0, "value_loss": 0.005}, "candidate": {"loss": 1.0000001, "value_loss": 0.05}})
+    t = compare_terms(
+        {"baseline": {"loss": 1.0, "value_loss": 0.005}, "candidate": {"loss": 1.0000001, "value_loss": 0.05}}
+    )
     assert t.set_index("term")["differs"].to_dict() == {"loss": False, "value_loss": True}
 
 
@@ -198,7 +221,7 @@ def test_loss_floor_zeroes_the_critic_gradient() -> None:
         def __init__(self, floor: float | None) -> None:
             self.impl = PPOImpl(value_loss_floor=floor)
 
-        def compute_loss(self, config, policy, batch):  # noqa: ANN001, ANN201
+        def compute_loss(self, config, policy, batch):
             return compute_loss(config, policy, batch, impl=self.impl)
 
     torch.manual_seed(0)
@@ -222,11 +245,15 @@ def test_loss_floor_zeroes_the_critic_gradient() -> None:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-LOSS_FAULTS = [f.id for f in __import__("rlaudit.demo.faults", fromlist=["CATALOG"]).CATALOG.values() if f.subsystem == "loss"]
+LOSS_FAULTS = [
+    f.id
+    for f in __import__("rlaudit.demo.faults", fromlist=["CATALOG"]).CATALOG.values()
+    if f.subsystem == "loss"
+]
 
 
 @pytest.mark.parametrize("fault", LOSS_FAULTS)
-def test_loss_fault_is_flagged(make_wb, fault: str) -> None:  # noqa: ANN001
+def test_loss_fault_is_flagged(make_wb, fault: str) -> None:
     from rlaudit.loss import audit_all
 
     sections = audit_all(make_wb(f"builtin:reference+{fault}"))
@@ -236,7 +263,7 @@ def test_loss_fault_is_flagged(make_wb, fault: str) -> None:  # noqa: ANN001
     assert not errors, describe(errors)
 
 
-def test_identical_pair_is_quiet(make_wb) -> None:  # noqa: ANN001
+def test_identical_pair_is_quiet(make_wb) -> None:
     from rlaudit.loss import audit_all
 
     sections = audit_all(make_wb("builtin:reference"))
@@ -244,7 +271,7 @@ def test_identical_pair_is_quiet(make_wb) -> None:  # noqa: ANN001
     assert not [f for s in sections for f in s.findings if f.status.value == "ERROR"]
 
 
-def test_advantages_quiet_across_input_seeds(make_wb) -> None:  # noqa: ANN001
+def test_advantages_quiet_across_input_seeds(make_wb) -> None:
     from rlaudit.loss.audit import advantages
 
     wb = make_wb("builtin:reference")

@@ -128,6 +128,7 @@ def test_frame_stacking_is_flagged(make_wb) -> None:
     assert "×4" in found["spaces/preprocessing"].evidence.summary
 
 
+@pytest.mark.expensive  # a knock-on check beyond the detection matrix: one more training run
 def test_normalizer_not_restored_shows_as_a_labelled_knock_on(make_wb) -> None:
     from rlaudit.spaces import audit
 

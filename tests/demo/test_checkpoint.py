@@ -205,12 +205,15 @@ def test_capture_and_restore_object_state() -> None:
             self.t = 0
             self.inner = Inner()
             self.log: list[tuple[np.ndarray, int]] = []
+            # rows as opaque 16-byte records (a fast-gather trick): a dtype torch has no tensor for
+            self.rows = np.zeros((2, 4), dtype=np.float32).view(np.dtype((np.void, 16))).reshape(-1)
 
     env = Env()
     env.grid[0, 1] = 3
     env.t = 11
     env.inner.counts += 2
     env.log.append((np.arange(2), 4))
+    env.rows.view(np.float32)[5] = 2.5
     state = ckpt.capture_state(env)
     expected_draw = np.random.default_rng(5).random()
     env.inner.rng.random()
@@ -218,12 +221,14 @@ def test_capture_and_restore_object_state() -> None:
     env.t = 0
     env.inner.counts[:] = 0
     env.log.clear()
+    env.rows.view(np.float32)[:] = 0.0
     # survives a weights_only round trip
     path_state = _roundtrip(state)
     ckpt.restore_state(env, path_state)
     assert env.grid[0, 1] == 3 and env.flat[1] == 3 and env.t == 11
     np.testing.assert_array_equal(env.inner.counts, 2)
     assert env.inner.rng.random() == expected_draw
+    np.testing.assert_array_equal(env.rows.view(np.float32), [0, 0, 0, 0, 0, 2.5, 0, 0])
     np.testing.assert_array_equal(env.log[0][0], [0, 1])
     assert env.log[0][1] == 4
 

@@ -40,6 +40,7 @@ import math
 import os
 import re
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -619,7 +620,11 @@ def _optimizer_of(policy: Any) -> Any:
     return optimizer
 
 
-def _make_callback(recorder: Any) -> Any:
+def _make_callback(
+    recorder: Any, checkpoint_at: int | None = None, save_checkpoint: Callable[[Any], Any] | None = None
+) -> Any:
+    """The callback feeding ``recorder``; with ``checkpoint_at``, it calls ``save_checkpoint(model)`` once, at the
+    end of the first rollout that reaches that many environment steps."""
     from stable_baselines3.common.callbacks import BaseCallback
 
     class RecorderCallback(BaseCallback):
@@ -628,6 +633,7 @@ def _make_callback(recorder: Any) -> Any:
         def __init__(self) -> None:
             super().__init__(verbose=0)
             self._phase: Any = None
+            self._saved_half = False
 
         def _switch(self, name: str | None) -> None:
             if self._phase is not None:
@@ -658,6 +664,18 @@ def _make_callback(recorder: Any) -> Any:
 
         def _on_rollout_end(self) -> None:
             self._switch("update")
+            if hasattr(recorder, "sample_memory"):
+                recorder.sample_memory(int(self.num_timesteps))
+            ent_coef = getattr(self.model, "ent_coef", None)
+            if isinstance(ent_coef, int | float) and not isinstance(ent_coef, bool):
+                # SB3's on-policy algorithms do not log their (constant) entropy coefficient; the optimizer
+                # audit reads schedules from the logged scalars, so record it with the rest (log files and
+                # recorder alike; SAC logs its own as train/ent_coef)
+                self.model.logger.record("charts/ent_coef", float(ent_coef))
+            if checkpoint_at is not None and not self._saved_half and self.num_timesteps >= checkpoint_at:
+                # a mid-run checkpoint, so that resuming can be tested against the uninterrupted run
+                self._saved_half = True
+                save_checkpoint(self.model)
 
         def _on_training_end(self) -> None:
             self._switch(None)
@@ -667,21 +685,53 @@ def _make_callback(recorder: Any) -> Any:
     return RecorderCallback()
 
 
+def rename_scalars(
+    key_values: dict[str, Any], key_excluded: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """SB3's logger keys -> the field's names (:data:`SB3_SCALAR_NAMES`), both dicts alike.
+
+    ``train/entropy_loss`` (SB3 logs minus the entropy) becomes ``losses/entropy`` with the sign flipped.
+    """
+    values: dict[str, Any] = {}
+    excluded: dict[str, Any] = {}
+    for key, value in key_values.items():
+        name = SB3_SCALAR_NAMES.get(key, key)
+        if key == "train/entropy_loss":
+            name = "losses/entropy"
+            value = -value if isinstance(value, int | float) and not isinstance(value, bool) else value
+        values[name] = value
+        excluded[name] = key_excluded.get(key)
+    return values, excluded
+
+
 def _make_logger(folder: Path, recorder: Any) -> Any:
-    """SB3 logger writing TensorBoard events and progress.csv to ``folder`` and every scalar to the recorder."""
+    """SB3 logger writing TensorBoard events and progress.csv to ``folder`` and every scalar to the recorder.
+
+    All three get the same names (:func:`rename_scalars`), so what the trainer logged and what reached its
+    log files can be compared name by name.
+    """
     import numpy as np
     from stable_baselines3.common.logger import KVWriter, Logger, make_output_format
 
+    class RenamingWriter(KVWriter):
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        def write(self, key_values: dict[str, Any], key_excluded: dict[str, Any], step: int = 0) -> None:
+            values, excluded = rename_scalars(key_values, key_excluded)
+            self.inner.write(values, excluded, step)
+
+        def close(self) -> None:
+            self.inner.close()
+
     class RecorderWriter(KVWriter):
         def write(self, key_values: dict[str, Any], key_excluded: dict[str, Any], step: int = 0) -> None:
-            scalars: dict[str, float] = {}
-            for key, value in key_values.items():
-                if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
-                    continue
-                if key == "train/entropy_loss":
-                    scalars["losses/entropy"] = -float(value)  # SB3 logs the negated entropy
-                    continue
-                scalars[SB3_SCALAR_NAMES.get(key, key)] = float(value)
+            values, _ = rename_scalars(key_values, key_excluded)
+            scalars = {
+                k: float(v)
+                for k, v in values.items()
+                if not isinstance(v, bool) and isinstance(v, int | float | np.integer | np.floating)
+            }
             if scalars:
                 recorder.log(int(step), **scalars)
 
@@ -689,9 +739,9 @@ def _make_logger(folder: Path, recorder: Any) -> Any:
             pass
 
     folder.mkdir(parents=True, exist_ok=True)
-    formats = [make_output_format("csv", str(folder))]
+    formats: list[Any] = [RenamingWriter(make_output_format("csv", str(folder)))]
     try:
-        formats.append(make_output_format("tensorboard", str(folder)))
+        formats.append(RenamingWriter(make_output_format("tensorboard", str(folder))))
     except (ImportError, AssertionError):
         pass  # tensorboard is not installed in this environment: CSV only
     formats.append(RecorderWriter())
@@ -825,10 +875,10 @@ class SB3Subject:
     def make_optimizer(self, config: dict[str, Any], policy: Any) -> Any:
         """The optimizer SB3 built into the policy, with a scheduler that replays SB3's learning-rate schedule.
 
-        SB3 sets the learning rate once per rollout from ``progress_remaining`` (1 -> 0 over ``n_timesteps``),
-        after collecting the rollout; the returned ``LambdaLR`` does the same, one scheduler step per update
-        (a rollout of ``n_steps * n_envs`` environment steps on-policy, one environment step off-policy), so
-        the optimizer's rate after ``k`` scheduler steps is what SB3's update ``k`` trains with.
+        SB3 sets the learning rate once per rollout from ``progress_remaining`` (1 -> 0 over ``n_timesteps``).
+        The returned ``LambdaLR`` replays that curve, one scheduler step per rollout of ``n_steps * n_envs``
+        environment steps (on-policy; one environment step off-policy): after ``k`` steps the rate is
+        ``schedule(1 - k * rollout / n_timesteps)``. The optimizer as built holds ``schedule(1)``, like SB3's.
         """
         import torch
 
@@ -844,9 +894,9 @@ class SB3Subject:
         start = float(schedule(1.0))
 
         def factor(k: int) -> float:
-            # SB3 sets the rate after each rollout, before that update: update k (from 0) trains at
-            # progress_remaining = 1 - (k + 1) * per_step / total
-            progress_remaining = max(0.0, 1.0 - (k + 1) * per_step / total)
+            # after k rollouts SB3 computes schedule(1 - k * per_step / total); it applies that value to the
+            # update that follows rollout k, so the optimizer as built holds schedule(1), as SB3's does
+            progress_remaining = max(0.0, 1.0 - k * per_step / total)
             return float(schedule(progress_remaining)) / start if start else 0.0
 
         return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
@@ -910,15 +960,19 @@ class SB3Subject:
     def train(
         self, config: dict[str, Any], steps: int, seed: int, recorder: Any, *, resume_from: str | None = None
     ) -> dict[str, Any]:
-        """``model.learn(steps)`` with the recorder fed by a callback and SB3's logger.
+        """``model.learn`` with the recorder fed by a callback and by SB3's logger.
 
-        Writes TensorBoard events and ``progress.csv`` to ``<run_dir>/tb`` and, at the end, the model zip
-        ``<run_dir>/checkpoints/model_<steps>.zip`` (plus ``vecnormalize_<steps>.pkl`` and a pickle-free
-        ``vecnormalize_<steps>.npz`` with the observation statistics when VecNormalize is on).
+        Writes TensorBoard events and ``progress.csv`` to ``<run_dir>/tb`` and model zips to
+        ``<run_dir>/checkpoints/model_<step>.zip``: one after the first rollout past half the run and one at
+        the end (with VecNormalize on, also SB3's ``vecnormalize_<step>.pkl`` and a pickle-free
+        ``vecnormalize_<step>.npz`` of its statistics).
 
         Args:
-            resume_from: A model zip to continue from (weights and optimizer state read without unpickling;
-                the step counter continues).
+            steps: Length of the run in environment steps, all environments together; when resuming, the
+                length of the whole run (the resumed part trains ``steps`` minus the checkpoint's step).
+            resume_from: A model zip of this run to continue from: weights, optimizer state, step counter and
+                observation statistics (read without unpickling). Environments and random generators restart,
+                so the continuation is close to, not identical with, the uninterrupted run.
         """
         import time
 
@@ -932,30 +986,19 @@ class SB3Subject:
             from stable_baselines3.common.logger import configure
 
             model.set_logger(configure(None, []))
-        reset_counter = True
-        if resume_from is not None:
-            policy, extras = self.load_checkpoint(config, resume_from)
-            model.policy.load_state_dict(policy.state_dict())
-            optimizer = _optimizer_of(model.policy)
-            if extras.get("optimizer") and optimizer is not None:
-                optimizer.load_state_dict(extras["optimizer"])
-            model.num_timesteps = int(extras.get("step", 0))
-            reset_counter = False
-        started = time.perf_counter()
-        model.learn(
-            total_timesteps=int(steps), callback=_make_callback(recorder), reset_num_timesteps=reset_counter
-        )
-        seconds = time.perf_counter() - started
         saved: list[str] = []
-        if run_dir is not None:
+
+        def save(m: Any) -> None:
+            if run_dir is None:
+                return
             ckpt_dir = run_dir / "checkpoints"
             ckpt_dir.mkdir(parents=True, exist_ok=True)
-            path = ckpt_dir / f"model_{model.num_timesteps}.zip"
-            model.save(path)
+            path = ckpt_dir / f"model_{m.num_timesteps}.zip"
+            m.save(path)
             saved.append(str(path))
-            venv = model.get_env()
+            venv = m.get_env()
             if hasattr(venv, "obs_rms"):
-                venv.save(str(ckpt_dir / f"vecnormalize_{model.num_timesteps}.pkl"))
+                venv.save(str(ckpt_dir / f"vecnormalize_{m.num_timesteps}.pkl"))
                 stats = {
                     "obs_mean": venv.obs_rms.mean,
                     "obs_var": venv.obs_rms.var,
@@ -965,15 +1008,41 @@ class SB3Subject:
                     ret_mean=venv.ret_rms.mean, ret_var=venv.ret_rms.var, ret_count=venv.ret_rms.count
                 )
                 np.savez(
-                    ckpt_dir / f"vecnormalize_{model.num_timesteps}.npz",
+                    ckpt_dir / f"vecnormalize_{m.num_timesteps}.npz",
                     **{k: np.asarray(v) for k, v in stats.items()},
                 )
+
+        start_step = 0
+        if resume_from is not None:
+            policy, extras = self.load_checkpoint(config, resume_from)
+            model.policy.load_state_dict(policy.state_dict())
+            optimizer = _optimizer_of(model.policy)
+            if extras.get("optimizer") and optimizer is not None:
+                optimizer.load_state_dict(extras["optimizer"])
+            venv = model.get_env()
+            if extras.get("obs_rms") is not None and hasattr(venv, "obs_rms"):
+                venv.obs_rms.mean = np.asarray(extras["obs_rms"]["mean"], dtype=np.float64)
+                venv.obs_rms.var = np.asarray(extras["obs_rms"]["var"], dtype=np.float64)
+                venv.obs_rms.count = float(extras["obs_rms"]["count"])
+            start_step = int(extras.get("step", 0))
+            model.num_timesteps = start_step
+        remaining = int(steps) - start_step
+        started = time.perf_counter()
+        if remaining > 0:
+            half = int(steps) // 2
+            callback = _make_callback(recorder, half if start_step < half else None, save)
+            # with reset_num_timesteps=False SB3 runs to num_timesteps + remaining = steps, and its schedules
+            # see the progress of the whole run
+            model.learn(total_timesteps=remaining, callback=callback, reset_num_timesteps=resume_from is None)
+        seconds = time.perf_counter() - started
+        if not saved or saved[-1] != str(run_dir / "checkpoints" / f"model_{model.num_timesteps}.zip"):
+            save(model)
         model.get_env().close()
         episodes = [float(e["r"]) for e in model.ep_info_buffer] if model.ep_info_buffer else []
         return {
             "steps": int(model.num_timesteps),
             "seconds": seconds,
-            "sps": int(steps) / max(seconds, 1e-9),
+            "sps": max(remaining, 0) / max(seconds, 1e-9),
             "mean_return_last100": float(np.mean(episodes)) if episodes else float("nan"),
             "checkpoints": saved,
             "run_dir": str(run_dir) if run_dir else "",

@@ -18,12 +18,10 @@ def resume_figure(table: pd.DataFrame, max_metrics: int = 6) -> Any:
     """
     from matplotlib.figure import Figure
 
-    order = (
-        table.groupby("name")["rel_diff"].max().sort_values(ascending=False, kind="stable")
-        if not table.empty
-        else pd.Series(dtype=float)
-    )
-    names = list(order.index[:max_metrics])
+    order = table.groupby("name")["rel_diff"].max() if not table.empty else pd.Series(dtype=float)
+    # largest differences first; among equals, losses before the rest
+    ranked = sorted(order.index, key=lambda n: (-float(order[n]), "loss" not in n, n))
+    names = ranked[:max_metrics]
     n = max(1, len(names))
     cols = min(3, n)
     rows = math.ceil(n / cols)
@@ -36,7 +34,7 @@ def resume_figure(table: pd.DataFrame, max_metrics: int = 6) -> Any:
             ax.plot(
                 group["step"],
                 group["uninterrupted"],
-                "-",
+                "x-",
                 color=colors.get(side, "k"),
                 label=f"{side} uninterrupted",
             )
@@ -53,5 +51,5 @@ def resume_figure(table: pd.DataFrame, max_metrics: int = 6) -> Any:
         ax.legend(fontsize=7)
     for ax in axes[len(names) :]:
         ax.set_visible(False)
-    fig.suptitle("After the resume point: uninterrupted (lines) vs resumed (circles)")
+    fig.suptitle("After the resume point: uninterrupted (crosses) vs resumed (circles)")
     return fig

@@ -20,6 +20,10 @@ import numpy as np
 
 from rlaudit.demo.config import DemoConfig
 
+SPS_GOAL = 40_000.0  # steps/s of the default config on a 2-core machine, torch on one thread
+SB3_GOAL = 6.0  # our SPS over SB3's on the same arena, hyperparameters and network
+OVERHEAD_GOAL = 3.0  # percent of SPS the recorder may cost with default sampling
+
 
 def _config(**trainer: Any) -> dict[str, Any]:
     cfg = DemoConfig().to_dict()
@@ -43,11 +47,25 @@ def _train_ours(
     return _timed(lambda: ppo.train(cfg, steps, seed, recorder))
 
 
+def _warm_up(cfg: dict[str, Any]) -> None:
+    """One short instrumented run, so one-off costs (imports of pyarrow and the parquet writer, allocator
+    growth, first calls) land in no measured arm."""
+    from rlaudit.recorder import Recorder
+
+    t = cfg["trainer"]
+    with tempfile.TemporaryDirectory(prefix="rlaudit-bench-") as tmp:
+        rec = Recorder(tmp)
+        _train_ours(cfg, 2 * t["num_envs"] * t["num_steps"], 0, rec)
+        rec.close()
+
+
 def _result(name: str, values: list[float], unit: str, **extra: Any) -> dict[str, Any]:
     return {
         "name": name,
         "value": float(statistics.median(values)),
         "unit": unit,
+        "min": float(min(values)),
+        "max": float(max(values)),
         "repeats": [float(v) for v in values],
         **extra,
     }
@@ -87,7 +105,7 @@ def bench_trainer(quick: bool = False) -> list[dict[str, Any]]:
     batch = t["num_envs"] * t["num_steps"]
     steps = batch * (8 if quick else 40)
     repeats = 2 if quick else 3
-    _train_ours(cfg, batch, 0, None)  # warm-up: imports, allocator, first-call overheads
+    _warm_up(cfg)
     sps, sps_cpu, phases, loop_seconds = [], [], {}, []
     for i in range(repeats):
         with tempfile.TemporaryDirectory(prefix="rlaudit-bench-") as tmp:
@@ -103,7 +121,7 @@ def bench_trainer(quick: bool = False) -> list[dict[str, Any]]:
     config = {k: t[k] for k in ("num_envs", "num_steps", "update_epochs", "num_minibatches", "torch_threads")}
     config["hidden_size"] = cfg["agent"]["hidden_size"]
     results = [
-        _result("trainer.sps", sps, "steps/s", steps=steps, config=config),
+        _result("trainer.sps", sps, "steps/s", steps=steps, config=config, goal=SPS_GOAL),
         _result("trainer.sps_cpu", sps_cpu, "steps/cpu-s", steps=steps),
     ]
     us_per_step = statistics.median(loop_seconds) / steps * 1e6
@@ -245,7 +263,7 @@ def bench_sb3(quick: bool = False) -> list[dict[str, Any]]:
     prev = torch.get_num_threads()
     torch.set_num_threads(t["torch_threads"])
     try:
-        _train_ours(cfg, batch, 0, None)  # warm-up
+        _warm_up(cfg)
         ours, ours_cpu, sb3, sb3_cpu = [], [], [], []
         for i in range(repeats):
             out, wall, cpu = _train_ours(cfg, steps, i, None)
@@ -261,7 +279,14 @@ def bench_sb3(quick: bool = False) -> list[dict[str, Any]]:
         torch.set_num_threads(prev)
     return [
         _comparison(
-            "sb3.sps", sb3, ours, "steps/s", steps=steps, baseline_label="sb3", candidate_label="rlaudit"
+            "sb3.sps",
+            sb3,
+            ours,
+            "steps/s",
+            steps=steps,
+            baseline_label="sb3",
+            candidate_label="rlaudit",
+            goal=SB3_GOAL,
         ),
         _comparison(
             "sb3.sps_cpu",
@@ -289,7 +314,7 @@ def bench_recorder(quick: bool = False) -> list[dict[str, Any]]:
     batch = t["num_envs"] * t["num_steps"]
     steps = batch * (6 if quick else 25)
     repeats = 3 if quick else 5
-    _train_ours(cfg, batch, 0, None)  # warm-up
+    _warm_up(cfg)
     null, null_cpu, rec, rec_cpu = [], [], [], []
     for i in range(repeats):
         arms = [("null", NullRecorder), ("rec", Recorder)]
@@ -312,6 +337,6 @@ def bench_recorder(quick: bool = False) -> list[dict[str, Any]]:
         "unit": "%",
         "repeats": paired,
         "wall_overhead": 100.0 * (1.0 - wall_cmp["ratio"]),
-        "goal": 3.0,
+        "goal": OVERHEAD_GOAL,
     }
     return [wall_cmp, cpu_cmp, overhead]

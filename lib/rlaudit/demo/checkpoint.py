@@ -157,7 +157,15 @@ def _plain(value: Any, seen: set[int]) -> Any:
     import numpy as np
 
     if isinstance(value, np.ndarray):
-        return {"__ndarray__": torch.from_numpy(np.ascontiguousarray(value).copy())}
+        if value.dtype.kind in "biuf":
+            return {"__ndarray__": torch.from_numpy(np.ascontiguousarray(value).copy())}
+        # dtypes torch has no tensor for (raw void rows, structured records): keep the bytes
+        raw = np.frombuffer(np.ascontiguousarray(value).tobytes(), dtype=np.uint8).copy()
+        return {
+            "__ndarray_bytes__": torch.from_numpy(raw),
+            "dtype": value.dtype.str,
+            "shape": list(value.shape),
+        }
     if isinstance(value, np.random.Generator):
         return {"__generator__": _plain(value.bit_generator.state, seen)}
     if isinstance(value, np.generic):
@@ -174,9 +182,14 @@ def _plain(value: Any, seen: set[int]) -> Any:
 
 
 def _unplain(value: Any) -> Any:
+    import numpy as np
+
     if isinstance(value, dict):
         if "__ndarray__" in value:
             return value["__ndarray__"].numpy().copy()
+        if "__ndarray_bytes__" in value:
+            raw = value["__ndarray_bytes__"].numpy()
+            return np.frombuffer(raw.tobytes(), dtype=np.dtype(value["dtype"])).reshape(value["shape"]).copy()
         if "__dict__" in value:
             return {_unplain(k): _unplain(v) for k, v in value["__dict__"]}
         if "__list__" in value:
@@ -226,7 +239,14 @@ def _restore_attrs(obj: Any, state: dict[str, Any]) -> None:
                 setattr(obj, name, _generator(_unplain(saved["__generator__"])))
             continue
         value = _unplain(saved)
-        if isinstance(current, np.ndarray) and isinstance(value, np.ndarray) and current.shape == value.shape:
+        if (
+            isinstance(current, np.ndarray)
+            and isinstance(value, np.ndarray)
+            and current.shape == value.shape
+            and current.dtype.itemsize == value.dtype.itemsize
+        ):
+            if current.dtype != value.dtype:  # bytes of a void/structured array: view them as its dtype
+                value = value.view(current.dtype)
             if current.flags.writeable:
                 current[...] = value  # in place: other attributes may be views of this array
             elif not np.array_equal(current, value):

@@ -191,7 +191,10 @@ def growth_sites(ctx: ProbeContext, *, seed: int = 0, steps: int = 400, snapshot
                 sites["subject"].append(inside)
                 sites["size"].append(int(st.size))
                 sites["count"].append(int(st.count))
-            counts = Counter(type(o).__name__ for o in gc.get_objects())
+            by_type = Counter(map(type, gc.get_objects()))
+            counts: Counter[str] = Counter()
+            for cls, n in by_type.items():
+                counts[cls.__name__] += n
             for name, n in counts.most_common(TOP_TYPES):
                 types["snapshot"].append(i)
                 types["type"].append(name)

@@ -30,16 +30,13 @@ from rlaudit.trainer.common import (
     first_number,
     fmt,
     guard_runs,
-    on_grid,
     pct,
-    progress_of,
     stack_tables,
 )
 from rlaudit.trainer.runs import RunData, run_data, runs
 from rlaudit.workbench import Workbench
 
 SUBSYSTEM = "optimizer"
-GRID = np.linspace(0.0, 1.0, 101)
 FLAT_TOL = 0.01  # a schedule whose values stay within 1% of their largest is flat
 CURVE_TOL = 0.05  # runtime curves that differ by more than 5% of the larger one differ
 SEED = 0  # bootstrap seed: every interval in this notebook reproduces
@@ -485,6 +482,21 @@ def coverage(wb: Workbench) -> Section:
 # -------------------------------------------------------------------------------------------------------------
 
 
+def schedule_progress(steps: Sequence[float]) -> np.ndarray:
+    """Fraction of the run done when the value at each record was set: ``(step - first) / last``.
+
+    Records carry the environment step at which the rollout feeding them ended; a trainer sets its schedules
+    from the steps done *before* that rollout, which is ``step - first`` (the first record's step is one
+    rollout), over the run's length (the last record's step). Two trainers with different rollout sizes then
+    land their values at the same fractions, so a coarse staircase and a fine one of the same schedule agree.
+    """
+    arr = np.asarray(steps, dtype=float)
+    if arr.size == 0:
+        return arr
+    top = float(np.max(arr))
+    return np.zeros_like(arr) if top <= 0 else (arr - float(np.min(arr))) / top
+
+
 def lr_curves(data: Mapping[str, Sequence[RunData]]) -> pd.DataFrame:
     """Learning rate of param group 0 at every optimizer step: ``side, seed, update, progress, value``."""
     updates = stack_tables(data, "updates")
@@ -500,7 +512,7 @@ def lr_curves(data: Mapping[str, Sequence[RunData]]) -> pd.DataFrame:
                     "side": side,
                     "seed": seed,
                     "update": part["update"].to_numpy(),
-                    "progress": progress_of(part["update"].to_numpy()),
+                    "progress": schedule_progress(part["step"].to_numpy()),
                     "value": part["lr"].to_numpy(dtype=float),
                 }
             )
@@ -541,7 +553,7 @@ def logged_curves(
                         "side": side,
                         "seed": seed,
                         "step": rows["step"].to_numpy(),
-                        "progress": progress_of(rows["step"].to_numpy()),
+                        "progress": schedule_progress(rows["step"].to_numpy()),
                         "value": rows["value"].to_numpy(dtype=float),
                     }
                 )
@@ -556,25 +568,45 @@ def logged_curves(
 
 
 def curve_summary(curves: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    """Per side: the mean curve over seeds on :data:`GRID`, its first and last values, and whether it is flat."""
+    """Per side: the mean over seeds at each progress point, its first and last values, whether it is flat.
+
+    Returns:
+        ``{side: {"x", "y" (the mean curve's points), "first", "last", "min", "max", "flat", "change"}}``.
+    """
     out: dict[str, dict[str, Any]] = {}
     for side in SIDES:
         part = curves[curves["side"] == side]
         if part.empty:
             continue
-        per_seed = [on_grid(g["progress"], g["value"], GRID) for _, g in part.groupby("seed")]
-        mean = np.mean(per_seed, axis=0)
-        top = float(np.max(np.abs(mean))) or 1.0
+        mean = (
+            part.assign(x=part["progress"].astype(float).round(9)).groupby("x")["value"].mean().sort_index()
+        )
+        x, y = mean.index.to_numpy(dtype=float), mean.to_numpy(dtype=float)
+        top = float(np.max(np.abs(y))) or 1.0
         out[side] = {
-            "curve": mean,
-            "first": float(mean[0]),
-            "last": float(mean[-1]),
-            "min": float(np.min(mean)),
-            "max": float(np.max(mean)),
-            "flat": bool((np.max(mean) - np.min(mean)) <= FLAT_TOL * top),
-            "change": float(mean[-1] / mean[0] - 1.0) if mean[0] else float("nan"),
+            "x": x,
+            "y": y,
+            "first": float(y[0]),
+            "last": float(y[-1]),
+            "min": float(np.min(y)),
+            "max": float(np.max(y)),
+            "flat": bool((np.max(y) - np.min(y)) <= FLAT_TOL * top),
+            "change": float(y[-1] / y[0] - 1.0) if y[0] else float("nan"),
         }
     return out
+
+
+def curve_gap(a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
+    """Largest gap between two mean curves over the progress both cover, relative to their scale.
+
+    Each curve is interpolated linearly between its points (a schedule is a function of progress, and two
+    trainers sample it at different points); a curve with a single point is a constant.
+    """
+    hi = min(float(a["x"][-1]), float(b["x"][-1]))
+    grid = np.linspace(0.0, hi, 201) if hi > 0 else np.zeros(1)
+    ya, yb = np.interp(grid, a["x"], a["y"]), np.interp(grid, b["x"], b["y"])
+    scale = max(float(np.max(np.abs(a["y"]))), float(np.max(np.abs(b["y"]))), 1e-12)
+    return float(np.max(np.abs(ya - yb))) / scale
 
 
 def judge_schedule(
@@ -598,13 +630,7 @@ def judge_schedule(
         _, ks = declared[side]
         return ", ".join(f"{k}={v}" for k, v in ks.items()) or "no schedule keys"
 
-    gap = float(np.max(np.abs(summary["baseline"]["curve"] - summary["candidate"]["curve"])))
-    scale = max(
-        float(np.max(np.abs(summary["baseline"]["curve"]))),
-        float(np.max(np.abs(summary["candidate"]["curve"]))),
-        1e-12,
-    )
-    rel_gap = gap / scale
+    rel_gap = curve_gap(summary["baseline"], summary["candidate"])
     details = {"max_relative_gap": rel_gap, "declared": {s: declared[s][1] for s in SIDES}}
     evidence = dict(
         baseline=shape("baseline"),

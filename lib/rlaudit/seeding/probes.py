@@ -28,7 +28,7 @@ def same_replica(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return True
 
 
-@probe(requires=("config",), version=1)
+@probe(requires=("config",), version=2)
 def replicas(
     ctx: ProbeContext,
     *,
@@ -42,9 +42,10 @@ def replicas(
     """Seeded replicas of the environment rollout and the start of training.
 
     * ``fresh`` replicas with ``seed``, each in a new interpreter (hash randomization, process-level state);
-    * in this worker: one with ``seed``, one with ``other_seed``, and one with ``seed`` after Python's,
-      NumPy's and torch's global generators were moved; when that one differs, a repeat with ``seed`` (is the
-      subject deterministic in one process at all?) and, if it is, one replica per generator to name it.
+    * in this worker, each starting from the same (canonical) states of Python's, NumPy's and torch's global
+      generators: one with ``seed``, one with ``other_seed``, and one with ``seed`` after all three were moved;
+      when that one differs, a repeat with ``seed`` (is the subject deterministic in one process at all?)
+      and, if it is, one replica per moved generator to name the one that leaks in.
 
     ``env_steps`` and ``train_steps`` size the parts (a part is skipped when the subject lacks ``make_env`` or
     ``train``). Writes ``replicas.json``: ``fresh`` (list), ``in_process`` (name -> replica), ``parts``.
@@ -65,17 +66,19 @@ def replicas(
     try:
         children.extend(spawn(args, str(workdir)) for _ in range(fresh))
         total = fresh + 6
-        inproc: dict[str, Any] = {"same": run(args, ctx.subject)}
+        canon = dict.fromkeys(GLOBAL_GENERATORS, 0)
+        same = {**args, "globals": canon}
+        inproc: dict[str, Any] = {"same": run(same, ctx.subject)}
         ctx.progress(1, total)
-        inproc["other_seed"] = run({**args, "seed": int(other_seed)}, ctx.subject)
+        inproc["other_seed"] = run({**same, "seed": int(other_seed)}, ctx.subject)
         ctx.progress(2, total)
-        inproc["perturbed"] = run({**args, "perturb": list(GLOBAL_GENERATORS), "salt": 1}, ctx.subject)
+        inproc["perturbed"] = run({**args, "globals": dict.fromkeys(GLOBAL_GENERATORS, 1)}, ctx.subject)
         ctx.progress(3, total)
         if not same_replica(inproc["same"], inproc["perturbed"]):
-            inproc["repeat"] = run(args, ctx.subject)
+            inproc["repeat"] = run(same, ctx.subject)
             if same_replica(inproc["same"], inproc["repeat"]):
                 for i, gen in enumerate(GLOBAL_GENERATORS):
-                    inproc[f"perturbed_{gen}"] = run({**args, "perturb": [gen], "salt": 2 + i}, ctx.subject)
+                    inproc[f"perturbed_{gen}"] = run({**args, "globals": {**canon, gen: 1}}, ctx.subject)
                     ctx.progress(4 + i, total)
         results = []
         for i, (proc, out) in enumerate(children):

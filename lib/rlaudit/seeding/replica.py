@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,22 +32,24 @@ from rlaudit.env.rollout import VecView, digest, flat_obs, sample_actions
 GLOBAL_GENERATORS = ("python", "numpy", "torch")
 
 
-def perturb(generators: list[str] | tuple[str, ...], salt: int) -> None:
-    """Move the named global generators to a state no seed of the subject's would give them."""
-    if "python" in generators:
-        random.seed(1_000_003 + salt)
-        random.random()
-    if "numpy" in generators:
+def seed_globals(salts: Mapping[str, int]) -> None:
+    """Put each named global generator (``python``, ``numpy``, ``torch``) in a state derived from its salt.
+
+    Replicas run in one process start from the same salts (a canonical state) so that a subject that draws
+    from a global generator behaves the same on every call; moving one generator's salt then shows whether
+    the subject's results depend on it.
+    """
+    if "python" in salts:
+        random.seed(1_000_003 + int(salts["python"]))
+    if "numpy" in salts:
         # The legacy global generator is exactly what is being tested for hidden dependence.
-        np.random.seed((1_000_033 + salt) % 2**32)  # noqa: NPY002
-        np.random.random()  # noqa: NPY002
-    if "torch" in generators:
+        np.random.seed((1_000_033 + int(salts["numpy"])) % 2**32)  # noqa: NPY002
+    if "torch" in salts:
         try:
             import torch
         except ImportError:
             return
-        torch.manual_seed(1_000_037 + salt)
-        torch.rand(1)
+        torch.manual_seed(1_000_037 + int(salts["torch"]))
 
 
 def env_replica(subject: Any, config: dict[str, Any], seed: int, steps: int) -> dict[str, Any]:
@@ -137,7 +140,8 @@ def run(args: dict[str, Any], subject: Any = None) -> dict[str, Any]:
 
     Args:
         args: ``spec`` (to load the subject when ``subject`` is None), ``seed``, ``env_steps`` (0: skip),
-            ``train_steps`` (0: skip), ``perturb`` (global generators to move first), ``salt``, ``workdir``.
+            ``train_steps`` (0: skip), ``globals`` (generator -> salt: the global generators' states to set
+            before each part, see :func:`seed_globals`; absent: left as they are), ``workdir``.
         subject: An already loaded subject (in-process replicas).
     """
     started = time.perf_counter()
@@ -154,7 +158,8 @@ def run(args: dict[str, Any], subject: Any = None) -> dict[str, Any]:
     for part, steps in (("env", int(args.get("env_steps", 0))), ("train", int(args.get("train_steps", 0)))):
         if not steps:
             continue
-        perturb(args.get("perturb") or (), int(args.get("salt", 0)))
+        if args.get("globals"):
+            seed_globals(args["globals"])
         try:
             if part == "env":
                 out[part] = env_replica(subject, config, int(args["seed"]), steps)

@@ -91,7 +91,9 @@ def cost_figure(table: pd.DataFrame, times_a: np.ndarray, times_b: np.ndarray) -
     labels = [str(q).split(",")[0][:34] for q in rated["quantity"]]
     left.barh(labels, rated["ratio"].astype(float), color="#8172B3")
     left.axvline(1.0, color="k", lw=0.8)
-    left.set_xscale("log")
+    ratios = rated["ratio"].astype(float)
+    if len(ratios) and ratios.max() / max(ratios.min(), 1e-12) > 4:
+        left.set_xscale("log")
     left.set_xlabel("candidate / baseline")
     left.set_title("Cost of the input", fontsize=10)
     rounds = np.arange(1, len(times_a) + 1)

@@ -24,36 +24,31 @@ _FIELDS = {f.name for f in dataclasses.fields(ppo.Args)}
 
 
 def _args(config: dict[str, Any]) -> ppo.Args:
-    """The trainer's own config object from the dict rlaudit passes around (derived values dropped)."""
-    return ppo.Args(**{k: v for k, v in config.items() if k in _FIELDS})
+    """The trainer's own config object from the dict rlaudit passes around."""
+    unknown = sorted(set(config) - _FIELDS)
+    if unknown:
+        raise ValueError(
+            f"config key(s) {', '.join(unknown)} are not hyperparameters of cartpole_ppo.train.Args; "
+            f"known: {', '.join(sorted(_FIELDS))}"
+        )
+    return ppo.Args(**config)
 
 
 def config(overrides: list[str] | None = None) -> dict[str, Any]:
-    """Every hyperparameter of ``cartpole_ppo.train.Args``, plus the values derived from them at startup.
+    """Every hyperparameter of ``cartpole_ppo.train.Args`` (the trainer derives nothing else at startup
+    but ``batch_size = num_envs * num_steps`` and ``minibatch_size = batch_size // num_minibatches``).
 
     overrides: ``key=value`` strings (YAML values), e.g. ``["vf_coef=0.5", "norm_adv=true"]``.
     """
     cfg = apply_overrides(dataclasses.asdict(ppo.Args()), overrides)
-    args = _args(cfg)  # rejects a value the trainer would not accept
-    cfg["derived"] = {
-        "batch_size": args.batch_size,
-        "minibatch_size": args.minibatch_size,
-        "num_updates": max(1, args.total_timesteps // args.batch_size),
-    }
+    _args(cfg)  # rejects a value the trainer would not accept
     return cfg
 
 
 def config_keys() -> dict[str, list[str]]:
     return {
         "env": ["env_id", "num_envs"],
-        "trainer": [
-            "num_steps",
-            "total_timesteps",
-            "update_epochs",
-            "num_minibatches",
-            "torch_threads",
-            "derived.*",
-        ],
+        "trainer": ["num_steps", "total_timesteps", "update_epochs", "num_minibatches", "torch_threads"],
         "optimizer": ["learning_rate", "anneal_lr", "adam_eps", "max_grad_norm"],
         "loss": ["gamma", "gae_lambda", "norm_adv", "clip_coef", "clip_vloss", "ent_coef", "vf_coef"],
         "agents": ["hidden_size"],

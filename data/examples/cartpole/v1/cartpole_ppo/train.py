@@ -53,7 +53,7 @@ class Args:
     hidden_size: int = 64  # width of both hidden layers of actor and critic
     torch_threads: int = 1  # torch CPU threads while training
     run_dir: str = "runs/default"  # where logs and checkpoints go (relative to the project directory)
-    checkpoint_every: int = 0  # save a checkpoint every N updates (0: only at the end)
+    checkpoint_every: int = 0  # also save a checkpoint every N updates (0: only half-way and at the end)
 
     @property
     def batch_size(self) -> int:
@@ -77,12 +77,14 @@ def make_env(args: Args, seed: int) -> gym.vector.VectorEnv:
     """``num_envs`` CartPoles in one synchronous vector env, reset in the same step an episode ends.
 
     SAME_STEP autoreset keeps CleanRL's convention: the observation returned with ``done`` is already the
-    first one of the next episode.
+    first one of the next episode. ``RecordEpisodeStatistics`` reports each finished episode's return and
+    length in ``info["episode"]`` (masked by ``info["_episode"]``).
     """
     envs = gym.vector.SyncVectorEnv(
         [lambda: gym.make(args.env_id) for _ in range(args.num_envs)],
         autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
     )
+    envs = gym.wrappers.vector.RecordEpisodeStatistics(envs)
     envs.action_space.seed(seed)
     envs.reset(seed=seed)
     return envs
@@ -358,7 +360,10 @@ def train(
     torch.set_num_threads(args.torch_threads)
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    envs = env_fn(args.num_envs, seed) if env_fn is not None else make_env(args, seed)
+    if env_fn is not None:
+        envs = gym.wrappers.vector.RecordEpisodeStatistics(env_fn(args.num_envs, seed))
+    else:
+        envs = make_env(args, seed)
     agent = make_agent(args, envs.single_observation_space, envs.single_action_space)
     optimizer = make_optimizer(args, agent)
     rec.watch(agent, optimizer)
@@ -382,8 +387,6 @@ def train(
     next_obs_np, _ = envs.reset(seed=seed)
     next_obs = torch.as_tensor(next_obs_np, dtype=torch.float32)
     next_done = torch.zeros(args.num_envs)
-    ep_return = np.zeros(args.num_envs)
-    ep_length = np.zeros(args.num_envs, dtype=np.int64)
     recent_returns: list[float] = []
     start_time = time.perf_counter()
     update = start_update
@@ -405,22 +408,20 @@ def train(
                     actions[step] = action
                     logprobs[step] = logprob
 
-                    next_obs_np, reward, terminations, truncations, _ = envs.step(action.numpy())
+                    next_obs_np, reward, terminations, truncations, infos = envs.step(action.numpy())
                     done = np.logical_or(terminations, truncations)
                     rewards[step] = torch.as_tensor(reward, dtype=torch.float32)
                     next_obs = torch.as_tensor(next_obs_np, dtype=torch.float32)
                     next_done = torch.as_tensor(done, dtype=torch.float32)
 
-                    ep_return += reward
-                    ep_length += 1
-                    for i in np.flatnonzero(done):
-                        rec.episode(
-                            step=global_step,
-                            env=int(i),
-                            **{"return": float(ep_return[i]), "length": int(ep_length[i])},
-                        )
-                        recent_returns.append(float(ep_return[i]))
-                        ep_return[i], ep_length[i] = 0.0, 0
+                    if "_episode" in infos:
+                        for i in np.flatnonzero(infos["_episode"]):
+                            ep_return = float(infos["episode"]["r"][i])
+                            ep_length = int(infos["episode"]["l"][i])
+                            rec.episode(
+                                step=global_step, env=int(i), **{"return": ep_return, "length": ep_length}
+                            )
+                            recent_returns.append(ep_return)
 
             with rec.phase("update"):
                 # bootstrap value if not done
@@ -471,13 +472,18 @@ def train(
                 "losses/entropy": out["entropy"].item(),
                 "losses/approx_kl": out["approx_kl"].item(),
                 "losses/clipfrac": float(np.mean(clipfracs)),
+                "charts/clip_coef": args.clip_coef,
+                "charts/ent_coef": args.ent_coef,
                 "perf/sps": sps,
             }
             if recent_returns:
                 scalars["charts/episodic_return"] = float(np.mean(recent_returns[-20:]))
             rec.log(global_step, **scalars)
             logger.log(global_step, scalars)
-            if args.checkpoint_every and update % args.checkpoint_every == 0 and update < num_updates:
+            if hasattr(rec, "sample_memory"):
+                rec.sample_memory(global_step)
+            periodic = args.checkpoint_every and update % args.checkpoint_every == 0
+            if (update == num_updates // 2 or periodic) and update < num_updates:
                 save_checkpoint(run_dir, agent, optimizer, args, global_step, update)
         save_checkpoint(run_dir, agent, optimizer, args, global_step, update)
     finally:

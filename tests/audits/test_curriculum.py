@@ -1,0 +1,174 @@
+"""The curriculum room: synthetic scores, the probes on a toy curriculum, slope fits, trends, detection."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rlaudit.curriculum import audit, probes
+from rlaudit.demo.faults import CATALOG
+from rlaudit.io import read_table
+from rlaudit.probe import ProbeContext
+from rlaudit.stats import Interval
+from rlaudit.subjects import parse_spec
+
+CURRICULUM_FAULTS = sorted(f.id for f in CATALOG.values() if f.subsystem == "curriculum")
+
+
+def flags(sections: Any, subsystem: str | None = None) -> list[Any]:
+    return [
+        f
+        for s in sections
+        for f in s.findings
+        if f.status.is_flag and (subsystem is None or f.subsystem == subsystem)
+    ]
+
+
+def lines(findings: Any) -> str:
+    return "\n".join(f"{f.id}: {f.headline}" for f in findings)
+
+
+class ToyCurriculum:
+    """Samples tasks 0..n-1 with weights = 1 + last score; ``scan`` makes update O(pool) like case 004."""
+
+    def __init__(self, pool: int, seed: int | None, scan: bool) -> None:
+        self.pool = pool
+        self.rng = np.random.default_rng(seed)
+        self.weights = np.ones(8)
+        self.scan = scan
+        self.slots = list(range(pool))
+
+    def sample(self) -> int:
+        return int(self.rng.choice(8, p=self.weights / self.weights.sum()))
+
+    def update(self, task: int, score: float) -> None:
+        if self.scan:
+            sum(1 for s in self.slots if s >= 0)  # reads every slot
+        self.weights[task] = 1.0 + score
+
+
+class ToySubject:
+    def __init__(self, scan: bool = False) -> None:
+        self.scan = scan
+
+    def config(self) -> dict:
+        return {"curriculum": {"max_tasks": 64}}
+
+    def make_curriculum(self, config: dict, seed: int | None = None) -> ToyCurriculum:
+        return ToyCurriculum(config["curriculum"]["max_tasks"], seed, self.scan)
+
+
+def ctx_for(subject: Any, out: Path) -> ProbeContext:
+    out.mkdir(parents=True, exist_ok=True)
+    return ProbeContext(
+        subject=subject,
+        config=subject.config(),
+        out=out,
+        spec="toy",
+        capabilities=frozenset({"config", "make_curriculum"}),
+    )
+
+
+def test_synthetic_scores_are_deterministic_learning_curves() -> None:
+    first = [probes.synthetic_score(0, "3", k) for k in range(80)]
+    assert first == [probes.synthetic_score(0, "3", k) for k in range(80)]
+    assert all(0.0 <= s <= 1.0 for s in first)
+    assert np.mean(first[-10:]) > np.mean(first[:5])  # it rises
+    assert first != [probes.synthetic_score(1, "3", k) for k in range(80)]
+
+
+def test_sampling_probe_reproduces_a_seeded_curriculum(tmp_path: Path) -> None:
+    ctx = ctx_for(ToySubject(), tmp_path / "s")
+    out = probes.sampling(ctx, seed=0, phases=2, samples_per_phase=200, episodes=50)
+    assert out["seeded"] == "argument" and out["reproducible"] and out["tasks_seen"] == 8
+    phases = __import__("json").loads((ctx.out / "open_loop.json").read_text())["phases"]
+    assert len(phases) == 3 and sum(phases[1].values()) == 200
+    assert audit.pooled_counts(phases) == {
+        k: phases[1].get(k, 0) + phases[2].get(k, 0) for k in set(phases[1]) | set(phases[2])
+    }
+
+
+def test_scaling_probe_varies_the_pool_through_the_config(tmp_path: Path) -> None:
+    ctx = ctx_for(ToySubject(scan=True), tmp_path / "c")
+    out = probes.scaling(ctx, seed=0, sizes=[16, 256, 4096], repeats=3, calls=8)
+    assert out["pool_key"] == "curriculum.max_tasks" and out["sizes"] == [16, 256, 4096]
+    timings = read_table(ctx.out / "timings")
+    assert len(timings) == 9 and (timings["update_seconds"] > 0).all()
+
+
+def test_complexity_names_and_slope_fits() -> None:
+    assert audit.complexity(0.05) == "constant (or logarithmic)"
+    assert audit.complexity(0.95) == "linear"
+    sizes = [16, 64, 256, 1024, 4096]
+    rng = np.random.default_rng(0)
+    rows = []
+    for r in range(4):
+        for n in sizes:
+            noise = rng.uniform(0.9, 1.1)
+            rows.append(
+                {"size": n, "repeat": r, "sample_seconds": 2e-6 * noise, "update_seconds": 1e-8 * n * noise}
+            )
+    fits = audit.fit_slopes(pd.DataFrame(rows), seed=0)
+    assert abs(fits["sample"].point) < 0.05 and abs(fits["update"].point - 1.0) < 0.05
+    assert audit.scaling_verdict(fits["sample"], fits["update"]) == "worse"
+    assert audit.scaling_verdict(fits["update"], fits["sample"]) == "better"
+    assert audit.scaling_verdict(Interval(0.1, 0.0, 0.2), Interval(0.3, 0.1, 0.5)) == "same"
+
+
+def test_growth_sees_a_rising_cost_and_not_a_flat_one() -> None:
+    episodes = np.arange(1, 13) * 50
+    rising = pd.DataFrame({"episodes": episodes, "update_seconds": 1e-5 * (1 + episodes / 200)})
+    flat = pd.DataFrame({"episodes": episodes, "update_seconds": 1e-5 * (1 + 0.01 * np.sin(episodes))})
+    g = audit.growth(rising, "update_seconds")
+    assert g["direction"] == "increasing" and g["relative_growth"] > 1.0
+    assert audit.growth(flat, "update_seconds")["relative_growth"] < 0.05
+
+
+@pytest.fixture(scope="module")
+def bench(audit_cache: str) -> Iterator[Any]:
+    from rlaudit.workbench import Workbench
+
+    opened: dict[Any, Workbench] = {}
+
+    def get(candidate: Any) -> Workbench:
+        if candidate not in opened:
+            opened[candidate] = Workbench("builtin:reference", candidate, profile="smoke")
+        return opened[candidate]
+
+    yield get
+    for wb in opened.values():
+        wb.close()
+
+
+@pytest.mark.parametrize("fault", CURRICULUM_FAULTS)
+def test_curriculum_fault_is_flagged(bench: Any, fault: str) -> None:
+    sections = audit.audit_all(bench(f"builtin:reference+{fault}"))
+    found = flags(sections, "curriculum")
+    assert found, f"{fault} not flagged:\n" + "\n".join(lines(s.findings) for s in sections)
+    assert any(f.id == "curriculum/scaling" for f in found), lines(found)
+
+
+def test_identical_pair_stays_quiet(bench: Any) -> None:
+    wb = bench(parse_spec("builtin:reference", env={"RLAUDIT_AA_REPLICA": "1"}))
+    for seed in (0, 1):
+        sections = audit.audit_all(wb, seed=seed)
+        assert not flags(sections), f"seed {seed}: " + lines(flags(sections))
+
+
+def test_cost_checks_stay_quiet_with_a_busy_core(bench: Any) -> None:
+    wb = bench(parse_spec("builtin:reference", env={"RLAUDIT_AA_REPLICA": "1"}))
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        sections = [audit.scaling(wb, seed=7), audit.cost_trend(wb, seed=7), audit.overhead(wb, seed=7)]
+        assert busy.poll() is None
+    finally:
+        busy.kill()
+        busy.wait(timeout=10)
+    assert not flags(sections), lines(flags(sections))

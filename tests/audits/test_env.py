@@ -1,0 +1,351 @@
+"""The environment room: rollout helpers, the analysis functions, and the detection matrix for env faults."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pandas as pd
+import pytest
+from gymnasium import spaces
+
+from rlaudit.demo.faults import CATALOG
+from rlaudit.env import analysis, audit
+from rlaudit.env.rollout import (
+    EpisodeTracker,
+    Policy,
+    VecView,
+    digest,
+    find_key,
+    flat_obs,
+    reported_episode_stats,
+    sample_actions,
+    with_value,
+)
+from rlaudit.subjects import parse_spec
+
+ENV_FAULTS = sorted(f.id for f in CATALOG.values() if f.subsystem == "env")
+
+
+def flags(sections: Any, subsystem: str | None = None) -> list[Any]:
+    return [
+        f
+        for s in sections
+        for f in s.findings
+        if f.status.is_flag and (subsystem is None or f.subsystem == subsystem)
+    ]
+
+
+def lines(findings: Any) -> str:
+    return "\n".join(f"{f.id}: {f.headline}" for f in findings)
+
+
+def aa_spec(tag: str = "1") -> Any:
+    """The reference again under another fingerprint, so every probe really runs twice (an A/A pair)."""
+    return parse_spec("builtin:reference", env={"RLAUDIT_AA_REPLICA": tag})
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Rollout helpers
+# ---------------------------------------------------------------------------------------------------------
+
+
+class Countdown(gym.Env):
+    """A single env: observation is the steps left; reward 1 per step; terminates after ``length`` steps."""
+
+    def __init__(self, length: int = 3) -> None:
+        self.length = length
+        self.observation_space = spaces.Box(0, 10, shape=(1,), dtype=np.float32)
+        self.action_space = spaces.Discrete(2)
+        self.left = length
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.left = self.length
+        return np.array([self.left], dtype=np.float32), {}
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        self.left -= 1
+        done = self.left == 0
+        info = {"episode": {"r": float(self.length), "l": self.length}} if done else {}
+        return np.array([self.left], dtype=np.float32), 1.0, done, False, info
+
+
+def test_find_key_prefers_earlier_names_and_skips_bools() -> None:
+    config = {"env": {"num_envs": True}, "trainer": {"n_envs": 8, "num_envs": 64}}
+    assert find_key(config, ("num_envs", "n_envs")) == "trainer.num_envs"
+    assert find_key(config, ("missing",)) is None
+    changed = with_value(config, "trainer.num_envs", 4)
+    assert changed["trainer"]["num_envs"] == 4 and config["trainer"]["num_envs"] == 64
+
+
+def test_flat_obs_concatenates_dicts_in_key_order() -> None:
+    obs = {"b": np.ones((2, 2)), "a": np.zeros((2, 1))}
+    out = flat_obs(obs, 2)
+    assert out.shape == (2, 3)
+    assert out[0].tolist() == [0.0, 1.0, 1.0]
+
+
+def test_sample_actions_depend_on_the_seed_only() -> None:
+    space = spaces.Discrete(5, start=1)
+    a = sample_actions(space, 4, np.random.default_rng(3), size=6)
+    b = sample_actions(space, 4, np.random.default_rng(3), size=6)
+    assert a.shape == (6, 4) and (a == b).all() and a.min() >= 1 and a.max() <= 5
+    box = sample_actions(spaces.Box(-2, 2, shape=(3,)), 2, np.random.default_rng(0))
+    assert box.shape == (2, 3) and np.abs(box).max() <= 2
+    assert digest(a) == digest(b) != digest(a + 1)
+
+
+def test_wsls_policy_repeats_only_rewarded_actions() -> None:
+    pol = Policy("wsls", spaces.Discrete(1000), 2, seed=0)
+    first = pol.act(None)
+    second = pol.act(np.array([1.0, 0.0]))
+    assert second[0] == first[0]  # won: stay
+    assert second[1] != first[1]  # lost: shift (a fresh draw out of 1000)
+
+
+def test_single_env_episodes_are_tracked_and_reported() -> None:
+    view = VecView(Countdown(3))
+    assert view.num_envs == 1 and view.mode == "single"
+    view.reset(seed=0)
+    tracker = EpisodeTracker(1)
+    for t in range(7):
+        tracker.update(t, view.step(np.array([0])))
+    cols = tracker.log.columns()
+    assert cols["length"].tolist() == [3, 3]
+    assert cols["return"].tolist() == [3.0, 3.0]
+    assert cols["reported.r"].tolist() == [3.0, 3.0]
+    assert cols["first"].tolist() == [True, False]
+    assert cols["terminated"].all() and cols["final_obs"].all()
+
+
+@pytest.mark.parametrize("mode", ["next_step", "same_step"])
+def test_vector_autoreset_modes_give_the_same_episodes(mode: str) -> None:
+    from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+    am = AutoresetMode.NEXT_STEP if mode == "next_step" else AutoresetMode.SAME_STEP
+    env = SyncVectorEnv([lambda: Countdown(2), lambda: Countdown(3)], autoreset_mode=am)
+    view = VecView(env)
+    assert view.mode == mode
+    view.reset(seed=0)
+    tracker = EpisodeTracker(2)
+    for t in range(12):
+        tracker.update(t, view.step(np.zeros(2, dtype=np.int64)))
+    cols = tracker.log.columns()
+    by_env = {e: cols["length"][cols["env"] == e].tolist() for e in (0, 1)}
+    assert set(by_env[0]) == {2} and set(by_env[1]) == {3}
+    assert np.all(cols["return"] == cols["length"])  # reward 1 per live step: reset steps are not counted
+
+
+def test_reported_stats_read_the_masked_vector_layout() -> None:
+    info = {
+        "episode": {"r": np.array([1.5, 9.0]), "l": np.array([4, 9])},
+        "_episode": np.array([True, False]),
+    }
+    out = reported_episode_stats(info, 2, np.array([True, False]))
+    assert out == [{"r": 1.5, "l": 4.0}, {}]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Analysis functions
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _digests(values: list[str]) -> dict[str, list[str]]:
+    return {
+        "obs": ["o", *values],
+        "reward": values,
+        "terminated": values,
+        "truncated": values,
+        "episode": values,
+    }
+
+
+def test_self_consistency_finds_the_first_differing_step() -> None:
+    same = {"first": _digests(["a", "b", "c"]), "second": _digests(["a", "b", "c"])}
+    assert audit.self_consistency(same) == (None, [])
+    other = {"first": _digests(["a", "b", "c"]), "second": _digests(["a", "x", "c"])}
+    step, fields = audit.self_consistency(other)
+    assert step == 2 and "reward" in fields and "obs" in fields
+
+
+def test_structural_differences_name_shapes_and_env_counts() -> None:
+    facts = {
+        "num_envs": 4,
+        "observation_space": {"shape": [10], "kind": "Box"},
+        "action_space": {"repr": "D(5)"},
+    }
+    other = {**facts, "num_envs": 2, "observation_space": {"shape": [40], "kind": "Box"}}
+    out = audit.structural_differences(facts, other)
+    assert any("num_envs 4 vs 2" in o for o in out) and any("[10] vs [40]" in o for o in out)
+    assert audit.structural_differences(facts, dict(facts)) == []
+
+
+def test_divergence_table_reports_the_first_step_per_field() -> None:
+    steps, n = 4, 2
+    a = {
+        "obs": np.zeros((steps + 1, n, 3), dtype=np.float32),
+        "reward": np.zeros((steps, n)),
+        "terminated": np.zeros((steps, n), dtype=bool),
+        "truncated": np.zeros((steps, n), dtype=bool),
+        "episode_r": np.full((steps, n), np.nan),
+    }
+    b = {k: v.copy() for k, v in a.items()}
+    b["reward"][2, 1] = 0.8  # step 3, env 1
+    b["obs"][4, 0, 2] = 1.0  # step 4
+    dig = {"obs": ["x"] * (steps + 1)}
+    table, fractions = audit.divergence_table(a, b, dig, dig, stored=steps)
+    first = dict(zip(table["field"], table["first_step"], strict=True))
+    assert first["reward"] == 3 and first["obs"] == 4 and np.isnan(first["terminated"])
+    assert fractions["rewards"][3] == 0.5
+
+
+def test_stat_mismatch_counts_lost_episode_returns() -> None:
+    eps = pd.DataFrame(
+        {
+            "env": [0, 1, 2, 3],
+            "end": [5, 6, 7, 8],
+            "return": [0.1, 0.9, 0.0, 2.0],
+            "length": [5, 6, 7, 8],
+            "reported.r": [0.1, 0.0, 0.0, 0.0],
+            "reported.l": [5, 6, 7, 8],
+        }
+    )
+    out = audit.stat_mismatch(eps)
+    assert out["reported"] == 4 and out["return_mismatch"] == 0.5 and out["length_mismatch"] == 0.0
+    assert out["example"] == {"env": 1, "end_step": 6, "reported_return": 0.0, "return_paid": 0.9}
+
+
+def test_reset_spread_separates_desync_from_truncating_every_episode() -> None:
+    steps = pd.DataFrame({"ended": np.ones(300, dtype=int)})
+    good = pd.DataFrame(
+        {
+            "env": [0, 1, 0, 1],
+            "end": [10, 50, 109, 149],
+            "length": [11, 51, 99, 99],
+            "truncated": True,
+            "first": [True, True, False, False],
+        }
+    )
+    bad = pd.DataFrame(
+        {
+            "env": [0, 1, 0, 1],
+            "end": [10, 50, 40, 90],
+            "length": [11, 51, 30, 40],
+            "truncated": True,
+            "first": [True, True, False, False],
+        }
+    )
+    assert audit.reset_spread(good, steps)["early_fraction"] == 0.0
+    out = audit.reset_spread(bad, steps)
+    assert out["limit"] == 51 and out["early_fraction"] == 1.0
+
+
+def test_compare_samples_needs_a_practical_and_credible_shift() -> None:
+    rng = np.random.default_rng(0)
+    base = rng.normal(10, 1, 300)
+    assert not audit.compare_samples(rng.normal(10, 1, 300), base, seed=0)["differs"]
+    assert not audit.compare_samples(base + 0.05, base, seed=0)["differs"]  # real but not practical
+    shifted = audit.compare_samples(base - 3, base, seed=0)
+    assert shifted["differs"] and shifted["ci"][1] < 0
+
+
+def test_throughput_ratio_of_a_twice_slower_candidate() -> None:
+    jitter = (0.98, 1.0, 1.03, 0.99, 1.01)
+    frames = {
+        side: pd.DataFrame(
+            {
+                "requested": 0,
+                "num_envs": 8,
+                "repeat": range(5),
+                "env_steps": 1000,
+                "seconds": [secs * j for j in jitter],
+                "calib_seconds": 0.001,
+            }
+        )
+        for side, secs in (("baseline", 1.0), ("candidate", 2.0))
+    }
+    ratios = audit.throughput_ratios(audit.throughput_table(frames), seed=0)
+    row = ratios.iloc[0]
+    assert abs(row["ratio"] - 0.5) < 0.02 and row["ci_high"] < 1
+    assert analysis.slower(analysis.stats.Interval(row["ratio"], row["ci_low"], row["ci_high"]))
+
+
+def test_bootstrap_diff_and_ratio_of_ratios_reproduce_with_a_seed() -> None:
+    a, b = np.arange(10.0), np.arange(10.0) + 5
+    iv = analysis.bootstrap_diff(a, b, seed=1)
+    assert iv.point == -5.0 and iv == analysis.bootstrap_diff(a, b, seed=1) and iv.high < 0
+    r = analysis.ratio_of_ratios([4.0] * 5, [1.0] * 5, [2.0] * 5, [1.0] * 5, seed=0)
+    assert r.point == 2.0 and analysis.costlier(r, 1.5)
+    assert not analysis.slower(analysis.stats.Interval(0.95, 0.8, 1.1))
+    assert analysis.faster(analysis.stats.Interval(1.5, 1.3, 1.7))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Detection matrix and A/A (smoke profile, shared artifact cache)
+# ---------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bench(audit_cache: str) -> Iterator[Any]:
+    """``bench(candidate)`` -> a smoke Workbench against builtin:reference, shared by this module's tests (its
+    workers start once)."""
+    from rlaudit.workbench import Workbench
+
+    opened: dict[Any, Workbench] = {}
+
+    def get(candidate: Any) -> Workbench:
+        if candidate not in opened:
+            opened[candidate] = Workbench("builtin:reference", candidate, profile="smoke")
+        return opened[candidate]
+
+    yield get
+    for wb in opened.values():
+        wb.close()
+
+
+@pytest.mark.parametrize("fault", ENV_FAULTS)
+def test_env_fault_is_flagged(bench: Any, fault: str) -> None:
+    sections = audit.audit_all(bench(f"builtin:reference+{fault}"))
+    found = flags(sections, "env")
+    assert found, f"{fault} not flagged:\n" + "\n".join(lines(s.findings) for s in sections)
+
+
+def test_identical_pair_stays_quiet(bench: Any) -> None:
+    sections = audit.audit_all(bench(aa_spec()))
+    assert not flags(sections), lines(flags(sections))
+    assert not [f for s in sections for f in s.findings if f.status.value == "ERROR"]
+
+
+def test_statistical_and_timing_checks_stay_quiet_on_other_seeds(bench: Any) -> None:
+    wb = bench(aa_spec())
+    for seed in (1, 2):
+        sections = [
+            audit.distributions(wb, seed=seed),
+            audit.reset_cost(wb, seed=seed),
+            audit.throughput(wb, seed=seed),
+        ]
+        assert not flags(sections), f"seed {seed}: " + lines(flags(sections))
+
+
+@pytest.fixture
+def busy_core() -> Iterator[subprocess.Popen[bytes]]:
+    """A busy loop on another core for the duration of a test (killed by its own pid)."""
+    proc = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def test_timing_checks_stay_quiet_with_a_busy_core(bench: Any, busy_core: subprocess.Popen[bytes]) -> None:
+    # A fresh seed so that every timing probe is measured now, while the busy loop competes for the cores.
+    wb = bench(aa_spec())
+    sections = [audit.throughput(wb, seed=7), audit.reset_cost(wb, seed=7)]
+    assert busy_core.poll() is None
+    assert not flags(sections), lines(flags(sections))

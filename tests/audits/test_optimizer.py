@@ -1,0 +1,191 @@
+"""The optimizer room: declared schedules, runtime curves, hyperparameter defaults, clipping statistics, and the
+detection matrix for the optimizer faults (with the identical pair staying quiet)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rlaudit.demo import faults as catalog
+from rlaudit.findings import Finding, Status
+from rlaudit.optimizer import audit as oa
+from rlaudit.optimizer.probes import library_defaults
+
+
+def flagged(sections: Iterable[Any]) -> list[Finding]:
+    """SUSPECT/CONFIRMED findings of Sections (as tests/audits/conftest.py's helper, which is not importable)."""
+    return [f for s in sections for f in s.findings if f.status.is_flag]
+
+
+def describe(findings: Iterable[Finding]) -> str:
+    return "\n".join(f"{f.id}: {f.headline}" for f in findings)
+
+
+def test_declared_schedule_reads_switches_and_kinds() -> None:
+    cfg = {
+        "trainer": {
+            "anneal_lr": True,
+            "lr_schedule": "linear",
+            "ent_schedule": "constant",
+            "ent_coef_final": 0.0,
+        }
+    }
+    assert oa.declared_schedule(cfg, "learning rate")[0] is True
+    assert oa.declared_schedule(cfg, "entropy coefficient")[0] is False
+    assert oa.declared_schedule(cfg, "clip coefficient")[0] is None  # the config says nothing
+    off = {"trainer": {"anneal_lr": False, "lr_schedule": "cosine"}}
+    assert oa.declared_schedule(off, "learning rate")[0] is True  # a kind is a request, whatever the switch
+    assert oa.declared_schedule({"scheduler": None}, "learning rate")[0] is False
+
+
+def _curve(side: str, values: list[float], seed: int = 0) -> pd.DataFrame:
+    return pd.DataFrame(
+        {"side": side, "seed": seed, "progress": np.linspace(0, 1, len(values)), "value": values}
+    )
+
+
+def test_flat_runtime_schedule_declared_in_config_is_confirmed() -> None:
+    curves = pd.concat(
+        [_curve("baseline", [1.0, 0.75, 0.5, 0.25]), _curve("candidate", [1.0, 1.0, 1.0, 1.0])]
+    )
+    summary = oa.curve_summary(curves)
+    assert summary["candidate"]["flat"] and not summary["baseline"]["flat"]
+    declared = {"baseline": (True, {"anneal_lr": True}), "candidate": (True, {"anneal_lr": True})}
+    finding = oa.judge_schedule("learning rate", summary, declared)
+    assert finding.status is Status.CONFIRMED
+    assert "flat" in finding.evidence.summary and "0.25" in finding.evidence.summary
+
+
+def test_identical_schedules_are_cleared_and_both_flat_is_noted() -> None:
+    same = pd.concat([_curve("baseline", [1.0, 0.5]), _curve("candidate", [1.0, 0.5])])
+    declared = {s: (True, {}) for s in ("baseline", "candidate")}
+    assert oa.judge_schedule("learning rate", oa.curve_summary(same), declared).status is Status.CLEARED
+    flat = pd.concat([_curve("baseline", [1.0, 1.0]), _curve("candidate", [1.0, 1.0])])
+    assert oa.judge_schedule("learning rate", oa.curve_summary(flat), declared).status is Status.NOTED
+
+
+def test_undeclared_difference_is_suspect() -> None:
+    curves = pd.concat([_curve("baseline", [0.2, 0.2]), _curve("candidate", [0.2, 0.1])])
+    declared = {s: (None, {}) for s in ("baseline", "candidate")}
+    assert oa.judge_schedule("clip coefficient", oa.curve_summary(curves), declared).status is Status.SUSPECT
+
+
+def test_hyperparameter_table_marks_library_defaults() -> None:
+    import torch
+
+    defaults = library_defaults(torch.optim.Adam)
+    assert defaults["eps"] == 1e-8 and defaults["betas"] == [0.9, 0.999]
+    setups = {
+        "baseline": {
+            "class": "Adam",
+            "defaults": defaults,
+            "groups": [{"lr": 1e-3, "eps": 1e-5, "_tensors": 2}],
+        },
+        "candidate": {
+            "class": "Adam",
+            "defaults": defaults,
+            "groups": [{"lr": 1e-3, "eps": 1e-8, "_tensors": 2}],
+        },
+    }
+    configs = {"baseline": {"optimizer": {"eps": 1e-5}}, "candidate": {"optimizer": {"eps": None}}}
+    table = oa.hyperparameter_table(setups, configs).set_index("hyperparameter")
+    assert table.loc["lr", "same"] and not table.loc["eps", "same"]
+    assert table.loc["eps", "candidate_default"] and not table.loc["eps", "baseline_default"]
+    assert table.loc["eps", "candidate_declared"] == "optimizer.eps = None"
+
+
+def test_clipping_stats_count_clipped_steps_and_threshold_breaches() -> None:
+    updates = pd.DataFrame(
+        {"group": 0, "grad_norm": [0.2, 0.8, 1.5, 0.4], "grad_norm_clipped": [0.2, 0.5, 0.5, 0.4]}
+    )
+    st = oa.clipping_stats(updates, threshold=0.5)
+    assert st["fraction_clipped"] == pytest.approx(0.5) and st["over_threshold"] == 0
+    unclipped = pd.DataFrame({"group": 0, "grad_norm": [0.2, 0.8], "grad_norm_clipped": [0.2, 0.8]})
+    assert oa.clipping_stats(unclipped, threshold=0.5)["over_threshold"] == 1
+
+
+def test_update_ratio_table_pairs_layers() -> None:
+    rng = np.random.default_rng(0)
+    rows = [
+        {"side": s, "layer": layer, "update_ratio": scale * rng.uniform(0.9, 1.1)}
+        for s, scale in (("baseline", 1e-3), ("candidate", 5e-3))
+        for layer in ("a", "b")
+        for _ in range(20)
+    ]
+    table = oa.update_ratio_table(pd.DataFrame(rows)).set_index("layer")
+    assert table.loc["a", "ratio"] == pytest.approx(5.0, rel=0.15)
+    assert table.loc["a", "low"] > 3.0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Detection matrix
+# ---------------------------------------------------------------------------------------------------------------
+
+OPTIMIZER_FAULTS = [f.id for f in catalog.CATALOG.values() if f.subsystem == "optimizer"]
+
+
+@pytest.mark.parametrize("fault", OPTIMIZER_FAULTS)
+def test_optimizer_fault_is_flagged(make_wb, fault: str) -> None:
+    from rlaudit.optimizer import audit_all
+
+    sections = audit_all(make_wb(f"builtin:reference+{fault}"))
+    found = [f for f in flagged(sections) if f.subsystem == "optimizer"]
+    assert found, f"{fault}: nothing flagged\n{describe(f for s in sections for f in s.findings)}"
+
+
+def test_identical_pair_is_quiet(make_wb) -> None:
+    from rlaudit.optimizer import audit_all
+
+    sections = audit_all(make_wb("builtin:reference"))
+    assert not flagged(sections), describe(flagged(sections))
+    assert not [f for s in sections for f in s.findings if f.status.value == "ERROR"]
+
+
+def test_schedules_quiet_across_seeds(make_wb) -> None:
+    """Baseline and candidate runs of the same subject with different seeds: runtime schedules still agree."""
+    from rlaudit.optimizer.audit import curve_summary, judge_schedule, lr_curves
+    from rlaudit.trainer.runs import run_data, runs
+
+    wb = make_wb("builtin:reference")
+    a = run_data(runs(wb, seeds=[0, 1], steps=wb.profile.short_train_steps))["baseline"]
+    b = run_data(runs(wb, seeds=[2, 3], steps=wb.profile.short_train_steps))["baseline"]
+    curves = lr_curves({"baseline": a, "candidate": b})
+    declared = {s: oa.declared_schedule(a[0].config, "learning rate") for s in ("baseline", "candidate")}
+    assert judge_schedule("learning rate", curve_summary(curves), declared).status is Status.CLEARED
+
+
+def test_same_schedule_at_different_rollout_sizes_agrees() -> None:
+    """A linear decay sampled by 2 big updates and by 16 small ones is the same schedule (no false alarm
+    when only the batch geometry differs)."""
+    coarse_steps = np.repeat([4096, 8192], 16)
+    coarse_lr = np.repeat([2.5e-3 * (1 - k / 2) for k in range(2)], 16)
+    fine_steps = np.repeat(512 * np.arange(1, 17), 16)
+    fine_lr = np.repeat([2.5e-3 * (1 - k / 16) for k in range(16)], 16)
+    curves = pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "side": "baseline",
+                    "seed": 0,
+                    "progress": oa.schedule_progress(coarse_steps),
+                    "value": coarse_lr,
+                }
+            ),
+            pd.DataFrame(
+                {
+                    "side": "candidate",
+                    "seed": 0,
+                    "progress": oa.schedule_progress(fine_steps),
+                    "value": fine_lr,
+                }
+            ),
+        ]
+    )
+    summary = oa.curve_summary(curves)
+    assert oa.curve_gap(summary["baseline"], summary["candidate"]) < 1e-9
+    declared = {s: (True, {}) for s in ("baseline", "candidate")}
+    assert oa.judge_schedule("learning rate", summary, declared).status is Status.CLEARED

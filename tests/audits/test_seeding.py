@@ -1,0 +1,224 @@
+"""The seeding room: replica comparison, fresh processes catching hash randomization, global-generator
+perturbation, the variance table, and the detection matrix."""
+
+from __future__ import annotations
+
+import random
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rlaudit.demo.faults import CATALOG
+from rlaudit.probe import ProbeContext
+from rlaudit.seeding import audit, probes, replica
+from rlaudit.subjects import parse_spec
+
+SEEDING_FAULTS = sorted(f.id for f in CATALOG.values() if f.subsystem == "seeding")
+
+# A numpy-only subject whose random walk is seeded by reset(seed=...); with HASH_SALT its drift also depends
+# on hash() of a string, which Python randomizes per process unless PYTHONHASHSEED is set.
+TOY_SUBJECT = textwrap.dedent(
+    """
+    import gymnasium as gym
+    import numpy as np
+    from gymnasium import spaces
+
+    HASH_SALT = {hash_salt}
+
+    class Walk(gym.Env):
+        def __init__(self, drift):
+            self.observation_space = spaces.Box(-np.inf, np.inf, shape=(1,), dtype=np.float64)
+            self.action_space = spaces.Discrete(2)
+            self.drift = drift
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            self.x = 0.0
+            return np.array([self.x]), {{}}
+
+        def step(self, action):
+            self.x += self.np_random.normal() + self.drift + action
+            return np.array([self.x]), 0.0, False, False, {{}}
+
+    def config():
+        return {{"env": {{"size": 1}}}}
+
+    def make_env(config, seed):
+        drift = (hash("rlaudit") % 1000) / 1000 if HASH_SALT else 0.0
+        return Walk(drift)
+    """
+)
+
+
+def toy_ctx(tmp_path: Path, name: str, hash_salt: bool) -> ProbeContext:
+    directory = tmp_path / name
+    directory.mkdir()
+    path = directory / "subject.py"
+    path.write_text(TOY_SUBJECT.format(hash_salt=hash_salt))
+    spec = parse_spec(str(path))
+    from rlaudit.subjects import load_subject
+
+    subject = load_subject(spec)
+    out = tmp_path / f"{name}-out"
+    out.mkdir()
+    return ProbeContext(
+        subject=subject,
+        config=subject.config(),
+        out=out,
+        spec=spec.text,
+        capabilities=frozenset({"config", "make_env"}),
+    )
+
+
+def test_fresh_processes_catch_hash_randomization(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYTHONHASHSEED", raising=False)
+    reports = {}
+    for name, salt in (("clean", False), ("hashed", True)):
+        ctx = toy_ctx(tmp_path, name, salt)
+        out = probes.replicas(ctx, seed=3, other_seed=4, env_steps=8, train_steps=0, fresh=2, timeout=300)
+        assert out["parts"] == ["env"]
+        reports[name] = audit.same_seed_report(
+            __import__("json").loads((ctx.out / "replicas.json").read_text())
+        )
+    clean, hashed = reports["clean"], reports["hashed"]
+    assert clean["fresh"]["identical"] and clean["warm"]["identical"] and not clean["insensitive"]
+    # hash("rlaudit") differs between two fresh interpreters (a 1-in-1000 chance of a collision)
+    assert hashed["fresh"]["env_step"] == 1 and not hashed["fresh"]["identical"]
+
+
+class TorchToy:
+    """A subject whose train() builds a tiny network; ``seeded=False`` reseeds torch from entropy."""
+
+    def __init__(self, seeded: bool, use_numpy_global: bool = False) -> None:
+        self.seeded = seeded
+        self.use_numpy_global = use_numpy_global
+
+    def config(self) -> dict:
+        return {}
+
+    def train(self, config: dict, steps: int, seed: int, recorder: Any) -> dict:
+        import torch
+
+        if self.seeded:
+            torch.manual_seed(seed)
+        else:
+            torch.seed()
+        net = torch.nn.Linear(3, 1)
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        recorder.watch(net, opt)
+        gen = np.random.default_rng(seed)
+        for step in range(3):
+            x = torch.as_tensor(gen.normal(size=(4, 3)), dtype=torch.float32)
+            if self.use_numpy_global:
+                x = x + float(np.random.random())  # noqa: NPY002 - the hidden dependence under test
+            loss = net(x).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            recorder.log(step, **{"losses/loss": loss.item()})
+        return {}
+
+
+def test_replicas_of_an_unseeded_trainer_differ_in_initial_weights(tmp_path: Path) -> None:
+    args = {"seed": 0, "env_steps": 0, "train_steps": 1, "workdir": str(tmp_path)}
+    good = [replica.run(args, TorchToy(True)) for _ in range(2)]
+    bad = [replica.run(args, TorchToy(False)) for _ in range(2)]
+    assert audit.compare_replicas(*good)["identical"]
+    cmp = audit.compare_replicas(*bad)
+    assert cmp["init"] is False and cmp["grad_step"] == 1 and cmp["losses"] is False
+    assert "initial weights (2 tensors)" in audit.describe_difference(cmp)
+
+
+def test_perturbing_global_generators_exposes_a_hidden_numpy_dependence(tmp_path: Path) -> None:
+    args = {"seed": 0, "env_steps": 0, "train_steps": 1, "workdir": str(tmp_path)}
+    toy = TorchToy(True, use_numpy_global=True)
+    canon = {"python": 0, "numpy": 0, "torch": 0}
+    base = replica.run({**args, "globals": canon}, toy)
+    assert audit.compare_replicas(base, replica.run({**args, "globals": canon}, toy))["identical"]
+    numpy_moved = replica.run({**args, "globals": {**canon, "numpy": 1}}, toy)
+    torch_moved = replica.run({**args, "globals": {**canon, "torch": 1}}, toy)
+    assert not audit.compare_replicas(base, numpy_moved)["identical"]
+    assert audit.compare_replicas(base, torch_moved)["identical"]  # torch is reseeded by train itself
+
+
+def test_seed_globals_sets_each_named_generator() -> None:
+    import torch
+
+    replica.seed_globals({"python": 0, "numpy": 0, "torch": 0})
+    first = (random.random(), np.random.random(), float(torch.rand(1)))  # noqa: NPY002
+    replica.seed_globals({"python": 0, "numpy": 0, "torch": 0})
+    assert (random.random(), np.random.random(), float(torch.rand(1))) == first  # noqa: NPY002
+    replica.seed_globals({"numpy": 1})
+    assert np.random.random() != first[1]  # noqa: NPY002
+
+
+def test_replica_errors_are_listed_per_replica() -> None:
+    rep = {
+        "fresh": [{"error": "replica timed out"}, {"env": {"error": "ValueError: x"}}],
+        "in_process": {"same": {"train": {"error": "TypeError: y"}}},
+    }
+    errs = audit.replica_errors(rep)
+    assert errs == [
+        "fresh process 1: replica timed out",
+        "fresh process 2 env: ValueError: x",
+        "worker (same) train: TypeError: y",
+    ]
+
+
+def test_variance_table_pools_the_sds() -> None:
+    out = audit.variance_table({"baseline": [1.0, 3.0], "candidate": [2.0, 2.0, 5.0]}, seed=0)
+    assert out["baseline"]["sd"] == pytest.approx(np.sqrt(2.0))
+    assert out["candidate"]["sd"] == pytest.approx(np.std([2.0, 2.0, 5.0], ddof=1))
+    assert out["pooled_sd"] == pytest.approx(np.sqrt((1 * 2.0 + 2 * 3.0) / 3))
+
+
+@pytest.fixture(scope="module")
+def bench(audit_cache: str) -> Iterator[Any]:
+    from rlaudit.workbench import Workbench
+
+    opened: dict[Any, Workbench] = {}
+
+    def get(candidate: Any) -> Workbench:
+        if candidate not in opened:
+            opened[candidate] = Workbench("builtin:reference", candidate, profile="smoke")
+        return opened[candidate]
+
+    yield get
+    for wb in opened.values():
+        wb.close()
+
+
+def flags(sections: Any, subsystem: str | None = None) -> list[Any]:
+    return [
+        f
+        for s in sections
+        for f in s.findings
+        if f.status.is_flag and (subsystem is None or f.subsystem == subsystem)
+    ]
+
+
+def lines(findings: Any) -> str:
+    return "\n".join(f"{f.id}: {f.headline}" for f in findings)
+
+
+@pytest.mark.parametrize("fault", SEEDING_FAULTS)
+def test_seeding_fault_is_flagged(bench: Any, fault: str) -> None:
+    sections = audit.audit_all(bench(f"builtin:reference+{fault}"))
+    found = flags(sections, "seeding")
+    assert found, f"{fault} not flagged:\n" + "\n".join(lines(s.findings) for s in sections)
+    assert any(f.id == "seeding/fresh-processes" and f.status.value == "CONFIRMED" for f in found), lines(
+        found
+    )
+
+
+def test_identical_pair_stays_quiet(bench: Any) -> None:
+    sections = audit.audit_all(bench(parse_spec("builtin:reference", env={"RLAUDIT_AA_REPLICA": "1"})))
+    assert not flags(sections), lines(flags(sections))
+    variance = [f for s in sections for f in s.findings if f.id == "seeding/variance"]
+    assert variance and variance[0].evidence.details.get("power_table"), (
+        "the power table belongs in the findings"
+    )
