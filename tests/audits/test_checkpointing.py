@@ -78,6 +78,16 @@ def test_state_dict_is_found_by_names_then_by_shapes() -> None:
     assert reading.find_state_dict({"a/x": torch.zeros(9)}, {"w": [2, 2]}) == (None, {})
 
 
+def test_plain_json_checkpoints_are_read_with_arrays_split_out(tmp_path: Path) -> None:
+    path = tmp_path / "normalizer.json"
+    path.write_text(json.dumps({"obs_rms": {"mean": [0.0, 1.0], "var": [1.0, 4.0], "count": 10}, "step": 5}))
+    ckpt = reading.read(str(path))
+    assert ckpt.format == "json" and ckpt.loaded
+    assert reading.checkpoint_step(ckpt.metadata) == ("step", 5)
+    norm = reading.find_normalizer(ckpt.metadata, ckpt.tensors)
+    assert norm["count"] == 10.0 and norm["var"].tolist() == [1.0, 4.0]
+
+
 def test_renamed_crosses_the_digit_boundary_and_keeps_padding() -> None:
     assert renamed("model_7.pt", 9) == "model_9.pt"
     assert renamed("ckpt_step_0007.pt", 10) == "ckpt_step_0010.pt"

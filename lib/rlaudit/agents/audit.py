@@ -87,9 +87,6 @@ def compare_trees(tree_a: dict[str, Any], tree_b: dict[str, Any]) -> dict[str, A
                 renamed.append(p)
         elif parts <= {"resized", "renamed"} and a is not None and b is not None:
             (ia, oa), (ib, ob) = al.linear_in_out(a), al.linear_in_out(b)
-            bias_same = a["params"].get("bias") is None or (
-                a["params"].get("bias") == b["params"].get("bias")
-            )
             if (
                 oa == ob
                 and a["path"] in consumers_a
@@ -108,7 +105,6 @@ def compare_trees(tree_a: dict[str, Any], tree_b: dict[str, Any]) -> dict[str, A
                 and act_a != act_b
             ):
                 why = f"policy head follows the action count ({act_a} → {act_b})"
-            _ = bias_same
             (knock if why else real).append(p)
         else:
             real.append(p)

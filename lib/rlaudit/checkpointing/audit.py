@@ -244,6 +244,13 @@ def _fmt_int(v: Any) -> str:
     )
 
 
+def _steps_text(steps: list[int]) -> str:
+    """``"20,480, 40,960, …, 999,424"``: every step when there are few, else the first two and the last."""
+    if len(steps) <= 4:
+        return ", ".join(_fmt_int(s) for s in steps)
+    return f"{_fmt_int(steps[0])}, {_fmt_int(steps[1])}, …, {_fmt_int(steps[-1])}"
+
+
 def _fmt_count(v: Any) -> str:
     """A normalizer count: ``28,736`` or ``0.0001`` (the pseudo-count of statistics never updated)."""
     if not isinstance(v, int | float) or (isinstance(v, float) and math.isnan(v)):
@@ -302,8 +309,8 @@ def written(wb: Workbench, trust: bool = False) -> Section:
                 effect=0.0,
                 effect_label="extra checkpoints per run",
                 summary=f"the same number of checkpoints ({na}) but at different steps "
-                f"({', '.join(_fmt_int(s) for s in steps['baseline'])} | "
-                f"{', '.join(_fmt_int(s) for s in steps['candidate'])}): the runs count steps per update "
+                f"({_steps_text(steps['baseline'])} | "
+                f"{_steps_text(steps['candidate'])}): the runs count steps per update "
                 "differently (a batch-size change, see 02_trainer), not a checkpointing change",
             ),
             remediation="Nothing to fix in checkpointing; see the trainer's batch geometry.",
@@ -322,8 +329,8 @@ def written(wb: Workbench, trust: bool = False) -> Section:
                 effect=float(nb - na),
                 effect_label="extra checkpoints per run",
                 summary=f"over the same {int(wb.profile.train_steps):,}-step run the baseline writes {na} "
-                f"checkpoint(s) (steps {', '.join(_fmt_int(s) for s in steps['baseline'])}) and the candidate {nb} "
-                f"(steps {', '.join(_fmt_int(s) for s in steps['candidate'])}); the interval changed "
+                f"checkpoint(s) (steps {_steps_text(steps['baseline'])}) and the candidate {nb} "
+                f"(steps {_steps_text(steps['candidate'])}); the interval changed "
                 f"({_fmt_int(ia) if ia else 'final only'} → {_fmt_int(ib) if ib else 'final only'} steps). "
                 f"It costs little: {abs(extra_bytes) / 1e6:.2f} MB of disk per run and a save every few updates; "
                 "it does not change what is learned",
@@ -358,7 +365,7 @@ def written(wb: Workbench, trust: bool = False) -> Section:
                 effect=0.0,
                 effect_label="extra checkpoints per run",
                 summary=f"same checkpoints over the same {int(wb.profile.train_steps):,}-step run: {na} file(s) at "
-                f"step(s) {', '.join(_fmt_int(s) for s in steps['baseline'])}, "
+                f"step(s) {_steps_text(steps['baseline'])}, "
                 f"{sizes['baseline'] / 1e3:.0f} kB each",
             ),
         )

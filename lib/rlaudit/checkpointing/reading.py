@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 SEP = "/"
@@ -39,10 +40,41 @@ OPTIMIZER_RE = re.compile(r"optim", re.IGNORECASE)
 
 
 def read(path: str, trust: bool = False) -> Any:
-    """The file as a :class:`rlaudit.safeload.SafeCheckpoint` (see the module docstring)."""
-    from rlaudit.safeload import load_checkpoint_safely
+    """The file as a :class:`rlaudit.safeload.SafeCheckpoint` (see the module docstring); plain JSON files
+    (``.json``: configs, normalizer statistics) are read here, lists of numbers becoming arrays."""
+    from rlaudit.safeload import SafeCheckpoint, load_checkpoint_safely
 
+    if str(path).endswith(".json"):
+        tensors: dict[str, Any] = {}
+        meta = _split_json(json.loads(Path(path).read_text()), tensors, "")
+        return SafeCheckpoint(
+            path=str(path),
+            format="json",
+            tensors=tensors,
+            metadata=meta if isinstance(meta, dict) else {"": meta},
+        )
     return load_checkpoint_safely(path, trust=trust)
+
+
+def _split_json(value: Any, tensors: dict[str, Any], prefix: str) -> Any:
+    """Move numeric lists (arrays) of a JSON document into ``tensors`` under ``/``-joined keys; return the rest."""
+    import numpy as np
+
+    if (
+        isinstance(value, list)
+        and len(value) > 1
+        and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+    ):
+        tensors[prefix] = np.asarray(value, dtype=np.float64)
+        return None
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            rest = _split_json(item, tensors, f"{prefix}{SEP}{key}" if prefix else str(key))
+            if rest is not None or item is None:
+                out[key] = rest
+        return out
+    return value
 
 
 def _walk(meta: Any, prefix: str = "", depth: int = 0, max_depth: int = 3):

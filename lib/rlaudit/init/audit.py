@@ -345,6 +345,16 @@ def policy_at_init(wb: Workbench) -> Section:
         if math.isfinite(ma["entropy_ratio"]) and math.isfinite(mb["entropy_ratio"])
         else float("nan")
     )
+    from rlaudit.agents.audit import compare_trees, describe_change
+
+    cmp = compare_trees(pair.baseline.json("tree"), pair.candidate.json("tree"))
+    arch = [describe_change(p, cmp["a"], cmp["b"]) for p in cmp["real"]]
+    knock_on = (
+        f" — the networks also differ in architecture ({'; '.join(arch[:2])}{' ...' if len(arch) > 2 else ''}, see "
+        "01_agents), so part of this follows from that"
+        if arch
+        else ""
+    )
     problems = []
     if logits["flag"]:
         problems.append(f"logit scale ×{logits['ratio']:.3g} [{logits['ci'][0]:.3g}, {logits['ci'][1]:.3g}]")
@@ -393,7 +403,8 @@ def policy_at_init(wb: Workbench) -> Section:
                 ci_level=0.95 if logits["ci"] else None,
                 summary="the freshly built policies differ: "
                 + "; ".join(problems)
-                + f" (mean over {len(oa)} seeds; a 0.01-gain policy head starts near-uniform, entropy ≈ log|A|)",
+                + f" (mean over {len(oa)} seeds; a 0.01-gain policy head starts near-uniform, entropy ≈ log|A|)"
+                + knock_on,
             ),
             remediation="Restore the baseline's head initialization (policy head gain 0.01, value head 1.0) so "
             "the candidate starts from the same near-uniform policy and value scale.",

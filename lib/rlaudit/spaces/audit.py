@@ -100,6 +100,17 @@ def stack_alignment(
     return {"k": k, "block_max_smd": worst, "matches": all(w <= SMD_SHIFT for w in worst)}
 
 
+def _bound_text(value: Any) -> str:
+    """A bounds summary from :func:`rlaudit.spaces.rollout.describe_space`: ``-1``, ``{-1, 0}``, ``0..255``."""
+    if isinstance(value, dict):
+        if "values" in value:
+            return (
+                "{" + ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value["values"]) + "}"
+            )
+        return f"{value.get('min')}..{value.get('max')}"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
 def _space_text(desc: dict[str, Any]) -> str:
     parts = [desc.get("class", "?")]
     if desc.get("shape"):
@@ -109,7 +120,7 @@ def _space_text(desc: dict[str, Any]) -> str:
     if desc.get("dtype"):
         parts.append(desc["dtype"])
     if "low" in desc:
-        parts.append(f"[{desc.get('low')}, {desc.get('high')}]")
+        parts.append(f"bounds {_bound_text(desc.get('low'))} to {_bound_text(desc.get('high'))}")
     return " ".join(str(p) for p in parts)
 
 
@@ -619,8 +630,9 @@ def preprocessing(wb: Workbench) -> Section:
     flops_ratio = flops_b / flops_a if flops_a else 1.0
     if not (1 / COST_RATIO <= size_ratio <= COST_RATIO):
         changes.append(f"×{size_ratio:.3g} observation bytes per step ({bytes_a:,} → {bytes_b:,})")
+    flops_text = ""
     if not (1 / COST_RATIO <= flops_ratio <= COST_RATIO):
-        changes.append(f"×{flops_ratio:.3g} first-layer FLOPs ({flops_a:,} → {flops_b:,} per observation)")
+        flops_text = f"×{flops_ratio:.3g} first-layer FLOPs ({flops_a:,} → {flops_b:,} per observation)"
     if ia["obs_dtype"] != ib["obs_dtype"]:
         changes.append(
             f"observation dtype {ia['obs_dtype']} → {ib['obs_dtype']} (cast to {rb['param_dtype']} for the network)"
@@ -628,6 +640,8 @@ def preprocessing(wb: Workbench) -> Section:
     hi_a, hi_b = ia["observation_space"].get("high"), ib["observation_space"].get("high")
     if hi_a != hi_b and not isinstance(hi_a, dict):
         changes.append(f"observation scale: upper bound {hi_a} → {hi_b}")
+    if changes and flops_text:
+        changes.append(flops_text)  # the input changed: the first layer's cost follows it
     timed = f"forward pass ×{ratio:.3g} [{low:.3g}, {high:.3g}] (95% CI over {repeats} interleaved rounds)"
     timing_practical = (low > 1.0 or high < 1.0) and (ratio > COST_RATIO or ratio < 1 / COST_RATIO)
     d_a, d_b = ia["obs_shape"], ib["obs_shape"]
@@ -684,6 +698,25 @@ def preprocessing(wb: Workbench) -> Section:
                 )
                 + "the input size drives rollout memory and first-layer compute.",
                 figures=["input cost"],
+            )
+        )
+    elif flops_text:
+        findings.append(
+            Finding(
+                id="spaces/preprocessing",
+                subsystem=SUBSYSTEM,
+                hypothesis=hypothesis,
+                status=Status.NOTED,
+                severity=Severity.LOW,
+                evidence=Evidence(
+                    baseline={"bytes/step": bytes_a, "first-layer FLOPs": flops_a},
+                    candidate={"bytes/step": bytes_b, "first-layer FLOPs": flops_b},
+                    effect=flops_ratio,
+                    effect_label="first-layer FLOPs ratio (candidate / baseline)",
+                    summary=f"same input ({bytes_a:,} bytes per vector step) but {flops_text}: the first layer's "
+                    f"width changed, not the preprocessing (a knock-on of the architecture, see 01_agents); {timed}",
+                ),
+                remediation="Nothing to change in preprocessing; see the architecture findings in 01_agents.",
             )
         )
     elif timing_practical and ra["n_params"] != rb["n_params"]:
