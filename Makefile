@@ -8,7 +8,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.setup-stamp
-EXTRAS := workbench,sb3,dev
+EXTRAS := workbench,sb3,ray,dev
 
 BASELINE ?= builtin:reference
 CANDIDATE ?= builtin:regressed
@@ -17,6 +17,8 @@ PROFILE ?= standard
 JOBS ?= 2
 OUT ?= reports
 FRESH ?=
+EXECUTOR ?= local
+RAY_ADDR ?= auto
 
 # Prefer the venv's kernelspec over any user-level "python3" kernel, so papermill and nbval run the
 # notebooks with this environment's interpreter.
@@ -28,6 +30,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  \033[36m%-15s\033[0m %s\n", $$1, $$2}'
 	@echo "  variables: BASELINE=$(BASELINE) CANDIDATE=$(CANDIDATE) PAIR=$(PAIR) PROFILE=$(PROFILE) JOBS=$(JOBS)"
+	@echo "             FRESH=1 (recompute) EXECUTOR=local|ray RAY_ADDR=auto|host:port|ray://host:port (docs/RAY.md)"
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "rlaudit needs Python 3.11 or newer; set PYTHON=/path/to/python3.11")'
@@ -41,7 +44,8 @@ setup: $(STAMP) ## create .venv and install rlaudit with everything it needs (re
 
 report: setup ## run every audit on BASELINE vs CANDIDATE and render reports/index.html
 	$(BIN)/rlaudit report --baseline "$(BASELINE)" --candidate "$(CANDIDATE)" $(if $(PAIR),--pair "$(PAIR)") \
-		--profile $(PROFILE) -j $(JOBS) --out $(OUT) $(if $(FRESH),--fresh)
+		--profile $(PROFILE) -j $(JOBS) --out $(OUT) $(if $(FRESH),--fresh) \
+		--executor $(EXECUTOR) --ray-address "$(RAY_ADDR)"
 
 test: setup ## unit tests and every notebook under nbval at the smoke profile
 	RLAUDIT_PROFILE=smoke RLAUDIT_REPORTS=$(CURDIR)/.pytest-reports $(BIN)/python -m pytest tests notebooks --nbval-lax -p no:cacheprovider -q

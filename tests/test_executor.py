@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures as cf
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -51,7 +52,9 @@ def test_process_backend_runs_pure_python_jobs() -> None:
     assert "invalid literal" in results[1].traceback
 
 
-def test_ray_is_a_clear_error_until_its_backend_exists() -> None:
+def test_ray_backend_without_ray_installed_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if ray were not installed
+    assert ex.BACKENDS["ray"] is ex.RayBackend
     with pytest.raises(ValueError, match=r"'ray'.*--executor ray.*pip install"):
         Executor(jobs=2, backend="ray")
 

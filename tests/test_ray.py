@@ -21,7 +21,6 @@ import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -115,17 +114,11 @@ def ray_cluster() -> Iterator[str]:
     import ray  # import here first: the cluster's own processes then start on a less busy machine
 
     tmp = Path(tempfile.mkdtemp(prefix="rlray-", dir="/tmp"))  # short: Ray's socket paths have a length limit
-    # In this environment jsonschema (which every Ray process imports) finds jupyter's rfc3987_syntax, whose
-    # import builds a grammar for seconds of CPU; on a loaded machine that alone makes Ray's agents miss
-    # their 15-s startup window. Ray never validates IRIs, so its processes go without the package.
-    shim = tmp / "shim"
-    shim.mkdir()
-    (shim / "rfc3987_syntax.py").write_text('raise ImportError("hidden from the Ray test cluster")\n')
     # A token of our own: the cluster and this process authenticate with it, and ~/.ray is left alone.
     auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
     env = dict(os.environ, **auth)
     env.pop("RAY_ADDRESS", None)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(shim), str(LIB_DIR), env.get("PYTHONPATH", "")) if p)
+    env["PYTHONPATH"] = _cluster_pythonpath(tmp)
     env["RAY_USAGE_STATS_ENABLED"] = "0"
     env.pop("RLAUDIT_TORCH_THREADS", None)  # the backend must set the jobs' threads itself
     proc, address = _start_cluster(tmp, env)
@@ -144,6 +137,19 @@ def ray_cluster() -> Iterator[str]:
     finally:
         _stop(proc)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _cluster_pythonpath(tmp: Path) -> str:
+    """PYTHONPATH for the processes of a test cluster: this checkout's rlaudit, without rfc3987_syntax.
+
+    In this environment jsonschema (which every Ray process imports) finds jupyter's rfc3987_syntax, whose
+    import builds a grammar for seconds of CPU; on a loaded machine that alone makes Ray's agents miss their
+    15-s startup window. Ray never validates IRIs, so its processes go without the package.
+    """
+    shim = tmp / "shim"
+    shim.mkdir(exist_ok=True)
+    (shim / "rfc3987_syntax.py").write_text('raise ImportError("hidden from the Ray test cluster")\n')
+    return os.pathsep.join(p for p in (str(shim), str(LIB_DIR), os.environ.get("PYTHONPATH", "")) if p)
 
 
 def _reload_ray_auth() -> None:
@@ -391,23 +397,28 @@ def test_generic_jobs_keep_order_and_failures_stay_in_their_slots(ray_cluster: s
 
 
 @requires_ray
-def test_check_shared_confirms_one_directory_and_tasks_refuse_a_missing_one(
-    ray_cluster: str, tmp_path: Path
-) -> None:
+def test_check_shared_confirms_one_directory(ray_cluster: str, tmp_path: Path) -> None:
     with Executor(jobs=2, backend="ray", address=ray_cluster) as executor:
         backend = executor._backend
         assert isinstance(backend, ex.RayBackend)
         answers = backend.check_shared(tmp_path / "shared")
-        assert answers and all(a["exists"] and a["same"] for a in answers.values())
-        assert not list((tmp_path / "shared").iterdir())  # the marker file is gone again
-    # a job whose cache directory does not exist on its node fails there, before writing anything
+    assert answers and all(a["exists"] and a["same"] for a in answers.values())
+    assert list((tmp_path / "shared").iterdir()) == []  # the marker file is gone again
+
+
+def test_a_task_refuses_a_cache_directory_its_node_lacks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a task does first on its node (called here directly: on one machine every path is shared)."""
+    for name in ex._THREAD_VARIABLES:  # the task sets them; restore this process's afterwards
+        monkeypatch.delenv(name, raising=False)
+    ran: list[Any] = []
     missing = tmp_path / "not-on-this-node"
-    with Executor(jobs=2, backend="ray", address=ray_cluster, check_shared=False) as executor:
-        (result,) = executor.map(
-            lambda item: "ran", [SimpleNamespace(cache_root=str(missing))], progress=False
-        )
-    assert isinstance(result, JobError) and isinstance(result.error, SharedPathError)
-    assert str(missing) in str(result.error) and "same path on every node" in str(result.error)
+    failure = ex._ray_task(ran.append, "job", str(missing), 1)
+    assert ran == [] and isinstance(failure, ex._Failure) and isinstance(failure.error, SharedPathError)
+    assert str(missing) in str(failure.error) and "same path on every node" in str(failure.error)
+    assert ex._ray_task(ran.append, "job", str(tmp_path), 1) is None and ran == ["job"]
+    assert os.environ["RLAUDIT_TORCH_THREADS"] == os.environ["OMP_NUM_THREADS"] == "1"
 
 
 def test_shared_path_problems_name_the_nodes() -> None:
@@ -486,8 +497,9 @@ def test_a_private_local_cluster_starts_runs_and_stops() -> None:
         """
     )
     temp = tempfile.mkdtemp(prefix="rlrayl-", dir="/tmp")
-    env = dict(os.environ, RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0", OMP_NUM_THREADS="1")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(LIB_DIR), env.get("PYTHONPATH", "")) if p)
+    # Token mode as Ray's default, with a token of our own (never ~/.ray/auth_token).
+    env = dict(os.environ, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32), OMP_NUM_THREADS="1")
+    env.update(RAY_USAGE_STATS_ENABLED="0", PYTHONPATH=_cluster_pythonpath(Path(temp)))
     env.pop("RAY_ADDRESS", None)
     try:
         done = subprocess.run(

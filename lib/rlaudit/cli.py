@@ -37,7 +37,7 @@ def _pair_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fresh", action="store_true", help="ignore cached artifacts and recompute")
     p.add_argument("-j", "--jobs", type=int, default=2, help="parallel jobs (default 2)")
     p.add_argument("--executor", default="local", choices=["local", "ray"], help="where jobs run")
-    p.add_argument("--ray-address", default="auto", help="Ray cluster address with --executor ray")
+    p.add_argument("--ray-address", default="auto", help="with --executor ray: auto | host:port | ray://host:port | local (see docs/RAY.md)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import abc
 import concurrent.futures as cf
 import contextlib
+import logging
 import os
 import socket
 import sys
@@ -258,9 +259,10 @@ def shared_path_problems(root: str, answers: dict[str, dict[str, Any]]) -> list[
     return problems
 
 
-def _first_lines(text: str, limit: int = 400) -> str:
+def _first_lines(text: Any, limit: int = 400) -> str:
+    """The start of a (Ray) error message on one line, without its final full stop."""
     text = " ".join(line.strip() for line in str(text).strip().splitlines()[:4] if line.strip())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return text.rstrip(".") if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _ray_failure(exc: BaseException, retries: int) -> RemoteTaskLost:
@@ -275,13 +277,13 @@ def _ray_failure(exc: BaseException, retries: int) -> RemoteTaskLost:
 
     name = type(exc).__name__
     detail = _first_lines(exc)
-    tried = f" (Ray re-ran it {retries} time{'s' if retries != 1 else ''})" if retries else ""
+    tried = f" (Ray re-runs such a job up to {retries} time{'s' if retries != 1 else ''})" if retries else ""
     cause = getattr(exc, "cause", None)
     if isinstance(exc, kinds("OutOfMemoryError")):
         return RemoteTaskLost(
             "oom",
             f"Ray's memory monitor killed the worker running this job because its node ran out of memory"
-            f"{tried}; give the cluster more memory or run fewer jobs per node (num_cpus_per_task). {name}: "
+            f"{tried}; give the nodes more memory or run fewer jobs per node (a larger num_cpus_per_task). {name}: "
             f"{detail}",
         )
     if isinstance(exc, ImportError) or isinstance(cause, ImportError) or "No module named" in str(exc):
@@ -460,7 +462,8 @@ def _ray_acquire(address: str, *, cpus: int, timeout: float, init_options: dict[
                 )
             session.users += 1
             return ray
-        options: dict[str, Any] = {"log_to_driver": False, **init_options}
+        # Quiet: Ray's INFO lines ("Connecting to existing Ray cluster...") would land in every notebook.
+        options: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.WARNING, **init_options}
         if target == "local":
             options.setdefault("num_cpus", cpus)
             options.setdefault("include_dashboard", False)
@@ -474,7 +477,7 @@ def _ray_acquire(address: str, *, cpus: int, timeout: float, init_options: dict[
                     "Ray's raylet gives its agents 15 s to start (ray-project/ray#65983), which a busy machine "
                     "can miss: try again when it is less loaded, or start a cluster yourself with "
                     "`ray start --head` and use --ray-address auto. Details are in the raylet logs under "
-                    "/tmp/ray/session_latest/logs"
+                    f"{options.get('_temp_dir') or '/tmp/ray'}/session_latest/logs"
                 ) from exc
             raise RaySetupError(
                 f"{_connect_hint(address)}: ray.init(address={target!r}) failed with {type(exc).__name__}: "
@@ -604,7 +607,7 @@ class RayBackend(Backend):
             raise RuntimeError("this RayBackend was shut down; create a new Executor")
         root = getattr(item, "cache_root", None)  # a ProbeJob's artifact store
         root = str(root) if root else None
-        if root is not None and self.check_shared_paths:
+        if root is not None:
             self._ensure_shared(root)
         ref = self._task.remote(fn, item, root, self.threads)
         future = _RayFuture(self._ray, ref)
@@ -627,10 +630,15 @@ class RayBackend(Backend):
             future.set_result(value)
 
     def _ensure_shared(self, root: str) -> None:
+        """Once per cache directory: create it here (so a node that lacks it really is not sharing it),
+        then, unless disabled, ask every node about it."""
         with self._lock:
             if root in self._checked:
                 return
-        self.check_shared(root)
+        if self.check_shared_paths:
+            self.check_shared(root)
+        else:
+            Path(root).mkdir(parents=True, exist_ok=True)
         with self._lock:
             self._checked.add(root)
 

@@ -56,7 +56,7 @@ PROFILES: dict[str, Profile] = {
     "standard": Profile(
         name="standard",
         seeds=5,
-        train_steps=1_000_000,
+        train_steps=300_000,
         short_train_steps=65_536,
         rollout_steps=20_000,
         timing_repeats=5,

@@ -1263,6 +1263,10 @@ def run_audit(args: Any) -> int:
     _print(
         f"rlaudit audit: {parameters['baseline']} vs {parameters['candidate']} · profile {parameters['profile']}"
     )
+    executor = getattr(args, "executor", "local")
+    if executor != "local":  # the workbench reads these, as the notebooks of `rlaudit report` do
+        os.environ["RLAUDIT_EXECUTOR"] = executor
+        os.environ["RLAUDIT_RAY_ADDRESS"] = getattr(args, "ray_address", "auto") or "auto"
     wb = _new_workbench(
         parameters["baseline"],
         parameters["candidate"],

@@ -579,7 +579,8 @@ class Workbench:
 
     def _job(self, subject: _Subject, info: ProbeInfo, root: str, params: dict[str, Any]) -> ProbeJob:
         return ProbeJob(
-            spec=subject.spec.to_dict(),
+            # The interpreter the fingerprint names, even where "this interpreter" is another one (a Ray node).
+            spec={**subject.spec.to_dict(), "python": subject.spec.interpreter},
             side=subject.side,
             fingerprint=subject.fingerprint,
             probe=info.name,
