@@ -69,6 +69,19 @@ resumed = subject.train(cfg, 64, 3, rec2, resume_from=ckpts[1])
 rec2.close()
 out["resumed_steps"] = resumed["steps"]
 out["resumed_lr"] = sorted(set(float(x) for x in read_table(run_dir + "-resumed/updates")["lr"]))
+import gymnasium as gym
+
+
+def env_fn(n, seed):
+    # what rlaudit's probes hand in: an env that reports its own episode statistics
+    makers = [lambda: gym.make("CartPole-v1") for _ in range(n)]
+    vec = gym.vector.SyncVectorEnv(makers, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+    return gym.wrappers.vector.RecordEpisodeStatistics(vec)
+
+
+rec3 = Recorder(run_dir + "-envfn", flush_seconds=0)
+out["env_fn_steps"] = subject.train(cfg, 32, 0, rec3, env_fn=env_fn)["steps"]
+rec3.close()
 out["log_dir_files"] = sorted(p.name for p in __import__("pathlib").Path(subject.log_dir(cfg, run_dir=run_dir)).iterdir())
 
 adv, ret = subject.compute_advantages(
@@ -91,33 +104,33 @@ print("RESULT " + json.dumps(out))
 """
 
 
-def _run(version: str, tmp_path: Path) -> dict:
+def _start(version: str, tmp_path: Path) -> subprocess.Popen[str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(LIB_DIR)
     env["OMP_NUM_THREADS"] = "1"
     script = tmp_path / "probe_example.py"
     script.write_text(SCRIPT)
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(script),
-            str(EXAMPLE / version / "subject.py"),
-            str(tmp_path / f"run-{version}"),
-        ],
-        capture_output=True,
+    return subprocess.Popen(
+        [sys.executable, str(script), str(EXAMPLE / version / "subject.py"), str(tmp_path / f"run-{version}")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
         env=env,
-        timeout=600,
-        check=False,
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    line = next(x for x in proc.stdout.splitlines() if x.startswith("RESULT "))
+
+
+def _result(proc: subprocess.Popen[str]) -> dict:
+    stdout, stderr = proc.communicate(timeout=900)
+    assert proc.returncode == 0, stderr[-3000:]
+    line = next(x for x in stdout.splitlines() if x.startswith("RESULT "))
     return json.loads(line[len("RESULT ") :])
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
-    return {v: _run(v, tmp_path_factory.mktemp(v)) for v in ("v1", "v2")}
+    # one process per version (they cannot share one), both at once
+    procs = {v: _start(v, tmp_path_factory.mktemp(v)) for v in ("v1", "v2")}
+    return {v: _result(p) for v, p in procs.items()}
 
 
 def test_same_package_names_in_both_versions() -> None:
@@ -155,6 +168,7 @@ def test_subject_exposes_every_capability_and_trains_with_the_recorder(results: 
     assert out["memory_rows"] == 2  # sampled once per update
     # resumed from the half-way checkpoint, the run trains only its second update, at the annealed rate
     assert out["resumed_steps"] == 64 and out["resumed_lr"] == pytest.approx([1.25e-3])
+    assert out["env_fn_steps"] == 32  # train(env_fn=...) accepts an env that reports episodes itself
     assert out["log_dir_files"] == ["scalars.csv"]
     # GAE, gamma 0.99, lambda 0.95; env 0 ended at t=0: A[0,0] = r = 1 (no bootstrap), A[1,0] = 1
     # env 1 never ended: A[1,1] = 1, A[0,1] = 1 + 0.99 * 0.95 * 1

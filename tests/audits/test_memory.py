@@ -85,6 +85,16 @@ def test_growth_per_episode_is_a_least_squares_slope() -> None:
     assert bool(g.loc["a", "monotone"])
 
 
+def test_a_table_filled_once_is_not_growth() -> None:
+    # Snapshot 0 is taken right after reset; a table built on the first update then stays the same size.
+    points = pd.DataFrame({"snapshot": range(6), "episodes": [0, 50, 100, 150, 200, 250]})
+    values = pd.DataFrame({"snapshot": range(6), "item": "tree", "size": [0, 4096, 4096, 4100, 4096, 4104]})
+    g = audit.growth_per_episode(values, points, "item", "size").iloc[0]
+    assert abs(g["per_1000_episodes"]) < 100  # the fill (4 KiB at the first update) is not a slope
+    base = pd.DataFrame(columns=g.index)
+    assert audit.compare_growth(base, pd.DataFrame([g]), audit.BYTES_PER_1000_EPISODES).empty
+
+
 def test_compare_growth_needs_more_than_the_baseline_grows() -> None:
     base = pd.DataFrame(
         {
@@ -93,6 +103,7 @@ def test_compare_growth_needs_more_than_the_baseline_grows() -> None:
             "last": [300, 16],
             "per_1000_episodes": [900.0, 0.0],
             "monotone": [True, True],
+            "linear": [True, True],
         }
     )
     cand = pd.DataFrame(
@@ -102,6 +113,7 @@ def test_compare_growth_needs_more_than_the_baseline_grows() -> None:
             "last": [310, 320],
             "per_1000_episodes": [950.0, 1000.0],
             "monotone": [True, True],
+            "linear": [True, True],
         }
     )
     out = audit.compare_growth(base, cand, threshold=100.0)

@@ -189,3 +189,44 @@ def test_same_schedule_at_different_rollout_sizes_agrees() -> None:
     assert oa.curve_gap(summary["baseline"], summary["candidate"]) < 1e-9
     declared = {s: (True, {}) for s in ("baseline", "candidate")}
     assert oa.judge_schedule("learning rate", summary, declared).status is Status.CLEARED
+
+
+def _setups(eps_b: float, eps_c: float) -> dict[str, dict[str, Any]]:
+    import torch
+
+    defaults = library_defaults(torch.optim.Adam)
+    group = {"lr": 2.5e-3, "betas": [0.9, 0.999], "weight_decay": 0.0, "_tensors": 12, "_values": 100}
+    return {
+        "baseline": {
+            "class": "torch.optim.adam.Adam",
+            "defaults": defaults,
+            "groups": [{**group, "eps": eps_b}],
+        },
+        "candidate": {
+            "class": "torch.optim.adam.Adam",
+            "defaults": defaults,
+            "groups": [{**group, "eps": eps_c}],
+        },
+    }
+
+
+def test_eps_left_to_the_library_default_is_suspect() -> None:
+    configs = {
+        "baseline": {"optimizer": {"lr": 2.5e-3, "eps": 1e-5}},
+        "candidate": {"optimizer": {"lr": 2.5e-3, "eps": None}},
+    }
+    section = oa.hyperparameter_section(_setups(1e-5, 1e-8), configs, "h")
+    (finding,) = [f for f in section.findings if f.status.is_flag]
+    assert finding.id == "optimizer/hparam-eps" and finding.severity.value == "HIGH"
+    assert "library default" in finding.evidence.summary and finding.evidence.effect == pytest.approx(1e-3)
+    same = oa.hyperparameter_section(_setups(1e-5, 1e-5), {s: configs["baseline"] for s in configs}, "h")
+    assert [f.status for f in same.findings] == [Status.CLEARED]
+
+
+def test_declared_value_the_optimizer_ignores_is_confirmed() -> None:
+    configs = {s: {"optimizer": {"lr": 2.5e-3, "eps": 1e-5}} for s in ("baseline", "candidate")}
+    setups = _setups(1e-5, 1e-5)
+    setups["candidate"]["groups"][0]["lr"] = 1e-3  # the config says 2.5e-3; make_optimizer used another value
+    section = oa.hyperparameter_section(setups, configs, "h")
+    ids = {f.id: f.status for f in section.findings}
+    assert ids["optimizer/declared-vs-effective-lr-candidate"] is Status.CONFIRMED

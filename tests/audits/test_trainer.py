@@ -137,7 +137,12 @@ def test_collapsed_runs() -> None:
     import pandas as pd
 
     rows = []
-    for seed, curve in ((0, [0.1, 0.5, 1.0, 1.0, 0.9]), (1, [0.1, 0.6, 1.0, 0.2, 0.1])):
+    curves = {
+        0: [0.1, 0.5, 1.0, 1.0, 0.9, 1.0, 0.95, 0.9],  # holds its level
+        1: [0.1, 0.6, 1.0, 1.0, 0.9, 0.2, 0.1, 0.1],  # collapses after its peak
+        2: [0.0, 0.0, 0.6, 0.0, 0.0, 0.1, 0.0, 0.1],  # one lucky bin, damped by the smoothing, is no peak
+    }
+    for seed, curve in curves.items():
         rows += [{"side": "candidate", "seed": seed, "bin": b, "value": v} for b, v in enumerate(curve)]
     assert ta.collapsed_runs(pd.DataFrame(rows)) == {"baseline": [], "candidate": [1]}
 

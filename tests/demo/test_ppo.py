@@ -469,7 +469,7 @@ def test_truncation_bootstrap_uses_the_final_observation(tmp_path: Path) -> None
     # the policy after one update is not the one that acted; rebuild the acting critic from the seed instead
     torch.manual_seed(0)
     agent = ppo.make_policy(cfg, OneStep(1).single_observation_space, OneStep(1).single_action_space)
-    v_final = float(agent.get_value(torch.ones(1, 3)))
+    v_final = float(agent.get_value(torch.ones(1, 3)).detach())
     gamma = cfg["trainer"]["gamma"]
     torch.testing.assert_close(captured["rewards"], torch.full((4, 4), gamma * v_final), rtol=1e-5, atol=1e-6)
 

@@ -210,16 +210,21 @@ def resolve_class(name: str, *, what: str) -> type:
             cls = getattr(importlib.import_module(text_module), text[len(prefix) :], None)
             if isinstance(cls, type):
                 return cls
-    attr = text.rsplit(".", 1)[-1]
-    module_name = text.rsplit(".", 1)[0] if "." in text else ""
-    for candidate in _CLASS_MODULES:
-        if module_name and not (candidate == module_name or candidate.endswith("." + module_name)):
-            if not module_name.startswith(candidate):
-                continue
-        module = importlib.import_module(module_name if module_name.startswith(candidate) else candidate)
-        cls = getattr(module, attr, None)
-        if isinstance(cls, type):
-            return cls
+    module_name, _, attr = text.rpartition(".")
+    if module_name:
+        # a full import path: only inside the allowed modules (importing one of their submodules is safe)
+        if any(module_name == m or module_name.startswith(m + ".") for m in _CLASS_MODULES):
+            try:
+                cls = getattr(importlib.import_module(module_name), attr, None)
+            except ImportError:
+                cls = None
+            if isinstance(cls, type):
+                return cls
+    else:
+        for candidate in _CLASS_MODULES:
+            cls = getattr(importlib.import_module(candidate), attr, None)
+            if isinstance(cls, type):
+                return cls
     raise SB3SetupError(
         f"{what}: cannot resolve class {name!r}; rlaudit resolves classes only from {', '.join(_CLASS_MODULES)} "
         "(e.g. tanh, nn.ReLU, torch.optim.AdamW, NatureCNN)"
@@ -477,8 +482,12 @@ def _as_schedule(value: Any) -> Any:
 
 def _policy_kwargs(config: dict[str, Any]) -> dict[str, Any]:
     """Policy keyword arguments for SB3 (class names -> classes); only those differing from the defaults."""
-    algo, policy = config["algo"], config["policy"]
-    defaults = _policy_settings(algo, policy, None)  # bare __init__ defaults (no fill-ins)
+    cls = _algo_class(config["algo"])
+    policy_cls = cls.policy_aliases[config["policy"]]
+    # compared with the bare __init__ defaults, so SB3's fill-ins shown in the config (A2C's RMSprop, Adam's
+    # eps=1e-5, the default net_arch) are passed explicitly: the policy is then the same whether SB3's
+    # algorithm builds it or make_policy does
+    defaults = {k: _plain(v) for k, v in _signature_defaults(policy_cls.__init__, _POLICY_NOT_KWARGS).items()}
     out = {}
     for key, value in config["policy_kwargs"].items():
         if key in defaults and value == defaults[key]:
@@ -649,6 +658,14 @@ def _make_callback(
                 recorder.watch(self.model.policy, optimizer)
 
         def _on_rollout_start(self) -> None:
+            # SB3 dumps the previous update's train/* values only after the next rollout, under that later
+            # step; dump them now, under the step at which they were computed (one row per step and name)
+            if self.model.logger.name_to_value:
+                # progress.csv has no step column: SB3's own rows carry it as time/total_timesteps
+                self.model.logger.record(
+                    "time/total_timesteps", int(self.num_timesteps), exclude="tensorboard"
+                )
+                self.model.logger.dump(int(self.num_timesteps))
             self._switch("rollout")
 
         def _on_step(self) -> bool:
@@ -679,8 +696,12 @@ def _make_callback(
 
         def _on_training_end(self) -> None:
             self._switch(None)
-            # the last train() call's values are recorded but only dumped at the next iteration: dump them
-            self.model.logger.dump(int(self.num_timesteps))
+            # the last train() call's values are recorded but SB3 would dump them only at a next iteration
+            if self.model.logger.name_to_value:
+                self.model.logger.record(
+                    "time/total_timesteps", int(self.num_timesteps), exclude="tensorboard"
+                )
+                self.model.logger.dump(int(self.num_timesteps))
 
     return RecorderCallback()
 
@@ -726,11 +747,15 @@ def _make_logger(folder: Path, recorder: Any) -> Any:
 
     class RecorderWriter(KVWriter):
         def write(self, key_values: dict[str, Any], key_excluded: dict[str, Any], step: int = 0) -> None:
-            values, _ = rename_scalars(key_values, key_excluded)
+            values, excluded = rename_scalars(key_values, key_excluded)
+            # what SB3 keeps out of TensorBoard (time/total_timesteps: the step itself) stays out of the
+            # recorder too, so the recorder and the event files hold the same names
             scalars = {
                 k: float(v)
                 for k, v in values.items()
-                if not isinstance(v, bool) and isinstance(v, int | float | np.integer | np.floating)
+                if not isinstance(v, bool)
+                and isinstance(v, int | float | np.integer | np.floating)
+                and "tensorboard" not in (excluded.get(k) or ())
             }
             if scalars:
                 recorder.log(int(step), **scalars)

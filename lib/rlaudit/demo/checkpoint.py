@@ -19,10 +19,13 @@ trainer_state      what an exact resume needs: RNG states (torch, numpy), the en
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from rlaudit.io import atomic_path
@@ -121,9 +124,6 @@ _SCALARS = (bool, int, float, str, type(None))
 
 
 def _skip(value: Any) -> bool:
-    import dataclasses
-    import inspect
-
     from gymnasium import spaces
 
     return (
@@ -154,8 +154,6 @@ def restore_state(obj: Any, state: dict[str, Any]) -> None:
 
 
 def _plain(value: Any, seen: set[int]) -> Any:
-    import numpy as np
-
     if isinstance(value, np.ndarray):
         if value.dtype.kind in "biuf":
             return {"__ndarray__": torch.from_numpy(np.ascontiguousarray(value).copy())}
@@ -182,8 +180,6 @@ def _plain(value: Any, seen: set[int]) -> Any:
 
 
 def _unplain(value: Any) -> Any:
-    import numpy as np
-
     if isinstance(value, dict):
         if "__ndarray__" in value:
             return value["__ndarray__"].numpy().copy()
@@ -200,10 +196,8 @@ def _unplain(value: Any) -> Any:
     return value
 
 
-def _generator(state: dict[str, Any]) -> Any:
+def _generator(state: dict[str, Any]) -> np.random.Generator:
     """A numpy Generator in the bit-generator ``state`` (as ``Generator.bit_generator.state`` returns it)."""
-    import numpy as np
-
     gen = np.random.Generator(getattr(np.random, state["bit_generator"])())
     gen.bit_generator.state = state
     return gen
@@ -224,8 +218,6 @@ def _capture_attrs(obj: Any, seen: set[int]) -> dict[str, Any]:
 
 
 def _restore_attrs(obj: Any, state: dict[str, Any]) -> None:
-    import numpy as np
-
     for name, saved in state.items():
         current = getattr(obj, name, None)
         if isinstance(saved, dict) and "__object__" in saved:

@@ -43,8 +43,8 @@ class AgentConfig:
 class TrainerConfig:
     """PPO rollout and update settings (CleanRL names)."""
 
-    num_envs: int = 64  # parallel environments in the vector env
-    num_steps: int = 64  # steps per environment per rollout (batch = num_envs * num_steps)
+    num_envs: int = 256  # parallel environments in the vector env
+    num_steps: int = 16  # steps per environment per rollout (batch = num_envs * num_steps)
     update_epochs: int = 4  # passes over each rollout batch
     num_minibatches: int = 4  # minibatches per epoch (minibatch = batch / num_minibatches)
     gamma: float = 0.99  # discount factor
@@ -81,7 +81,7 @@ class OptimizerConfig:
     """The optimizer (Adam, as in the PPO reference code)."""
 
     name: str = "adam"  # optimizer: adam (the only one the demo trainer builds)
-    lr: float = 2.5e-3  # learning rate at the start of training
+    lr: float = 5e-3  # learning rate at the start of training (annealed by trainer.anneal_lr)
     eps: float = 1e-5  # Adam epsilon (1e-5, not PyTorch's 1e-8: PPO implementation detail 3)
     betas: list[float] = field(default_factory=lambda: [0.9, 0.999])  # Adam (beta1, beta2)
     weight_decay: float = 0.0  # L2 penalty added by Adam

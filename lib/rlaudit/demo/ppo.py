@@ -599,6 +599,7 @@ def _final_observations(info: Mapping[str, Any], mask: np.ndarray, template: np.
 
 
 _RENAME = {"r": "return", "l": "length"}
+_LOSS_STATS = ("policy_loss", "value_loss", "entropy", "approx_kl", "old_approx_kl", "clipfrac")
 
 
 class _EpisodeStats:
@@ -866,25 +867,26 @@ def train(
                 b_advantages = advantages.reshape(-1)
                 b_returns = returns.reshape(-1)
 
-                sums = dict.fromkeys(
-                    ("policy_loss", "value_loss", "entropy", "approx_kl", "old_approx_kl", "clipfrac"),
-                    torch.zeros(()),
-                )
-                n_minibatches = 0
+                stats: dict[str, list[torch.Tensor]] = {k: [] for k in _LOSS_STATS}
                 for _epoch in range(tc.update_epochs):
+                    # one gather per epoch into shuffled copies; minibatches are then contiguous slices
                     b_inds = torch.from_numpy(rng.permutation(batch_size))
+                    e_obs, e_actions, e_logprobs, e_advantages, e_returns, e_values = (
+                        torch.index_select(t, 0, b_inds)  # 4x faster than t[b_inds] on CPU
+                        for t in (b_obs, b_actions, b_logprobs, b_advantages, b_returns, b_values)
+                    )
                     for start in range(0, batch_size - minibatch_size + 1, minibatch_size):
-                        mb_inds = b_inds[start : start + minibatch_size]
+                        mb = slice(start, start + minibatch_size)
                         _, newlogprob, entropy, newvalue = agent.get_action_and_value(
-                            b_obs[mb_inds], b_actions[mb_inds]
+                            e_obs[mb], e_actions[mb]
                         )
                         out = ppo_loss(
                             newlogprob,
-                            b_logprobs[mb_inds],
-                            b_advantages[mb_inds],
+                            e_logprobs[mb],
+                            e_advantages[mb],
                             newvalue,
-                            b_values[mb_inds],
-                            b_returns[mb_inds],
+                            e_values[mb],
+                            e_returns[mb],
                             entropy,
                             clip_coef=clip_coef,
                             vf_coef=tc.vf_coef,
@@ -897,14 +899,14 @@ def train(
                         out["loss"].backward()
                         nn.utils.clip_grad_norm_(agent.parameters(), tc.max_grad_norm)
                         optimizer.step()
-                        for key in sums:
-                            sums[key] = sums[key] + out[key].detach()
-                        n_minibatches += 1
+                        for key, history in stats.items():
+                            history.append(out[key].detach())
                     if tc.target_kl is not None and float(out["approx_kl"]) > tc.target_kl:
                         break
 
             if update % lc.log_interval == 0 or update == num_updates:
-                scalars = {f"losses/{k}": float(v) / n_minibatches for k, v in sums.items()}
+                # mean over the update's minibatches
+                scalars = {f"losses/{k}": float(torch.stack(v).mean()) for k, v in stats.items()}
                 scalars["losses/explained_variance"] = explained_variance(b_values.numpy(), b_returns.numpy())
                 scalars["charts/learning_rate"] = float(optimizer.param_groups[0]["lr"])
                 scalars["charts/ent_coef"] = ent_coef

@@ -303,6 +303,8 @@ def equivalence(wb: Workbench, *, seed: int = 0) -> Section:
             )
         else:
             summary = f"the environments diverge at step {first} ({words}){envs_text}"
+            if set(at_first) == {"reward"}:
+                summary += " while observations and episode ends still agree: the reward function changed (see 11_rewards)"
             first_dyn = int(dynamics["first_step"].min())
             if first_dyn > first:
                 later = dynamics[dynamics["first_step"] == first_dyn]["field"].tolist()

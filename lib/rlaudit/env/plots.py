@@ -83,7 +83,7 @@ def reset_raster(ends: Mapping[str, tuple[np.ndarray, np.ndarray]], num_envs: Ma
     fig, axes = _figure(7.5, 2.4 * len(sides), nrows=len(sides))
     for ax, side in zip(axes, sides, strict=False):
         steps, envs = ends[side]
-        ax.scatter(steps, envs, s=4, color=SIDE_COLORS.get(side), marker="|")
+        ax.scatter(steps, envs, s=12, color=SIDE_COLORS.get(side), marker="|", linewidths=1.2)
         ax.set_ylabel("env")
         ax.set_ylim(-1, max(1, num_envs.get(side, 1)))
         ax.set_title(f"{side}: episode ends (reset steps)")

@@ -485,11 +485,18 @@ def zero_gradients(gradients: pd.DataFrame, term: str = "loss") -> list[str]:
 
 
 def gradient_table(pair: Pair) -> pd.DataFrame:
-    """Per parameter and term: both sides' gradient norms side by side."""
+    """One row per parameter tensor: the gradient norm of the total loss and of each term, on both sides."""
     frames = [pair[s].table("gradients").assign(side=s) for s in SIDES]
     long = pd.concat(frames, ignore_index=True)
-    wide = long.pivot_table(index=["term", "parameter"], columns="side", values="grad_norm", aggfunc="first")
-    return wide.reset_index().rename_axis(columns=None)
+    wide = long.pivot_table(
+        index="parameter", columns=["term", "side"], values="grad_norm", aggfunc="first", sort=False
+    )
+    terms = [
+        t for t in ("loss", "policy_loss", "value_loss", "entropy") if t in wide.columns.get_level_values(0)
+    ]
+    wide = wide[[(t, s) for t in terms for s in SIDES if (t, s) in wide.columns]]
+    wide.columns = [f"{t} {s}" for t, s in wide.columns]
+    return wide.reset_index()
 
 
 def _zero_grad_finding(
@@ -547,9 +554,13 @@ def gradient_flow(wb: Workbench, seed: int = 0) -> Section:
     findings: list[Finding] = []
     tables: dict[str, Any] = {}
     figures: dict[str, Any] = {}
+    counts: dict[str, str] = {}
     if info["batch"] is not None:
         grads = {s: pair[s].table("gradients") for s in SIDES}
         zeros = {s: zero_gradients(grads[s]) for s in SIDES}
+        for side in SIDES:
+            total = int((grads[side]["term"] == "loss").sum())
+            counts[side] = f"{total - len(zeros[side])}/{total}"
         per_term = {s: {t: zero_gradients(grads[s], t) for t in grads[s]["term"].unique()} for s in SIDES}
         n_params = int((grads["candidate"]["term"] == "loss").sum())
         found = _zero_grad_finding(
@@ -622,14 +633,17 @@ def gradient_flow(wb: Workbench, seed: int = 0) -> Section:
                 hypothesis=hypothesis,
                 status=Status.CLEARED,
                 evidence=Evidence(
-                    summary="every parameter tensor gets non-zero gradient on both sides: on the shared batch with a "
-                    "small value error"
+                    baseline=counts.get("baseline"),
+                    candidate=counts.get("candidate"),
+                    effect_label="parameter tensors with non-zero gradient on the shared batch",
+                    summary=f"every parameter tensor gets non-zero gradient on both sides ({counts.get('baseline', '—')} "
+                    f"and {counts.get('candidate', '—')}): on the shared batch with a small value error"
                     + (", on a batch from real rollouts" if "real-rollout batch" in tables else "")
                     + (
                         " and in the recorded training steps"
                         if "zero-gradient share in training" in tables
                         else ""
-                    )
+                    ),
                 ),
             )
         )
@@ -738,7 +752,7 @@ def probe_envs(wb: Workbench, seed: int = 0, steps: int = PROBE_STEPS) -> Sectio
                     candidate=f"{int(passed['candidate'].sum())}/5 passed",
                     effect=float(len(fails)),
                     effect_label="probes the baseline passes and the candidate fails",
-                    summary=f"the candidate fails {', '.join(fails)} (the baseline passes them); the first failing rung, "
+                    summary=f"the candidate fails {', '.join(fails)} (the baseline passes {'it' if len(fails) == 1 else 'them'}); the first failing rung, "
                     f"{PROBES[first].index}. {first}, isolates {PROBES[first].isolates}: {row['reason']}",
                     details={"failed": fails},
                 ),

@@ -58,7 +58,7 @@ def terms_figure(core: pd.DataFrame):  # -> Figure
 
 def gradient_figure(table: pd.DataFrame):  # -> Figure
     """Gradient norm of the total loss per parameter tensor, both sides (log scale; zero drawn at the floor)."""
-    part = table[table["term"] == "loss"].reset_index(drop=True)
+    part = table.rename(columns={"loss baseline": "baseline", "loss candidate": "candidate"})
     fig, axes = _figure(1, width=max(5.0, 0.5 * len(part) + 2), height=3.4)
     ax = axes[0]
     x = np.arange(len(part))

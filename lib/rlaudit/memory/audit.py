@@ -59,14 +59,17 @@ def rss_slope(
 
 
 def leak_verdict(base: stats.Interval | None, cand: stats.Interval | None, threshold: float) -> str:
-    """``leak`` when the candidate's slope interval excludes 0, its slope exceeds ``threshold`` and it
-    exceeds the baseline's by ``threshold``; ``both`` when the baseline leaks as much; else ``none``."""
+    """``leak`` when the candidate's slope interval excludes 0, its slope exceeds ``threshold``, it exceeds the
+    baseline's by ``threshold`` and its interval lies above the baseline's; ``both`` when the baseline leaks
+    as well; else ``none``."""
     if cand is None:
         return "none"
     b = base.point if base is not None else 0.0
     cand_leaks = cand.low > 0 and cand.point > threshold
     base_leaks = base is not None and base.low > 0 and base.point > threshold
-    if cand_leaks and cand.point - b > threshold:
+    # The extra growth must be credible too: the candidate's interval lies above the baseline's.
+    above = base is None or cand.low > base.high
+    if cand_leaks and cand.point - b > threshold and above:
         return "leak"
     if cand_leaks and base_leaks:
         return "both"
@@ -159,7 +162,7 @@ def rss(wb: Workbench, *, seed: int = 0) -> Section:
         for s in SIDES
     ]
     training = None
-    pairs = runs(wb)
+    pairs = runs(wb, short=True)  # the shared short runs: runtime traces, not learning
     mem_frames: dict[str, list[pd.DataFrame]] = {s: [] for s in SIDES}
     errors = [p.guard("memory/rss-training", SUBSYSTEM, hypothesis) for p in pairs]
     for p in pairs:
@@ -233,8 +236,22 @@ def rss(wb: Workbench, *, seed: int = 0) -> Section:
 # ---------------------------------------------------------------------------------------------------------
 
 
+def _slope(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Least-squares slopes of the columns of ``y`` (n, k) against ``x`` (n,)."""
+    xc = x - x.mean()
+    sxx = float((xc * xc).sum())
+    if sxx == 0:
+        return np.zeros(y.shape[1])
+    return (xc[:, None] * (y - y.mean(axis=0))).sum(axis=0) / sxx
+
+
 def growth_per_episode(values: pd.DataFrame, points: pd.DataFrame, key: str, value: str) -> pd.DataFrame:
     """Per item (``key``), the least-squares growth of ``value`` per 1000 episodes over the snapshots.
+
+    The first snapshot (taken right after reset) is left out of the fit when there are four or more, so a
+    structure filled once at the start (a table built on the first update) does not read as growth; and an
+    item only counts as growing ``linearly`` when the second half of the snapshots still grows at half the
+    overall rate or more (a leak keeps growing, a cache that filled up does not).
 
     Args:
         values: Long table with ``snapshot``, ``key`` and ``value`` columns (absent = 0 at that snapshot).
@@ -242,22 +259,24 @@ def growth_per_episode(values: pd.DataFrame, points: pd.DataFrame, key: str, val
 
     Returns:
         ``item``, ``first``, ``last``, ``per_1000_episodes``, ``monotone`` (never shrinks by more than 5%),
-        sorted by growth, largest first.
+        ``linear``, sorted by growth, largest first.
     """
+    columns = ["item", "first", "last", "per_1000_episodes", "monotone", "linear"]
     if values.empty or len(points) < 3:
-        return pd.DataFrame(columns=["item", "first", "last", "per_1000_episodes", "monotone"])
+        return pd.DataFrame(columns=columns)
     wide = (
         values.pivot_table(index="snapshot", columns=key, values=value, aggfunc="sum")
         .reindex(points["snapshot"])
         .fillna(0.0)
     )
     x = points.set_index("snapshot").loc[wide.index, "episodes"].to_numpy(dtype=float)
-    xc = x - x.mean()
-    sxx = float((xc * xc).sum())
-    if sxx == 0:
-        return pd.DataFrame(columns=["item", "first", "last", "per_1000_episodes", "monotone"])
     y = wide.to_numpy(dtype=float)
-    slope = (xc[:, None] * (y - y.mean(axis=0))).sum(axis=0) / sxx
+    fit = slice(1, None) if len(x) >= 4 else slice(None)
+    if np.ptp(x[fit]) == 0:
+        return pd.DataFrame(columns=columns)
+    slope = _slope(x[fit], y[fit])
+    half = len(x) // 2
+    late = _slope(x[half:], y[half:]) if np.ptp(x[half:]) > 0 else slope
     drops = np.diff(y, axis=0)
     monotone = (drops >= -0.05 * np.maximum(np.abs(y[:-1]), 1.0)).all(axis=0)
     out = pd.DataFrame(
@@ -267,14 +286,15 @@ def growth_per_episode(values: pd.DataFrame, points: pd.DataFrame, key: str, val
             "last": y[-1],
             "per_1000_episodes": 1000.0 * slope,
             "monotone": monotone,
+            "linear": late >= 0.5 * slope,
         }
     )
     return out.sort_values("per_1000_episodes", ascending=False, ignore_index=True)
 
 
 def compare_growth(base: pd.DataFrame, cand: pd.DataFrame, threshold: float) -> pd.DataFrame:
-    """Items whose candidate growth per 1000 episodes exceeds ``threshold``, is monotone, and is more than
-    twice the baseline's growth of the same item (and beyond it by ``threshold``)."""
+    """Items whose candidate growth per 1000 episodes exceeds ``threshold``, is monotone and linear, and is
+    more than twice the baseline's growth of the same item (and beyond it by ``threshold``)."""
     b = base.set_index("item")["per_1000_episodes"] if len(base) else pd.Series(dtype=float)
     rows = []
     for r in cand.itertuples():

@@ -138,7 +138,7 @@ def container_sizes(root: Any, name: str = "env", max_depth: int = 5) -> dict[st
     return out
 
 
-@probe(requires=("config", "make_env"), version=1)
+@probe(requires=("config", "make_env"), version=2)
 def growth_sites(ctx: ProbeContext, *, seed: int = 0, steps: int = 400, snapshots: int = 6) -> dict:
     """Where memory grows over a random-policy rollout: tracemalloc sites, object types, containers.
 
@@ -160,63 +160,90 @@ def growth_sites(ctx: ProbeContext, *, seed: int = 0, steps: int = 400, snapshot
     was_tracing = tracemalloc.is_tracing()
     if not was_tracing:
         tracemalloc.start(1)
-    sites: dict[str, list[Any]] = {
-        k: [] for k in ("snapshot", "file", "line", "code", "subject", "size", "count")
+    # Each snapshot's rows become numpy arrays at once: a few objects per snapshot, the same on both sides,
+    # so the probe's own bookkeeping does not show up in the object counts it takes.
+    chunks: dict[str, list[dict[str, np.ndarray]]] = {
+        "sites": [],
+        "types": [],
+        "containers": [],
+        "points": [],
     }
-    types: dict[str, list[Any]] = {"snapshot": [], "type": [], "count": []}
-    conts: dict[str, list[Any]] = {"snapshot": [], "path": [], "size": []}
-    points: dict[str, list[int]] = {
-        k: [] for k in ("snapshot", "vector_step", "env_steps", "episodes", "traced_bytes")
-    }
+    state: dict[str, Any] = {"episodes": 0, "steps": 0}
+    marks = _checkpoints(steps, snapshots)
     try:
         view = VecView(env)
         view.reset(seed=seed)
         policy = Policy("random", view.single_action_space, view.num_envs, seed)
-        state: dict[str, Any] = {"episodes": 0, "steps": 0}
-        marks = _checkpoints(steps, snapshots)
         for i, mark in enumerate(marks):
             _play(view, policy, mark - state["steps"], state)
             gc.collect()
-            snap = tracemalloc.take_snapshot()
-            stats = snap.statistics("lineno")
-            kept = [s for s in stats if not _is_apparatus(s.traceback[0].filename, root)][:TOP_SITES]
-            for st in kept:
-                frame = st.traceback[0]
-                path = os.path.abspath(frame.filename)
-                inside = bool(root) and path.startswith(root + os.sep)
-                sites["snapshot"].append(i)
-                sites["file"].append(os.path.relpath(path, root) if inside else _short(path))
-                sites["line"].append(int(frame.lineno))
-                sites["code"].append(linecache.getline(frame.filename, frame.lineno).strip()[:120])
-                sites["subject"].append(inside)
-                sites["size"].append(int(st.size))
-                sites["count"].append(int(st.count))
+            # Live objects by type first: the snapshot below creates Trace objects of its own.
             by_type = Counter(map(type, gc.get_objects()))
             counts: Counter[str] = Counter()
             for cls, n in by_type.items():
                 counts[cls.__name__] += n
-            for name, n in counts.most_common(TOP_TYPES):
-                types["snapshot"].append(i)
-                types["type"].append(name)
-                types["count"].append(int(n))
-            for path, size in container_sizes(env).items():
-                conts["snapshot"].append(i)
-                conts["path"].append(path)
-                conts["size"].append(int(size))
-            points["snapshot"].append(i)
-            points["vector_step"].append(state["steps"])
-            points["env_steps"].append(state["steps"] * view.num_envs)
-            points["episodes"].append(state["episodes"])
-            points["traced_bytes"].append(int(tracemalloc.get_traced_memory()[0]))
+            del by_type
+            top = counts.most_common(TOP_TYPES)
+            chunks["types"].append(
+                {
+                    "snapshot": np.full(len(top), i),
+                    "type": np.asarray([t for t, _ in top], dtype=str),
+                    "count": np.asarray([n for _, n in top], dtype=np.int64),
+                }
+            )
+            del counts, top
+            snap = tracemalloc.take_snapshot()
+            stats = snap.statistics("lineno")
+            kept = [s for s in stats if not _is_apparatus(s.traceback[0].filename, root)][:TOP_SITES]
+            del snap, stats
+            files, lines, codes, inside, sizes, nblocks = [], [], [], [], [], []
+            for st in kept:
+                frame = st.traceback[0]
+                path = os.path.abspath(frame.filename)
+                ours = bool(root) and path.startswith(root + os.sep)
+                files.append(os.path.relpath(path, root) if ours else _short(path))
+                lines.append(int(frame.lineno))
+                codes.append(linecache.getline(frame.filename, frame.lineno).strip()[:120])
+                inside.append(ours)
+                sizes.append(int(st.size))
+                nblocks.append(int(st.count))
+            chunks["sites"].append(
+                {
+                    "snapshot": np.full(len(kept), i),
+                    "file": np.asarray(files, dtype=str),
+                    "line": np.asarray(lines, dtype=np.int64),
+                    "code": np.asarray(codes, dtype=str),
+                    "subject": np.asarray(inside, dtype=bool),
+                    "size": np.asarray(sizes, dtype=np.int64),
+                    "count": np.asarray(nblocks, dtype=np.int64),
+                }
+            )
+            del kept, files, lines, codes, inside, sizes, nblocks
+            found = container_sizes(env)
+            chunks["containers"].append(
+                {
+                    "snapshot": np.full(len(found), i),
+                    "path": np.asarray(list(found), dtype=str),
+                    "size": np.asarray(list(found.values()), dtype=np.int64),
+                }
+            )
+            del found
+            chunks["points"].append(
+                {
+                    "snapshot": np.asarray([i]),
+                    "vector_step": np.asarray([state["steps"]]),
+                    "env_steps": np.asarray([state["steps"] * view.num_envs]),
+                    "episodes": np.asarray([state["episodes"]]),
+                    "traced_bytes": np.asarray([tracemalloc.get_traced_memory()[0]]),
+                }
+            )
             ctx.progress(i + 1, len(marks))
     finally:
         if not was_tracing:
             tracemalloc.stop()
         getattr(env, "close", lambda: None)()
-    ctx.write_table("sites", {k: np.asarray(v) for k, v in sites.items()})
-    ctx.write_table("types", {k: np.asarray(v) for k, v in types.items()})
-    ctx.write_table("containers", {k: np.asarray(v) for k, v in conts.items()})
-    ctx.write_table("points", {k: np.asarray(v, dtype=np.int64) for k, v in points.items()})
+    for name, parts in chunks.items():
+        ctx.write_table(name, {k: np.concatenate([p[k] for p in parts]) for k in parts[0]})
     return {
         "subject_root": Path(root).name if root else "",
         "episodes": state["episodes"],

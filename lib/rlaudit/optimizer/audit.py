@@ -232,8 +232,13 @@ def hyperparameters(wb: Workbench) -> Section:
     pair = wb.run(probes.optimizer_setup, seed=0)
     if (f := pair.guard("optimizer/hyperparameters", SUBSYSTEM, hypothesis)) is not None:
         return Section.of(f)
-    setups = {s: pair[s].json("optimizer") for s in SIDES}
-    configs = _configs(wb)
+    return hyperparameter_section({s: pair[s].json("optimizer") for s in SIDES}, _configs(wb), hypothesis)
+
+
+def hyperparameter_section(
+    setups: Mapping[str, Mapping[str, Any]], configs: Mapping[str, Mapping[str, Any]], hypothesis: str
+) -> Section:
+    """The verdicts on two optimizers as built (see :func:`hyperparameter_table` for the arguments)."""
     table = hyperparameter_table(setups, configs)
     findings: list[Finding] = []
     classes = {s: setups[s]["class"] for s in SIDES}

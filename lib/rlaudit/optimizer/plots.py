@@ -34,6 +34,11 @@ def schedules_figure(curves: pd.DataFrame):  # -> Figure
         if part.empty:
             ax.set_title(f"{name} (not recorded)")
             continue
+        # each value holds until the next record; the last one holds to the end of the run
+        ends = part.sort_values("progress").groupby(["side", "seed"], sort=False).tail(1).assign(progress=1.0)
+        part = pd.concat([part, ends], ignore_index=True).sort_values(
+            ["side", "seed", "progress"], kind="stable"
+        )
         sns.lineplot(
             data=part,
             x="progress",
@@ -62,14 +67,15 @@ def grad_norm_figure(
     g0 = updates[updates["group"] == 0]
     for ax, side in zip(axes, ("baseline", "candidate"), strict=True):
         part = g0[g0["side"] == side]
-        for seed, rows in part.groupby("seed"):
+        for i, (_, rows) in enumerate(part.groupby("seed")):
+            first = i == 0  # one legend entry per kind of line, not per seed
             ax.plot(
                 rows["update"],
                 rows["grad_norm"],
                 color=SIDE_COLORS[side],
                 lw=1.0,
                 alpha=0.8,
-                label=f"before clip (seed {seed})",
+                label="before clipping (a line per seed)" if first else None,
             )
             ax.plot(
                 rows["update"],
@@ -78,7 +84,7 @@ def grad_norm_figure(
                 lw=0.8,
                 ls="--",
                 alpha=0.6,
-                label=f"after clip (seed {seed})",
+                label="after clipping" if first else None,
             )
         threshold = thresholds.get(side, (None, None))[1]
         if threshold is not None:
@@ -87,9 +93,7 @@ def grad_norm_figure(
         ax.set_xlabel("optimizer step")
         ax.set_ylabel("total gradient norm")
         ax.set_yscale("log")
-        handles, labels = ax.get_legend_handles_labels()
-        keep = dict(zip(labels, handles, strict=True))
-        ax.legend(list(keep.values())[:4], list(keep)[:4], fontsize=7)
+        ax.legend(fontsize=7)
     return fig
 
 

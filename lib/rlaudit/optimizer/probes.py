@@ -16,14 +16,8 @@ from rlaudit.loss.probes import env_spaces, space_info
 from rlaudit.probe import ProbeContext, probe
 
 # Param-group entries that are implementation switches, not hyperparameters of the update rule.
-IMPLEMENTATION_FLAGS = (
-    "foreach",
-    "fused",
-    "capturable",
-    "differentiable",
-    "maximize_memory",
-    "decoupled_weight_decay",
-)
+# (decoupled_weight_decay is not one of them: it turns Adam into AdamW.)
+IMPLEMENTATION_FLAGS = ("foreach", "fused", "capturable", "differentiable")
 
 
 def jsonable_value(value: Any) -> Any:

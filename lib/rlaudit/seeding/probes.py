@@ -62,6 +62,13 @@ def replicas(
     parts = [p for p, k in (("env", "env_steps"), ("train", "train_steps")) if args[k]]
     if not parts:
         return {"parts": [], "reason": "the subject has neither make_env nor train"}
+    if args["train_steps"]:
+        # The children run torch with this worker's thread count (spawn reads it), so a replica in a fresh
+        # process and one in this worker reduce floating-point sums in the same order.
+        try:
+            import torch  # noqa: F401 - imported for its thread count; the subject's train imports it anyway
+        except ImportError:  # a subject that trains without torch
+            pass
     children: list[Any] = []
     try:
         children.extend(spawn(args, str(workdir)) for _ in range(fresh))

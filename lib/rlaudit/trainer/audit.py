@@ -702,22 +702,29 @@ def learning_section(data: Mapping[str, Sequence[RunData]], metric: str, hypothe
 
 
 def collapsed_runs(curves: pd.DataFrame, drop: float = 0.5) -> dict[str, list[int]]:
-    """Runs whose last bin fell below ``drop`` x their own best bin, where that best is meaningful.
+    """Runs that fell back after their peak: the mean of the last three bins below ``drop`` x the peak.
 
-    A peak counts when it is above a quarter of the best peak of any run and positive; the last bin is the mean
-    of the final two bins, so one noisy bin does not make a collapse.
+    The peak is the best of the run's curve smoothed over three bins (one lucky bin is not a peak), it must come
+    before the last three bins, be positive, and reach a quarter of the best peak of any run.
     """
     out: dict[str, list[int]] = {s: [] for s in SIDES}
     if curves.empty:
         return out
-    peaks = curves.groupby(["side", "seed"])["value"].max()
-    ceiling = float(peaks.max()) if len(peaks) else 0.0
+    smoothed = {
+        key: part.sort_values("bin")["value"].rolling(3, center=True, min_periods=1).mean().to_numpy()
+        for key, part in curves.groupby(["side", "seed"])
+    }
+    ceiling = max((float(np.max(v)) for v in smoothed.values()), default=0.0)
     for (side, seed), part in curves.groupby(["side", "seed"]):
-        part = part.sort_values("bin")
-        peak = float(part["value"].max())
-        last = float(part["value"].tail(2).mean())
-        if peak > 0 and peak >= 0.25 * ceiling and last < drop * peak:
-            out[side].append(int(seed))
+        values = part.sort_values("bin")["value"].to_numpy(dtype=float)
+        smooth = smoothed[(side, seed)]
+        if len(values) < 5:
+            continue
+        peak_at = int(np.argmax(smooth))
+        peak = float(smooth[peak_at])
+        last = float(np.mean(values[-3:]))
+        if peak > 0 and peak >= 0.25 * ceiling and peak_at < len(values) - 3 and last < drop * peak:
+            out[str(side)].append(int(seed))
     return out
 
 
@@ -796,8 +803,9 @@ def stability_section(data: Mapping[str, Sequence[RunData]], metric: str, hypoth
         findings=[finding],
         tables={"stability": table},
         notes=[
-            f"A run has collapsed when its last two bins average below half its own best bin (and that "
-            f"best is at least a quarter of the best of all runs). A verdict needs {MIN_SEEDS_FOR_VERDICT}+ seeds."
+            "A run has collapsed when its last three bins average below half of its peak (the best of its curve "
+            "smoothed over three bins, reached before the end and at least a quarter of any run's peak). A verdict "
+            f"needs {MIN_SEEDS_FOR_VERDICT}+ seeds."
         ],
     )
 

@@ -1,5 +1,5 @@
 """Helpers shared by the learning-dynamics audits (trainer, logging, optimizer, loss): config lookups by key
-pattern, recorder tables of many runs as one frame, curves on a common progress grid, short number formats.
+pattern, a guard for training runs, recorder tables of many runs as one frame, short number formats.
 
 Notebook side only (pandas).
 """
@@ -70,28 +70,6 @@ def stack_tables(data: Mapping[str, Sequence[RunData]], name: str) -> pd.DataFra
             df.insert(0, "side", side)
             frames.append(df)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-
-
-def progress_of(x: Sequence[float]) -> np.ndarray:
-    """Positions normalized to [0, 1] between the first and the last (all 0 for a single position)."""
-    arr = np.asarray(x, dtype=float)
-    if arr.size == 0:
-        return arr
-    lo, hi = float(np.min(arr)), float(np.max(arr))
-    return np.zeros_like(arr) if hi <= lo else (arr - lo) / (hi - lo)
-
-
-def on_grid(progress: Sequence[float], values: Sequence[float], grid: np.ndarray) -> np.ndarray:
-    """A step curve (the last value at or before each grid point) sampled on ``grid``.
-
-    Schedules change between updates and hold in between, so a step function, not a line, is what they are.
-    """
-    p = np.asarray(progress, dtype=float)
-    v = np.asarray(values, dtype=float)
-    order = np.argsort(p, kind="stable")
-    p, v = p[order], v[order]
-    idx = np.searchsorted(p, grid, side="right") - 1
-    return v[np.clip(idx, 0, len(v) - 1)]
 
 
 def fmt(value: Any, digits: int = 3) -> str:

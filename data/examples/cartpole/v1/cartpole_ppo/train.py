@@ -360,10 +360,7 @@ def train(
     torch.set_num_threads(args.torch_threads)
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    if env_fn is not None:
-        envs = gym.wrappers.vector.RecordEpisodeStatistics(env_fn(args.num_envs, seed))
-    else:
-        envs = make_env(args, seed)
+    envs = env_fn(args.num_envs, seed) if env_fn is not None else make_env(args, seed)
     agent = make_agent(args, envs.single_observation_space, envs.single_action_space)
     optimizer = make_optimizer(args, agent)
     rec.watch(agent, optimizer)
@@ -387,6 +384,8 @@ def train(
     next_obs_np, _ = envs.reset(seed=seed)
     next_obs = torch.as_tensor(next_obs_np, dtype=torch.float32)
     next_done = torch.zeros(args.num_envs)
+    ep_return = np.zeros(args.num_envs)
+    ep_length = np.zeros(args.num_envs, dtype=np.int64)
     recent_returns: list[float] = []
     start_time = time.perf_counter()
     update = start_update
@@ -408,20 +407,20 @@ def train(
                     actions[step] = action
                     logprobs[step] = logprob
 
-                    next_obs_np, reward, terminations, truncations, infos = envs.step(action.numpy())
+                    next_obs_np, reward, terminations, truncations, _ = envs.step(action.numpy())
                     done = np.logical_or(terminations, truncations)
                     rewards[step] = torch.as_tensor(reward, dtype=torch.float32)
                     next_obs = torch.as_tensor(next_obs_np, dtype=torch.float32)
                     next_done = torch.as_tensor(done, dtype=torch.float32)
 
-                    if "_episode" in infos:
-                        for i in np.flatnonzero(infos["_episode"]):
-                            ep_return = float(infos["episode"]["r"][i])
-                            ep_length = int(infos["episode"]["l"][i])
-                            rec.episode(
-                                step=global_step, env=int(i), **{"return": ep_return, "length": ep_length}
-                            )
-                            recent_returns.append(ep_return)
+                    # episode statistics kept here rather than read from info: env_fn may hand in any env
+                    ep_return += reward
+                    ep_length += 1
+                    for i in np.flatnonzero(done):
+                        stats = {"return": float(ep_return[i]), "length": int(ep_length[i])}
+                        rec.episode(step=global_step, env=int(i), **stats)
+                        recent_returns.append(stats["return"])
+                        ep_return[i], ep_length[i] = 0.0, 0
 
             with rec.phase("update"):
                 # bootstrap value if not done
