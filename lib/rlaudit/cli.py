@@ -25,7 +25,7 @@ _HANDLERS = {
     "bench": "rlaudit.bench:run_bench",
     "audit": "rlaudit.report:run_audit",
     "report": "rlaudit.report:run_report",
-    "new-subject": "rlaudit.subjects:run_new_subject",
+    "new-subject": "rlaudit.adapters.template:run_new_subject",
 }
 
 

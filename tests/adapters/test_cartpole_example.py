@@ -111,7 +111,12 @@ def _start(version: str, tmp_path: Path) -> subprocess.Popen[str]:
     script = tmp_path / "probe_example.py"
     script.write_text(SCRIPT)
     return subprocess.Popen(
-        [sys.executable, str(script), str(EXAMPLE / version / "subject.py"), str(tmp_path / f"run-{version}")],
+        [
+            sys.executable,
+            str(script),
+            str(EXAMPLE / version / "subject.py"),
+            str(tmp_path / f"run-{version}"),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
