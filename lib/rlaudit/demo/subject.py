@@ -181,10 +181,11 @@ class BuiltinSubject:
 
         return ppo.compute_loss(config, policy, batch, impl=self._ppo_impl)
 
-    def make_curriculum(self, config: dict[str, Any]):
+    def make_curriculum(self, config: dict[str, Any], seed: int = 0):
+        """The curriculum the arena uses, seeded so that the same scores give the same choices."""
         from rlaudit.demo.arena import make_curriculum
 
-        return make_curriculum(config, impl=self._arena_impl)
+        return make_curriculum(config, seed=seed, impl=self._arena_impl)
 
     def train(
         self, config: dict[str, Any], steps: int, seed: int, recorder: Any = None, **kwargs: Any
