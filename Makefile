@@ -47,14 +47,17 @@ report: setup ## run every audit on BASELINE vs CANDIDATE and render reports/ind
 		--profile $(PROFILE) -j $(JOBS) --out $(OUT) $(if $(FRESH),--fresh) \
 		--executor $(EXECUTOR) --ray-address "$(RAY_ADDR)"
 
-test: setup ## unit tests and every notebook under nbval at the smoke profile
-	RLAUDIT_PROFILE=smoke RLAUDIT_REPORTS=$(CURDIR)/.pytest-reports $(BIN)/python -m pytest tests notebooks --nbval-lax -p no:cacheprovider -q
+TEST_ENV := RLAUDIT_PROFILE=smoke RLAUDIT_REPORTS=$(CURDIR)/.pytest-reports RLAUDIT_CACHE=$(CURDIR)/.pytest-cache \
+	RLAUDIT_TEST_CACHE=$(CURDIR)/.pytest-cache
+
+test: setup ## unit tests, the fault-detection matrix, and every notebook under nbval (smoke profile)
+	$(TEST_ENV) $(BIN)/python -m pytest tests notebooks --nbval-lax -p no:cacheprovider -q --durations=15
 
 test-unit: setup ## unit tests only
 	$(BIN)/python -m pytest tests -q
 
 test-notebooks: setup ## notebooks only, under nbval at the smoke profile
-	RLAUDIT_PROFILE=smoke RLAUDIT_REPORTS=$(CURDIR)/.pytest-reports $(BIN)/python -m pytest notebooks --nbval-lax -p no:cacheprovider -q
+	$(TEST_ENV) $(BIN)/python -m pytest notebooks --nbval-lax -p no:cacheprovider -q
 
 lab: setup ## open the notebooks in JupyterLab
 	$(BIN)/jupyter lab notebooks/
@@ -71,6 +74,6 @@ bench: setup ## print the benchmark figures (env, trainer, recorder, sb3)
 	for what in env trainer recorder sb3; do $(BIN)/rlaudit bench $$what; done
 
 clean: ## remove caches, rendered reports and the venv (never touches code or notebooks)
-	rm -rf data/cache data/runs .pytest-reports .pytest_cache .ruff_cache $(VENV)
+	rm -rf data/cache data/runs .pytest-reports .pytest-cache .pytest_cache .ruff_cache $(VENV)
 	find reports -mindepth 1 ! -name README.md -exec rm -rf {} +
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

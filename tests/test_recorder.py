@@ -84,29 +84,64 @@ def test_gradient_accumulation_and_explicit_pre_clip_norm(tmp_path: Path) -> Non
     np.testing.assert_allclose(updates.momentum, 0.9)
 
 
-def test_layers_table_is_sampled_and_measures_update_ratio(tmp_path: Path) -> None:
+@pytest.mark.parametrize("clip", [None, 100.0])  # hooks alone, and the clip_grad_norm_ wrapper
+def test_layers_table_is_sampled_and_measures_update_ratio(tmp_path: Path, clip: float | None) -> None:
     model = _model()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     rec = Recorder(tmp_path, sample_every=2)
     rec.watch(model, opt)
     expected = {}
-    for update in range(1, 5):
+    for update in range(1, 6):
         before = {n: p.detach().clone() for n, p in model.named_parameters()}
-        _step(model, opt)
-        if update in (1, 3):
+        x = torch.arange(6.0).reshape(2, 3)
+        opt.zero_grad()
+        model(x).pow(2).sum().backward()
+        grads = {n: float(p.grad.norm()) for n, p in model.named_parameters()}
+        if clip is not None:
+            nn.utils.clip_grad_norm_(model.parameters(), clip)
+        opt.step()
+        if update in (1, 3, 5):
             for n, p in model.named_parameters():
-                dw = float((p.detach() - before[n]).norm())
-                expected[(update, n)] = (float(before[n].norm()), dw / float(before[n].norm()))
+                w = float(before[n].norm())
+                expected[(update, n)] = (
+                    grads[n],
+                    w,
+                    float((p.detach() - before[n]).norm()) / w if w else 0.0,
+                )
     rec.close()
     layers = read_table(tmp_path / "layers")
-    assert sorted(set(layers["update"])) == [1, 3]
+    assert sorted(set(layers["update"])) == [1, 3, 5]
     assert set(layers.layer) == {"0.weight", "0.bias", "2.weight", "2.bias"}
     for row in layers.itertuples():
-        w_norm, ratio = expected[(row.update, row.layer)]
+        g_norm, w_norm, ratio = expected[(row.update, row.layer)]
+        assert row.grad_norm == pytest.approx(g_norm, rel=1e-5)
         assert row.weight_norm == pytest.approx(w_norm, rel=1e-5)
         if w_norm > 0:
             assert row.update_ratio == pytest.approx(ratio, rel=1e-4)
-        assert row.grad_norm > 0
+
+
+@pytest.mark.parametrize("how", ["wrapped", "captured_before_watch"])
+def test_clip_grad_norm_is_wrapped_while_watching_and_restored(tmp_path: Path, how: str) -> None:
+    original = torch.nn.utils.clip_grad_norm_
+    captured = torch.nn.utils.clip_grad_norm_  # like `from torch.nn.utils import clip_grad_norm_` at import
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    rec = Recorder(tmp_path)
+    rec.watch(model, opt)
+    assert torch.nn.utils.clip_grad_norm_ is not original
+    x = torch.arange(6.0).reshape(2, 3)
+    norms = []
+    for _ in range(3):
+        opt.zero_grad()
+        (3 * model(x).pow(2).sum()).backward()
+        clip = nn.utils.clip_grad_norm_ if how == "wrapped" else captured
+        norms.append(float(clip(model.parameters(), 0.1)))  # returns the norm before clipping
+        opt.step()
+    rec.close()
+    assert torch.nn.utils.clip_grad_norm_ is original
+    updates = read_table(tmp_path / "updates")
+    np.testing.assert_allclose(updates.grad_norm, norms, rtol=1e-5)
+    np.testing.assert_allclose(updates.grad_norm_clipped, 0.1, rtol=1e-4)
 
 
 def test_scalars_episodes_phases_memory_and_summary(tmp_path: Path) -> None:

@@ -70,14 +70,18 @@ def rendered_index(tmp_path: Path) -> Path:
             hypothesis=f"The {subsystem} behaves the same",
             status=status,
             severity=Severity.HIGH if status is Status.CONFIRMED else Severity.INFO,
-            evidence=Evidence(baseline=i, candidate=i + (status is Status.CONFIRMED), summary=f"{subsystem} checked"),
+            evidence=Evidence(
+                baseline=i, candidate=i + (status is Status.CONFIRMED), summary=f"{subsystem} checked"
+            ),
             remediation="Fix the GAE bootstrap" if subsystem == "loss" else "",
         )
         save_findings(findings_dir / f"{notebook_name(subsystem)}.json", [f], meta={})
     _png(findings_dir / "summary-forest.png")
     attribution = {
-        "sentences": ["heart.get: primary cause fix loss.gae_bootstrap restores 62% of the gap.",
-                      "Verified as correct: agents, init."],
+        "sentences": [
+            "heart.get: primary cause fix loss.gae_bootstrap restores 62% of the gap.",
+            "Verified as correct: agents, init.",
+        ],
         "causes": [{"rank": 1, "subsystem": "loss", "verdict": "primary", "restores heart.get gap": "62%"}],
         "figures": [{"name": "gap restored (forest plot)", "file": "summary-forest.png"}],
     }
@@ -85,7 +89,10 @@ def rendered_index(tmp_path: Path) -> Path:
     out = tmp_path / "report"
     out.mkdir()
     overview = report.collect_findings(findings_dir)
-    info = {"parameters": {"baseline": "builtin:reference", "candidate": "builtin:regressed"}, "profile": "smoke"}
+    info = {
+        "parameters": {"baseline": "builtin:reference", "candidate": "builtin:regressed"},
+        "profile": "smoke",
+    }
     return report.write_index(out, overview, [], info)
 
 
@@ -95,11 +102,24 @@ def test_index_shows_summary_grid_and_figures_in_chromium(rendered_index: Path) 
     harness = rendered_index.parent / "harness.html"
     harness.write_text(HARNESS)
     proc = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync",
-         "--disable-background-networking", "--disable-component-update", "--allow-file-access-from-files",
-         f"--user-data-dir={rendered_index.parent / 'chrome-profile'}", "--virtual-time-budget=10000",
-         "--dump-dom", harness.as_uri()],
-        capture_output=True, text=True, timeout=120,
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-sync",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--allow-file-access-from-files",
+            f"--user-data-dir={rendered_index.parent / 'chrome-profile'}",
+            "--virtual-time-budget=10000",
+            "--dump-dom",
+            harness.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     match = re.search(r"RESULT(.*?)END", proc.stdout, re.DOTALL)
     assert match, f"the harness never reported (exit {proc.returncode}):\n{proc.stderr[-2000:]}"

@@ -1,11 +1,11 @@
 """The ``rlaudit`` command: one verb per job, each implemented in its own room and imported lazily.
 
-    rlaudit faults [--json]                       the built-in fault catalog
-    rlaudit train SPEC --steps N --seed S --out DIR
-    rlaudit bench env|trainer|recorder|sb3|report
-    rlaudit audit --baseline A --candidate B [--subsystems a,b] [--profile P] --json FILE
-    rlaudit report [--baseline A] [--candidate B] [--profile P] [--out DIR] [-j N] [--fresh]
-    rlaudit new-subject DIR
+rlaudit faults [--json]                       the built-in fault catalog
+rlaudit train SPEC --steps N --seed S --out DIR
+rlaudit bench env|trainer|recorder|sb3|report
+rlaudit audit --baseline A --candidate B [--subsystems a,b] [--profile P] --json FILE
+rlaudit report [--baseline A] [--candidate B] [--profile P] [--out DIR] [-j N] [--fresh]
+rlaudit new-subject DIR
 """
 
 from __future__ import annotations
@@ -37,7 +37,11 @@ def _pair_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fresh", action="store_true", help="ignore cached artifacts and recompute")
     p.add_argument("-j", "--jobs", type=int, default=2, help="parallel jobs (default 2)")
     p.add_argument("--executor", default="local", choices=["local", "ray"], help="where jobs run")
-    p.add_argument("--ray-address", default="auto", help="with --executor ray: auto | host:port | ray://host:port | local (see docs/RAY.md)")
+    p.add_argument(
+        "--ray-address",
+        default="auto",
+        help="with --executor ray: auto | host:port | ray://host:port | local (see docs/RAY.md)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

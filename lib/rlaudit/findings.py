@@ -19,7 +19,7 @@ from typing import Any
 SCHEMA_VERSION = 1
 
 
-class Status(str, Enum):
+class Status(str, Enum):  # noqa: UP042 - str mixin keeps json.dumps and comparisons with plain strings
     """The verdict on one hypothesis, from guilty to cleared."""
 
     CONFIRMED = "CONFIRMED"  # a measured difference that explains (part of) the regression
@@ -54,7 +54,7 @@ _MARKS = {
 }
 
 
-class Severity(str, Enum):
+class Severity(str, Enum):  # noqa: UP042 - as Status
     """How much the difference is expected to cost if it is real."""
 
     CRITICAL = "CRITICAL"
@@ -152,22 +152,24 @@ class Finding:
         return cls(**{k: v for k, v in data.items() if k in known}, evidence=Evidence(**evidence))
 
     @classmethod
-    def skipped(
-        cls, id: str, subsystem: str, hypothesis: str, missing: dict[str, Sequence[str]]
-    ) -> Finding:
+    def skipped(cls, id: str, subsystem: str, hypothesis: str, missing: dict[str, Sequence[str]]) -> Finding:
         """A check that could not run because a subject lacks a capability.
 
         Args:
             missing: Per side (``"baseline"``/``"candidate"``), the capability names it lacks.
         """
-        parts = [f"{side} lacks {', '.join(f'`{c}`' for c in caps)}" for side, caps in missing.items() if caps]
+        parts = [
+            f"{side} lacks {', '.join(f'`{c}`' for c in caps)}" for side, caps in missing.items() if caps
+        ]
         return cls(
             id=id,
             subsystem=subsystem,
             hypothesis=hypothesis,
             status=Status.SKIPPED,
             severity=Severity.INFO,
-            evidence=Evidence(summary="; ".join(parts), details={"missing": {k: list(v) for k, v in missing.items()}}),
+            evidence=Evidence(
+                summary="; ".join(parts), details={"missing": {k: list(v) for k, v in missing.items()}}
+            ),
             remediation="Implement the named capability in the subject module to run this check "
             "(see `rlaudit new-subject` for the contract).",
         )
@@ -261,7 +263,9 @@ def load_findings(path: str | Path) -> tuple[list[Finding], dict[str, Any]]:
     try:
         payload = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{path} is not valid JSON ({exc}); expected a findings file written by rlaudit") from exc
+        raise ValueError(
+            f"{path} is not valid JSON ({exc}); expected a findings file written by rlaudit"
+        ) from exc
     if not isinstance(payload, dict) or "findings" not in payload:
         raise ValueError(f"{path} has no 'findings' list; expected a findings file written by rlaudit")
     return [Finding.from_dict(d) for d in payload["findings"]], payload.get("meta", {})

@@ -24,11 +24,19 @@ so a crash loses at most the last interval and a reader never sees a half-writte
 How gradient norms are measured (this works for trainers that never call the recorder between backward and
 ``optimizer.step()``):
 
-* ``grad_norm`` (before clipping): ``watch`` registers a post-accumulate-grad hook on every parameter the
-  optimizer updates. Each hook keeps the norm of that parameter's gradient as it stands after the last
-  ``backward()``; the optimizer step pre-hook combines them into the global L2 norm. Clipping
-  (``clip_grad_norm_``, ``clip_grad_value_``, or a hand-written one) happens after backward and before the
-  step, so this is the norm before clipping whatever clipping call the trainer uses.
+* ``grad_norm`` (before clipping), first choice: while a recorder watches, ``torch.nn.utils.clip_grad_norm_``
+  is wrapped (and restored by :meth:`Recorder.close`). The wrapper calls the original and keeps the total
+  norm it returns, which *is* the norm before clipping, when the clipped parameters are the watched ones:
+  no extra computation. A trainer that calls ``nn.utils.clip_grad_norm_(...)`` or
+  ``torch.nn.utils.clip_grad_norm_(...)`` at run time goes through the wrapper.
+* Fallback, for trainers that clip another way (``clip_grad_value_``, by hand, or a ``clip_grad_norm_``
+  imported by name before ``watch``, which the wrapper cannot reach) or not at all: ``watch`` also
+  registers a post-accumulate-grad hook on every parameter the optimizer updates. While no wrapped call
+  reports the norm, each hook keeps the norm of its parameter's gradient as it stands after the last
+  ``backward()`` (accumulated gradients included), and the step pre-hook combines them into the global L2
+  norm; clipping happens after backward, so this too is the norm before clipping. Once the wrapper reports,
+  the hooks stop measuring, except on the steps sampled for the layers table (so a trainer that switches
+  from the wrapped call to another way of clipping loses the norm of the first step after the switch).
 * ``grad_norm_clipped`` (after clipping): computed from ``param.grad`` in the step pre-hook, i.e. exactly
   the gradient the optimizer is about to apply.
 * A trainer that rescales gradients between backward and clipping (mixed-precision loss scaling) should
@@ -134,6 +142,11 @@ class Recorder:
         self._names: list[str] = []
         self._norms: list[Any] = []
         self._explicit_pre_clip: float | None = None
+        self._clip_pre: float | None = None  # reported by the clip_grad_norm_ wrapper for the coming step
+        self._hooks_measure = (
+            True  # False while the wrapper reports: the hooks then only measure sampled steps
+        )
+        self._param_ids: set[int] = set()
         self._n_updates = 0
         self._pending: dict[str, Any] | None = None
 
@@ -163,8 +176,10 @@ class Recorder:
                 self._names.append(names.get(id(p), f"param{idx}"))
                 self._norms.append(None)
                 self._handles.append(p.register_post_accumulate_grad_hook(self._make_grad_hook(idx)))
+        self._param_ids = {id(p) for p in self._params}
         self._handles.append(optimizer.register_step_pre_hook(self._pre_step))
         self._handles.append(optimizer.register_step_post_hook(self._post_step))
+        _watch_clipping(self)
 
     def grad_norm(self, pre_clip: float) -> None:
         """Report the global gradient norm before clipping for the next optimizer step.
@@ -230,6 +245,7 @@ class Recorder:
         for handle in self._handles:
             handle.remove()
         self._handles.clear()
+        _unwatch_clipping(self)
         self.flush()
         seconds = time.perf_counter() - self._t0
         torch_threads = None
@@ -258,16 +274,23 @@ class Recorder:
     # -- hooks -----------------------------------------------------------------------------------------------
 
     def _make_grad_hook(self, idx: int):
-        sq_norms = self._norms
+        norms = self._norms
         torch = self._torch
 
         def hook(param: Any) -> None:
             # Runs after backward accumulated into param.grad; the last call before step() wins, so with
-            # gradient accumulation this is the norm of the accumulated gradient.
-            grad = param.grad
-            sq_norms[idx] = None if grad is None else torch.linalg.vector_norm(grad.detach())
+            # gradient accumulation this is the norm of the accumulated gradient. The coming step is
+            # _n_updates + 1: sampled for the layers table when _n_updates % sample_every == 0.
+            if self._hooks_measure or self._n_updates % self.sample_every == 0:
+                grad = param.grad
+                norms[idx] = None if grad is None else torch.linalg.vector_norm(grad.detach())
 
         return hook
+
+    def _clipped(self, parameters: list[Any], total_norm: Any) -> None:
+        """Called by the ``clip_grad_norm_`` wrapper: keep the pre-clip norm if these are our parameters."""
+        if parameters and id(parameters[0]) in self._param_ids:
+            self._clip_pre = float(total_norm)
 
     def _pre_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         torch = self._torch
@@ -276,9 +299,14 @@ class Recorder:
         with torch.no_grad():
             if self._explicit_pre_clip is not None:
                 pre = self._explicit_pre_clip
+            elif self._clip_pre is not None:
+                pre = self._clip_pre
             else:
                 norms = [self._norms[i] for i, _ in present if self._norms[i] is not None]
                 pre = float(torch.linalg.vector_norm(torch.stack(norms))) if norms else float("nan")
+            # measure with the hooks from the next step on only if the wrapper did not report this one
+            self._hooks_measure = self._clip_pre is None
+            self._clip_pre = None
             grads = [p.grad.detach() for _, p in present]
             post = float(_total_norm(torch, grads)) if grads else math.nan
             pending: dict[str, Any] = {"pre": pre, "post": post, "layers": None}
@@ -428,6 +456,49 @@ class _NullPhase:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+# -- the clip_grad_norm_ wrapper ------------------------------------------------------------------------------
+
+_CLIP_WATCHERS: list[Recorder] = []
+_ORIGINAL_CLIP: Any = None
+
+
+def _watch_clipping(recorder: Recorder) -> None:
+    """Wrap ``torch.nn.utils.clip_grad_norm_`` (once per process) and register ``recorder`` with it."""
+    global _ORIGINAL_CLIP
+    import functools
+
+    import torch
+
+    if _ORIGINAL_CLIP is None:
+        original = torch.nn.utils.clip_grad_norm_
+
+        @functools.wraps(original)
+        def clip_grad_norm_(parameters: Any, max_norm: float, *args: Any, **kwargs: Any) -> Any:
+            params = [parameters] if isinstance(parameters, torch.Tensor) else list(parameters)
+            total = original(params, max_norm, *args, **kwargs)
+            for watcher in _CLIP_WATCHERS:
+                watcher._clipped(params, total)
+            return total
+
+        _ORIGINAL_CLIP = original
+        torch.nn.utils.clip_grad_norm_ = clip_grad_norm_
+        torch.nn.utils.clip_grad.clip_grad_norm_ = clip_grad_norm_
+    _CLIP_WATCHERS.append(recorder)
+
+
+def _unwatch_clipping(recorder: Recorder) -> None:
+    """Unregister ``recorder``; the last one out puts the original ``clip_grad_norm_`` back."""
+    global _ORIGINAL_CLIP
+    if recorder in _CLIP_WATCHERS:
+        _CLIP_WATCHERS.remove(recorder)
+    if not _CLIP_WATCHERS and _ORIGINAL_CLIP is not None:
+        import torch
+
+        torch.nn.utils.clip_grad_norm_ = _ORIGINAL_CLIP
+        torch.nn.utils.clip_grad.clip_grad_norm_ = _ORIGINAL_CLIP
+        _ORIGINAL_CLIP = None
 
 
 def _total_norm(torch: Any, tensors: list[Any]) -> Any:

@@ -45,7 +45,9 @@ class Investigation:
     findings: list[Finding] = field(default_factory=list)
 
 
-def executive_summary(findings: list[Finding], result: attr.Attribution | None, delta: float) -> dict[str, Any]:
+def executive_summary(
+    findings: list[Finding], result: attr.Attribution | None, delta: float
+) -> dict[str, Any]:
     """The investigation's conclusions as plain data (rendered in the notebook and in reports/index.html)."""
     causes = attr.rank_causes(findings, result, delta)
     by_sub: dict[str, list[Finding]] = {}
@@ -53,49 +55,72 @@ def executive_summary(findings: list[Finding], result: attr.Attribution | None, 
         by_sub.setdefault(f.subsystem, []).append(f)
     flagged_subs = {c.subsystem for c in causes}
     cleared = sorted(
-        (s for s, fs in by_sub.items() if s in SUBSYSTEMS and s not in flagged_subs
-         and any(f.status is Status.CLEARED for f in fs) and not any(f.status is Status.ERROR for f in fs)),
+        (
+            s
+            for s, fs in by_sub.items()
+            if s in SUBSYSTEMS
+            and s not in flagged_subs
+            and any(f.status is Status.CLEARED for f in fs)
+            and not any(f.status is Status.ERROR for f in fs)
+        ),
         key=SUBSYSTEMS.index,
     )
     rows = []
     for rank, c in enumerate(causes, start=1):
-        remediation = next((f.remediation for f in sorted(c.findings, key=lambda f: f.status.rank) if f.remediation), "")
-        rows.append({
-            "rank": rank,
-            "subsystem": c.subsystem,
-            "verdict": c.verdict,
-            **{f"restores {METRIC_LABEL.get(m, m)} gap": _effect_text(e) for m, e in c.effects.items()},
-            "audit evidence": "; ".join(f.headline for f in c.findings[:2]),
-            "remediation": remediation,
-        })
+        remediation = next(
+            (f.remediation for f in sorted(c.findings, key=lambda f: f.status.rank) if f.remediation), ""
+        )
+        rows.append(
+            {
+                "rank": rank,
+                "subsystem": c.subsystem,
+                "verdict": c.verdict,
+                **{f"restores {METRIC_LABEL.get(m, m)} gap": _effect_text(e) for m, e in c.effects.items()},
+                "audit evidence": "; ".join(f.headline for f in c.findings[:2]),
+                "remediation": remediation,
+            }
+        )
     order = [r["subsystem"] for r in rows if r["verdict"] in ("primary", "secondary")] + [
         r["subsystem"] for r in rows if r["verdict"] in ("flagged (unmeasured)", "unclear")
     ]
     recovery = {}
     if result is not None:
         together = result.together.get("effects") or {}
-        whole_arm = next((a for a in result.arms if a.suspects and len(a.suspects) == len(
-            [s for s in result.suspects if s.composable])), None)
+        whole_arm = next(
+            (
+                a
+                for a in result.arms
+                if a.suspects and len(a.suspects) == len([s for s in result.suspects if s.composable])
+            ),
+            None,
+        )
         for m in result.metrics:
             if m in together:
                 recovery[m] = {**together[m], "arm": "the causes found, restored together"}
             elif whole_arm is not None and m in result.effects.get(whole_arm.name, {}):
                 e = result.effects[whole_arm.name][m]
-                recovery[m] = {"point": e.point, "low": e.low, "high": e.high, "n": e.n,
-                               "arm": "every suspect restored together"}
+                recovery[m] = {
+                    "point": e.point,
+                    "low": e.low,
+                    "high": e.high,
+                    "n": e.n,
+                    "arm": "every suspect restored together",
+                }
     sentences = []
-    for metric in (result.metrics if result else []):
+    for metric in result.metrics if result else []:
         gap = result.gaps.get(metric, {})
         label = METRIC_LABEL.get(metric, metric)
         if not gap.get("measurable"):
             sentences.append(f"No measurable {label} gap between baseline and candidate.")
             continue
         singles = [r for r in result.ranking.get(metric, []) if r["single"] and r["verdict"] == "cause"]
-        head = (f"{label}: baseline {gap['baseline']:.3g}, candidate {gap['candidate']:.3g}.")
+        head = f"{label}: baseline {gap['baseline']:.3g}, candidate {gap['candidate']:.3g}."
         if singles:
             top = singles[0]
-            head += (f" Primary cause: {top['arm']} ({', '.join(top['subsystems'])}) restores "
-                     f"{_pct(top['point'])} of the gap (95% CI {_pct(top['low'])}..{_pct(top['high'])}).")
+            head += (
+                f" Primary cause: {top['arm']} ({', '.join(top['subsystems'])}) restores "
+                f"{_pct(top['point'])} of the gap (95% CI {_pct(top['low'])}..{_pct(top['high'])})."
+            )
             if len(singles) > 1:
                 head += " Also: " + "; ".join(f"{r['arm']} {_pct(r['point'])}" for r in singles[1:4]) + "."
         else:
@@ -105,7 +130,9 @@ def executive_summary(findings: list[Finding], result: attr.Attribution | None, 
         sentences.append(head)
     red = [r["subsystem"] for r in rows if r["verdict"] == "red herring"]
     if red:
-        sentences.append("Red herrings (flagged, but restoring them measurably does not matter): " + ", ".join(red) + ".")
+        sentences.append(
+            "Red herrings (flagged, but restoring them measurably does not matter): " + ", ".join(red) + "."
+        )
     if cleared:
         sentences.append("Verified as correct: " + ", ".join(cleared) + ".")
     if order:
@@ -153,12 +180,17 @@ def investigate(
         budget: Training runs attribution may use; 0 takes the profile's.
         seed: Seeds the bootstrap intervals.
     """
-    result = attr.attribute(wb, findings, variants=variants, metric=metric, delta=delta,
-                            budget=budget or None, seed=seed)
+    result = attr.attribute(
+        wb, findings, variants=variants, metric=metric, delta=delta, budget=budget or None, seed=seed
+    )
     own = attr.attribution_findings(result, delta)
     summary = executive_summary([*findings, *own], result, delta)
-    return Investigation(result=result, causes=attr.rank_causes([*findings, *own], result, delta),
-                         summary=summary, findings=own)
+    return Investigation(
+        result=result,
+        causes=attr.rank_causes([*findings, *own], result, delta),
+        summary=summary,
+        findings=own,
+    )
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -171,8 +203,15 @@ def forest_plot(result: attr.Attribution, delta: float = attr.DEFAULT_DELTA):  #
     import matplotlib.pyplot as plt
 
     metrics = [m for m in result.metrics if result.gaps.get(m, {}).get("measurable")]
-    fig, axes = plt.subplots(1, max(1, len(metrics)), figsize=(6 * max(1, len(metrics)), 0.5 + 0.45 * max(
-        1, max((len(result.ranking.get(m, [])) for m in metrics), default=1))), squeeze=False)
+    fig, axes = plt.subplots(
+        1,
+        max(1, len(metrics)),
+        figsize=(
+            6 * max(1, len(metrics)),
+            0.5 + 0.45 * max(1, max((len(result.ranking.get(m, [])) for m in metrics), default=1)),
+        ),
+        squeeze=False,
+    )
     for ax, m in zip(axes[0], metrics or [result.metric if hasattr(result, "metric") else ""], strict=False):
         rows = result.ranking.get(m, [])
         if not rows:
@@ -182,8 +221,14 @@ def forest_plot(result: attr.Attribution, delta: float = attr.DEFAULT_DELTA):  #
         y = np.arange(len(rows))[::-1]
         for yi, r in zip(y, rows, strict=True):
             color = {"cause": "#c0392b", "no effect": "#7f8c8d", "unclear": "#e67e22"}[r["verdict"]]
-            ax.errorbar(r["point"], yi, xerr=[[r["point"] - r["low"]], [r["high"] - r["point"]]], fmt="o",
-                        color=color, capsize=3)
+            ax.errorbar(
+                r["point"],
+                yi,
+                xerr=[[r["point"] - r["low"]], [r["high"] - r["point"]]],
+                fmt="o",
+                color=color,
+                capsize=3,
+            )
         ax.set_yticks(y, [r["arm"] if len(r["arm"]) < 48 else r["arm"][:45] + "..." for r in rows])
         for x, style in ((0, "-"), (delta, ":"), (1, "--")):
             ax.axvline(x, color="black", linestyle=style, linewidth=0.8)
@@ -281,22 +326,41 @@ def attribution_section(inv: Investigation, metric: str, delta: float = attr.DEF
     tables = {}
     for m, rows in result.ranking.items():
         tables[f"gap restored: {METRIC_LABEL.get(m, m)}"] = pd.DataFrame(rows)
-    tables["arms"] = pd.DataFrame([
-        {"arm": a.name, "runs": a.n, "target": str(a.target), "overrides": ", ".join(a.overrides),
-         "errors": "; ".join(a.errors())} for a in result.arms
-    ])
+    tables["arms"] = pd.DataFrame(
+        [
+            {
+                "arm": a.name,
+                "runs": a.n,
+                "target": str(a.target),
+                "overrides": ", ".join(a.overrides),
+                "errors": "; ".join(a.errors()),
+            }
+            for a in result.arms
+        ]
+    )
     tables["spent"] = pd.DataFrame([result.spent])
-    figures = {"gap restored (forest plot)": forest_plot(result, delta),
-               "learning curves": curves_plot(result, metric),
-               "SPS waterfall": sps_waterfall(result)}
-    return Section(title="Which changes explain the gap?", findings=inv.findings, tables=tables, figures=figures,
-                   notes=result.notes)
+    figures = {
+        "gap restored (forest plot)": forest_plot(result, delta),
+        "learning curves": curves_plot(result, metric),
+        "SPS waterfall": sps_waterfall(result),
+    }
+    return Section(
+        title="Which changes explain the gap?",
+        findings=inv.findings,
+        tables=tables,
+        figures=figures,
+        notes=result.notes,
+    )
 
 
 def executive_section(inv: Investigation) -> Section:
     rows = pd.DataFrame(inv.summary.get("causes", []))
-    return Section(title="Executive summary", findings=[], tables={"ranked causes": rows} if len(rows) else {},
-                   notes=inv.summary.get("sentences", []))
+    return Section(
+        title="Executive summary",
+        findings=[],
+        tables={"ranked causes": rows} if len(rows) else {},
+        notes=inv.summary.get("sentences", []),
+    )
 
 
 def save(inv: Investigation, findings_dir: str | Path, sections: list[Section]) -> Path:

@@ -3,6 +3,7 @@ training runs are computed once and shared by every fault's detection test (as n
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Iterator
 
 import pytest
@@ -12,7 +13,10 @@ from rlaudit.findings import Finding
 
 @pytest.fixture(scope="session")
 def audit_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    path = tmp_path_factory.mktemp("rlaudit-cache")
+    # `make test` points RLAUDIT_TEST_CACHE at one cache for the notebooks and these tests, so the reference's
+    # artifacts are computed once; fingerprints keep it correct across runs. Otherwise: a fresh one.
+    shared = os.environ.get("RLAUDIT_TEST_CACHE")
+    path = shared or str(tmp_path_factory.mktemp("rlaudit-cache"))
     mp = pytest.MonkeyPatch()
     mp.setenv("RLAUDIT_CACHE", str(path))
     mp.setenv("RLAUDIT_PROFILE", "smoke")

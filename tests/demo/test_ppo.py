@@ -295,8 +295,10 @@ def test_make_optimizer_reads_the_section_and_falls_back_to_pytorch_defaults() -
     group = ppo.make_optimizer(cfg, policy).param_groups[0]
     assert group["eps"] == cfg["optimizer"]["eps"] == 1e-5
     assert group["lr"] == cfg["optimizer"]["lr"]
-    del cfg["optimizer"]["eps"]
+    cfg["optimizer"]["eps"] = None
     assert ppo.make_optimizer(cfg, policy).param_groups[0]["eps"] == 1e-8  # PyTorch's default
+    del cfg["optimizer"]["eps"]
+    assert ppo.make_optimizer(cfg, policy).param_groups[0]["eps"] == 1e-8
     cfg["optimizer"]["momentum"] = 0.9
     with pytest.raises(ValueError, match="momentum"):
         ppo.make_optimizer(cfg, policy)

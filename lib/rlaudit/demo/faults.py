@@ -221,7 +221,7 @@ _FAULTS: list[Fault] = [
         "1.0 value) is skipped, leaving PyTorch's default init.",
         "000",
         "code",
-        "learning",
+        "none",
         ppo={"skip_orthogonal_init": True},
     ),
     # --- loss
@@ -242,7 +242,7 @@ _FAULTS: list[Fault] = [
         "003",
         "code",
         "learning",
-        ppo={"value_loss_floor": 0.05},
+        ppo={"value_loss_floor": 1.0},
     ),
     # --- spaces
     Fault(

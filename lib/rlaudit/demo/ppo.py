@@ -393,8 +393,8 @@ def make_optimizer(config: Mapping[str, Any] | DemoConfig, policy: nn.Module) ->
     """Adam over all of ``policy``'s parameters, built from the config's ``optimizer`` section.
 
     The section's keys are passed to ``torch.optim.Adam`` as they are, like ``Adam(**cfg.optimizer)``: a key
-    missing from a given section falls back to PyTorch's default (eps 1e-8, lr 1e-3), not to the demo's. A
-    config without an ``optimizer`` section gets the demo's defaults.
+    that is missing from a given section, or null, falls back to PyTorch's default (eps 1e-8, lr 1e-3), not
+    to the demo's. A config without an ``optimizer`` section gets the demo's defaults.
     """
     if isinstance(config, DemoConfig):
         section = config.optimizer.to_dict()
@@ -404,8 +404,8 @@ def make_optimizer(config: Mapping[str, Any] | DemoConfig, policy: nn.Module) ->
         section = OptimizerConfig().to_dict()
 
     OptimizerConfig.from_dict(section)  # rejects unknown keys and other optimizers with a clear error
-    kwargs = {k: section[k] for k in ("lr", "eps", "weight_decay") if k in section}
-    if "betas" in section:
+    kwargs = {k: section[k] for k in ("lr", "eps", "weight_decay") if section.get(k) is not None}
+    if section.get("betas") is not None:
         kwargs["betas"] = (float(section["betas"][0]), float(section["betas"][1]))
     # the fused kernel does the same arithmetic in one call instead of a Python loop over parameters (about
     # 4x faster per step for this network on CPU); it needs floating-point parameters on one device type

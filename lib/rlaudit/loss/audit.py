@@ -393,7 +393,7 @@ def loss_terms(wb: Workbench, seed: int = 0) -> Section:
     if len(differing) and shared:
         parts = [
             f"{r['term']} {fmt(r['baseline'], 4)} → {fmt(r['candidate'], 4)}"
-            + (f" (x{fmt(r['ratio'])})" if r["ratio"] is not None else "")
+            + (f" (x{fmt(r['ratio'])})" if r["ratio"] is not None and r["ratio"] > 0 else "")
             for r in differing.to_dict("records")
         ]
         only_total = set(differing["term"]) == {"loss"}

@@ -51,7 +51,7 @@ def _qualname(obj: Any) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-@probe(requires=("config", "make_env", "make_policy", "make_optimizer"), version=1)
+@probe(requires=("config", "make_env", "make_policy", "make_optimizer"), version=2)
 def optimizer_setup(ctx: ProbeContext, *, seed: int = 0) -> dict:
     """Build the subject's policy and optimizer and record the optimizer's class, param groups and coverage.
 
@@ -76,7 +76,8 @@ def optimizer_setup(ctx: ProbeContext, *, seed: int = 0) -> dict:
         params = list(group["params"])
         for p in params:
             group_of.setdefault(id(p), gi)
-        entry = {k: jsonable_value(v) for k, v in group.items() if k != "params"}
+        # initial_lr is bookkeeping a torch LR scheduler adds to every group it drives, not a setting
+        entry = {k: jsonable_value(v) for k, v in group.items() if k not in ("params", "initial_lr")}
         entry["_tensors"] = len(params)
         entry["_values"] = int(sum(p.numel() for p in params))
         groups.append(entry)

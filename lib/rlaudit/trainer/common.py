@@ -73,7 +73,7 @@ def stack_tables(data: Mapping[str, Sequence[RunData]], name: str) -> pd.DataFra
 
 
 def fmt(value: Any, digits: int = 3) -> str:
-    """``0.00025`` -> ``"0.00025"``, ``12345.6`` -> ``"1.23e+04"``; None -> ``"—"``."""
+    """``0.00025`` -> ``"0.00025"``, ``1024.0`` -> ``"1024"``, ``12345.6`` -> ``"12,346"``; None -> ``"—"``."""
     if value is None:
         return "—"
     if isinstance(value, bool):
@@ -86,6 +86,10 @@ def fmt(value: Any, digits: int = 3) -> str:
         return str(value)
     if not math.isfinite(number):
         return str(number)
+    if number.is_integer() and abs(number) < 1e12:
+        return str(int(number))
+    if abs(number) >= 1000:
+        return f"{number:,.0f}"
     return f"{number:.{digits}g}"
 
 
