@@ -138,3 +138,34 @@ def run_data(pairs: Sequence[Pair]) -> dict[str, list[RunData]]:
             if res.ok:
                 out[res.side].append(RunData.from_result(res))
     return out
+
+
+def scalar_curves(
+    wb: Workbench,
+    names: Sequence[str] = (
+        "env/heart.get",
+        "charts/episodic_return",
+        "losses/value_loss",
+        "charts/learning_rate",
+    ),
+    *,
+    short: bool = False,
+) -> pd.DataFrame:
+    """The logged scalars of the shared runs as one tidy table for :func:`rlaudit.notebook.explore_curves`.
+
+    Returns:
+        Columns ``step``, ``name``, ``value``, ``side``, ``seed``; only ``names`` that some run logged (all
+        names when ``names`` is empty).
+    """
+    frames = []
+    for side, data in run_data(runs(wb, short=short)).items():
+        for run in data:
+            scalars = run.table("scalars")
+            if scalars.empty:
+                continue
+            if names:
+                scalars = scalars[scalars["name"].isin(list(names))]
+            frames.append(scalars.assign(side=side, seed=run.seed))
+    if not frames:
+        return pd.DataFrame(columns=["step", "name", "value", "side", "seed"])
+    return pd.concat(frames, ignore_index=True)
