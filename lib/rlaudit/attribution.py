@@ -790,6 +790,14 @@ def rank_causes(
                     prev = measured.setdefault(sub, {}).get(m)
                     if prev is None or r["point"] > prev["point"]:
                         measured[sub][m] = {k: r[k] for k in ("point", "low", "high", "n")}
+            # a group restored together with no effect clears each member it holds (group testing drops it
+            # whole), unless a member was measured on its own
+            for r in rows:
+                if not r["single"] and r["verdict"] == "no effect":
+                    for sub in r["subsystems"]:
+                        measured.setdefault(sub, {}).setdefault(
+                            m, {k: r[k] for k in ("point", "low", "high", "n")}
+                        )
     causes = []
     for sub in sorted(set(flagged) | set(measured), key=SUBSYSTEMS.index):
         evidence = sum(
