@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from rlaudit import subjects
+from rlaudit.adapters.template import run_new_subject
 from rlaudit.subjects import (
     CAPABILITIES,
     SubjectSpec,
@@ -301,9 +302,9 @@ def test_lazy_loader_imports_on_first_use() -> None:
 def test_new_subject_writes_a_loadable_template(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "path", list(sys.path))
     args = argparse.Namespace(dir=str(tmp_path / "mine"), force=False)
-    assert subjects.run_new_subject(args) == 0
+    assert run_new_subject(args) == 0
     module = load_subject(parse_spec(str(tmp_path / "mine")))  # the template imports as a subject
     assert capabilities(module) <= set(CAPABILITIES)
     with pytest.raises(ValueError, match="--force"):
-        subjects.run_new_subject(args)
+        run_new_subject(args)
     monkeypatch.delitem(sys.modules, module.__name__, raising=False)

@@ -566,11 +566,3 @@ def load_subject(spec: SubjectSpec) -> object:
 
 # ---------------------------------------------------------------------------------------------------------
 # `rlaudit new-subject DIR` (cli.py dispatches here; the template itself lives with the adapters)
-
-
-def run_new_subject(args: Any) -> int:
-    """``rlaudit new-subject DIR [--force]``: write the subject template into DIR (see
-    :mod:`rlaudit.adapters.template`)."""
-    from rlaudit.adapters.template import run_new_subject as write_template
-
-    return write_template(args)
