@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -15,13 +16,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rlaudit.cache import ArtifactStore, ProbeResult, params_hash, subject_fingerprint
+from rlaudit import cache, paths
+from rlaudit.cache import (
+    ArtifactStore,
+    ProbeResult,
+    fingerprint_details,
+    params_hash,
+    subject_fingerprint,
+)
 from rlaudit.io import atomic_write_json
 from rlaudit.subjects import parse_spec
 from rlaudit.worker import ProbeError
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 LIB = Path(__file__).resolve().parents[1] / "lib"
+SB3_SETUP = Path(__file__).resolve().parents[1] / "data" / "examples" / "sb3" / "ppo_cartpole.yaml"
 
 
 def _result_json(out: Path, result: dict, params: dict | None = None) -> None:
@@ -303,6 +312,71 @@ def test_module_fingerprint_follows_the_package(tmp_path: Path) -> None:
     first = subject_fingerprint(spec)
     (pkg / "subj.py").write_text("def config():\n    return {'a': 2}\n")
     assert subject_fingerprint(spec) != first
+
+
+def test_fingerprint_follows_the_requirements_file(tmp_path: Path, toy_subject: Path) -> None:
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text("numpy\n")
+    plain = parse_spec(str(toy_subject))
+    spec = parse_spec(str(toy_subject), requirements=str(requirements))
+    first = subject_fingerprint(spec)
+    assert first == subject_fingerprint(spec) and first != subject_fingerprint(plain)
+    # a new pin changes it (the venv is rebuilt, so are the artifacts); the same content again restores it
+    requirements.write_text("numpy==2.0.0\n")
+    pinned = subject_fingerprint(spec)
+    assert pinned != first
+    requirements.write_text("numpy\n")
+    assert subject_fingerprint(spec) == first
+    assert subject_fingerprint(spec.replace(system_site_packages=True)) != first
+    # the details name what is hashed; a missing file still fingerprints (its worker reports the error)
+    venv = fingerprint_details(spec.replace(system_site_packages=True))["venv"]
+    assert venv["requirements_sha256"] == hashlib.sha256(b"numpy\n").hexdigest()
+    assert venv["system_site_packages"] is True
+    assert "venv" not in fingerprint_details(plain)
+    requirements.unlink()
+    assert subject_fingerprint(spec) not in (first, pinned)
+
+
+def _edited(monkeypatch: pytest.MonkeyPatch, target: Path) -> None:
+    """Make the fingerprint see ``target`` with other content, without touching the real file."""
+    real = cache._file_digest
+
+    def digest(path: Path) -> str:
+        return "edited" if Path(path).resolve() == target.resolve() else real(path)
+
+    monkeypatch.setattr(cache, "_file_digest", digest)
+
+
+@pytest.mark.parametrize("source", ["demo/ppo.py", "recorder.py"])
+def test_builtin_fingerprint_covers_demo_and_recorder(source: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = parse_spec("builtin:reference")
+    before = subject_fingerprint(spec)
+    _edited(monkeypatch, paths.PACKAGE_DIR / source)
+    assert subject_fingerprint(spec) != before
+
+
+@pytest.mark.parametrize("source", ["adapters/sb3.py", "safeload.py", "recorder.py"])
+def test_sb3_fingerprint_covers_the_adapter_code(source: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = parse_spec(f"sb3:{SB3_SETUP}")
+    before = subject_fingerprint(spec)
+    assert before == subject_fingerprint(spec)
+    _edited(monkeypatch, paths.PACKAGE_DIR / source)
+    assert subject_fingerprint(spec) != before
+
+
+def test_sb3_fingerprint_covers_the_installed_sb3_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    from importlib import metadata
+
+    spec = parse_spec(f"sb3:{SB3_SETUP}")
+    details = fingerprint_details(spec)["code"]
+    assert details["stable_baselines3"] == metadata.version("stable-baselines3")
+    before = subject_fingerprint(spec)
+    real = metadata.version
+    monkeypatch.setattr(
+        metadata, "version", lambda name: "0.0.1" if name == "stable-baselines3" else real(name)
+    )
+    assert fingerprint_details(spec)["code"]["stable_baselines3"] == "0.0.1"
+    assert subject_fingerprint(spec) != before
 
 
 # --- results and metadata --------------------------------------------------------------------------------

@@ -226,6 +226,66 @@ def test_pair_file_missing_interpreter_and_file(tmp_path: Path) -> None:
         load_pair_file(tmp_path / "absent.yaml")
 
 
+def test_requirements_resolve_against_the_base_and_are_part_of_the_spec(tmp_path: Path) -> None:
+    spec = parse_spec(
+        "builtin:reference", requirements="envs/req.txt", system_site_packages=True, base_dir=tmp_path
+    )
+    # resolved, but not required to exist yet: a missing file is the subject's own error at worker start
+    assert spec.requirements == str(tmp_path / "envs" / "req.txt") and spec.system_site_packages is True
+    assert spec.interpreter == sys.executable  # the base the environment is built from
+    again = SubjectSpec.from_dict(spec.to_dict())
+    assert again == spec and hash(again) == hash(spec)
+    plain = parse_spec("builtin:reference")
+    assert (plain.requirements, plain.system_site_packages) == ("", False)
+    assert len({plain, spec, spec.replace(system_site_packages=False)}) == 3
+    # an existing spec takes them as overrides too
+    assert parse_spec(plain, requirements="r.txt", base_dir=tmp_path).requirements == str(tmp_path / "r.txt")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"requirements": "r.txt", "system_site_packages": "yes"}, "must be true or false, got 'yes'"),
+        ({"system_site_packages": True}, "system_site_packages but no requirements file"),
+        ({"requirements": ""}, "must be the path of a pip requirements file"),
+    ],
+)
+def test_bad_requirements_settings(kwargs: dict, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        parse_spec("builtin:reference", **kwargs)
+
+
+def test_pair_file_requirements_and_system_site_packages(tmp_path: Path, toy_subject: Path) -> None:
+    new = _old_and_new(tmp_path, toy_subject)
+    (new / "pair.yaml").write_text(
+        "baseline:  {spec: ../old/subject.py, python: ../old/.venv/bin/python,\n"
+        "            requirements: ../old/requirements.txt, system_site_packages: true}\n"
+        "candidate: {spec: ./subject.py, requirements: requirements-new.txt}\n"
+    )
+    cwd = os.getcwd()
+    os.chdir(tmp_path)  # relative to the pair file's directory, not the current one
+    try:
+        baseline, candidate = load_pair_file(new / "pair.yaml")
+    finally:
+        os.chdir(cwd)
+    assert baseline.requirements == str(tmp_path / "old" / "requirements.txt")
+    assert baseline.system_site_packages is True
+    assert baseline.python == str(tmp_path / "old/.venv/bin/python")  # the base of the environment
+    assert candidate.requirements == str(new / "requirements-new.txt")
+    assert candidate.system_site_packages is False and candidate.python == ""
+    (new / "bad.yaml").write_text(
+        "baseline: {spec: ./subject.py, requirements: r.txt, system_site_packages: 'no'}\n"
+        "candidate: ./subject.py\n"
+    )
+    with pytest.raises(ValueError, match=r"system_site_packages of subject .* must be true or false"):
+        load_pair_file(new / "bad.yaml")
+    (new / "typo.yaml").write_text(
+        "baseline: {spec: ./subject.py, requirement: r.txt}\ncandidate: ./subject.py\n"
+    )
+    with pytest.raises(ValueError, match=r"unknown key.*requirement.*expected.*requirements"):
+        load_pair_file(new / "typo.yaml")
+
+
 # --- capabilities and loading ------------------------------------------------------------------------------
 
 

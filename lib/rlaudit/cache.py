@@ -8,7 +8,11 @@ Layout (ARCHITECTURE.md section 3)::
 
 A subject's fingerprint hashes its spec, its code (git commit + ``git diff HEAD`` + untracked files when the
 subject lives in a git checkout, else the hashes of its ``.py/.yaml/.yml/.json/.toml`` files), the interpreter
-path and the extra environment, so a stale artifact is never reused. An artifact directory is committed by
+path, the requirements file's content and ``system_site_packages`` (when the subject runs in a virtual
+environment built from requirements) and the extra environment, so a stale artifact is never reused. The
+rlaudit code that shapes a subject's artifacts counts too: the ``demo/`` package and ``recorder.py`` for the
+built-ins; the SB3 adapter, ``safeload.py``, ``recorder.py`` and the installed stable-baselines3 version for
+``sb3:`` subjects. An artifact directory is committed by
 one atomic rename and counts only when its ``result.json`` exists, so a writer killed halfway leaves nothing
 that is ever read. Two processes asking for the same key take a file lock: one computes, the other waits and
 reads the result. Failed probes are never cached.
@@ -25,6 +29,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -79,7 +84,7 @@ def subject_fingerprint(spec: SubjectSpec) -> str:
 def fingerprint_details(spec: SubjectSpec) -> dict[str, Any]:
     """Everything :func:`subject_fingerprint` hashes, as a JSON-able dict (saved in ``subject.json``)."""
     hasher = CODE_HASHERS.get(spec.scheme, _hash_unknown_scheme)
-    return {
+    details = {
         "schema": FINGERPRINT_SCHEMA,
         "spec": spec.text,
         "scheme": spec.scheme,
@@ -88,6 +93,16 @@ def fingerprint_details(spec: SubjectSpec) -> dict[str, Any]:
         "env": dict(sorted(spec.env.items())),
         "code": hasher(spec),
     }
+    requirements = getattr(spec, "requirements", "")
+    if requirements:
+        # Only for subjects with a requirements file, so the fingerprints of all others stay as they were.
+        # The venv's path is not known before it is built; what it is built from is: the base interpreter
+        # (``python`` above), the file's content and whether it sees the base's packages.
+        details["venv"] = {
+            "requirements_sha256": _file_digest(Path(requirements)),
+            "system_site_packages": bool(getattr(spec, "system_site_packages", False)),
+        }
+    return details
 
 
 def _slug(spec: SubjectSpec) -> str:
@@ -103,8 +118,12 @@ def _slug(spec: SubjectSpec) -> str:
 
 
 def _hash_builtin(spec: SubjectSpec) -> dict[str, Any]:
-    # The spec (which names the faults) is hashed beside this; the code is the demo package.
-    return {"demo": _walk_hash(paths.PACKAGE_DIR / "demo")}
+    # The spec (which names the faults) is hashed beside this; the code is the demo package, and the recorder,
+    # which writes every built-in run's tables.
+    return {
+        "demo": _walk_hash(paths.PACKAGE_DIR / "demo"),
+        "recorder": _file_digest(paths.PACKAGE_DIR / "recorder.py"),
+    }
 
 
 def _hash_file(spec: SubjectSpec) -> dict[str, Any]:
@@ -126,7 +145,50 @@ def _hash_module(spec: SubjectSpec) -> dict[str, Any]:
 
 
 def _hash_sb3(spec: SubjectSpec) -> dict[str, Any]:
-    return _hash_location(Path(spec.target).parent)
+    # The setup's directory (the YAML and the artifacts it names), plus what turns it into a subject: the
+    # adapter, the safe loader its checkpoints go through, the recorder its runs write through, and the
+    # stable-baselines3 release whose code paths (defaults, losses, buffers) the subject is.
+    return {
+        **_hash_location(Path(spec.target).parent),
+        "rlaudit": {
+            name: _file_digest(paths.PACKAGE_DIR / name)
+            for name in ("adapters/sb3.py", "safeload.py", "recorder.py")
+        },
+        "stable_baselines3": _installed_version(spec.interpreter, "stable-baselines3"),
+    }
+
+
+def _installed_version(interpreter: str, distribution: str) -> str | None:
+    """The version of ``distribution`` installed for ``interpreter`` (None when it is not installed).
+
+    The notebook's own interpreter answers from its metadata; another one (a subject's venv) is asked.
+    Paths are compared unresolved: two venvs share a resolved binary but not their packages.
+    """
+    if os.path.abspath(interpreter) == os.path.abspath(sys.executable):
+        from importlib import metadata
+
+        try:
+            return metadata.version(distribution)
+        except metadata.PackageNotFoundError:
+            return None
+    return _other_interpreter_version(interpreter, distribution)
+
+
+@functools.lru_cache(maxsize=64)
+def _other_interpreter_version(interpreter: str, distribution: str) -> str | None:
+    script = (
+        "import sys\nfrom importlib import metadata\n"
+        "try:\n    print(metadata.version(sys.argv[1]))\nexcept metadata.PackageNotFoundError:\n    print('')\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    try:
+        done = subprocess.run(
+            [interpreter, "-c", script, distribution], env=env, capture_output=True, text=True, timeout=60
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = done.stdout.strip()
+    return found if done.returncode == 0 and found else None
 
 
 def _hash_git(spec: SubjectSpec) -> dict[str, Any]:

@@ -55,7 +55,7 @@ _MODULE_RE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*(:[A-Za-z_]\w*(\.[A-Za-z
 _SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):(.*)$", re.DOTALL)
 _BUILTIN_RE = re.compile(r"^[A-Za-z0-9_.+,-]+$")
 _PAIR_SIDES = ("baseline", "candidate")
-_PAIR_KEYS = ("spec", "python", "cwd", "env", "label")
+_PAIR_KEYS = ("spec", "python", "requirements", "system_site_packages", "cwd", "env", "label")
 
 _FORMS_HELP = (
     "expected one of: builtin:<name> (e.g. builtin:reference, builtin:reference+<fault>), "
@@ -77,6 +77,13 @@ class SubjectSpec:
         ref: For ``git:``, the revision; else ``""``.
         path: For ``git:``, the subject file inside the repository (``"subject.py"`` by default).
         python: Interpreter that runs the subject's worker; ``""`` means the notebook's own interpreter.
+            With ``requirements``, the interpreter the subject's virtual environment is built from.
+        requirements: Absolute path of a pip requirements file, or ``""``. When set, the worker runs in a
+            virtual environment built from it (once, cached: :func:`rlaudit.adapters.venv.interpreter_for`).
+            The file need not exist when the spec is parsed: a missing file is reported as that subject's
+            error when its worker starts, so the other side still runs.
+        system_site_packages: With ``requirements``, let the environment see the base interpreter's
+            packages (saves installing torch again); ignored without ``requirements``.
         cwd: Working directory of the worker; ``""`` means the notebook's current directory.
         env: Extra environment variables for the worker, name -> value.
         label: How reports name the subject (default: the spec string as the user wrote it).
@@ -89,6 +96,8 @@ class SubjectSpec:
     ref: str = ""
     path: str = ""
     python: str = ""
+    requirements: str = ""
+    system_site_packages: bool = False
     cwd: str = ""
     env: Mapping[str, str] = field(default_factory=dict)
     label: str = ""
@@ -104,6 +113,8 @@ class SubjectSpec:
                 self.ref,
                 self.path,
                 self.python,
+                self.requirements,
+                self.system_site_packages,
                 self.cwd,
                 tuple(sorted(self.env.items())),
                 self.label,
@@ -120,7 +131,11 @@ class SubjectSpec:
 
     @property
     def interpreter(self) -> str:
-        """The interpreter the worker runs under (the notebook's own when ``python`` is empty)."""
+        """The subject's base interpreter: ``python``, or the notebook's own when that is empty.
+
+        Without ``requirements`` the worker runs under it; with ``requirements`` the worker runs under the
+        virtual environment built from it (:func:`rlaudit.adapters.venv.interpreter_for`, which builds it).
+        """
         return self.python or sys.executable
 
     def replace(self, **changes: Any) -> SubjectSpec:
@@ -149,6 +164,8 @@ def parse_spec(
     env: Mapping[str, Any] | None = None,
     label: str | None = None,
     base_dir: str | Path | None = None,
+    requirements: str | None = None,
+    system_site_packages: bool | None = None,
 ) -> SubjectSpec:
     """Parse a spec string into a :class:`SubjectSpec`, checking every path it names.
 
@@ -161,6 +178,10 @@ def parse_spec(
             directory for path specs, ``base_dir`` for module specs, the notebook's cwd otherwise.
         env: Extra environment variables for the worker; values are converted to strings.
         label: Name used in reports; default the spec string as written.
+        requirements: A pip requirements file (relative to ``base_dir``) to build the subject's virtual
+            environment from, based on ``python`` (see :attr:`SubjectSpec.requirements`). Its existence is
+            checked when the worker starts, not here.
+        system_site_packages: Whether that environment sees the base interpreter's packages (default False).
         base_dir: Directory that relative paths are resolved against (default: the current directory;
             :func:`load_pair_file` passes the YAML file's directory).
 
@@ -184,7 +205,13 @@ def parse_spec(
             overrides["env"] = _clean_env(env, spec.display)
         if label is not None:
             overrides["label"] = label
-        return spec.replace(**overrides) if overrides else spec
+        if requirements is not None:
+            overrides["requirements"] = _resolve_requirements(requirements, base, spec.display)
+        if system_site_packages is not None:
+            overrides["system_site_packages"] = _check_flag(
+                system_site_packages, "system_site_packages", spec.display
+            )
+        return _check_venv_fields(spec.replace(**overrides) if overrides else spec)
 
     if not isinstance(text, str):
         raise TypeError(f"a subject spec must be a string or SubjectSpec, got {type(text).__name__}")
@@ -198,7 +225,15 @@ def parse_spec(
     fields["cwd"] = _resolve_dir(cwd, base, raw) if cwd else default_cwd
     fields["env"] = _clean_env(env or {}, raw)
     fields["label"] = label if label is not None else raw
-    return SubjectSpec(**fields)
+    fields["requirements"] = (
+        _resolve_requirements(requirements, base, raw) if requirements is not None else ""
+    )
+    fields["system_site_packages"] = (
+        _check_flag(system_site_packages, "system_site_packages", raw)
+        if system_site_packages is not None
+        else False
+    )
+    return _check_venv_fields(SubjectSpec(**fields))
 
 
 def _parse_form(raw: str, base: Path) -> dict[str, Any]:
@@ -330,6 +365,35 @@ def _resolve_python(python: str, base: Path, spec: str) -> str:
     return os.path.abspath(path)
 
 
+def _resolve_requirements(requirements: str, base: Path, spec: str) -> str:
+    """A requirements file path -> absolute (not checked: a missing file is the subject's own error)."""
+    if not isinstance(requirements, str | os.PathLike) or not str(requirements).strip():
+        raise ValueError(
+            f"requirements of subject {spec!r} must be the path of a pip requirements file, got {requirements!r}"
+        )
+    path = Path(str(requirements).strip()).expanduser()
+    path = path if path.is_absolute() else base / path
+    return os.path.abspath(path)
+
+
+def _check_venv_fields(spec: SubjectSpec) -> SubjectSpec:
+    if spec.system_site_packages and not spec.requirements:
+        raise ValueError(
+            f"subject {spec.display!r} sets system_site_packages but no requirements file; "
+            "system_site_packages only applies to the virtual environment built from requirements: "
+            "add requirements: <file> or drop system_site_packages"
+        )
+    return spec
+
+
+def _check_flag(value: Any, name: str, spec: str) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(
+            f"{name} of subject {spec!r} must be true or false, got {value!r} ({type(value).__name__})"
+        )
+    return value
+
+
 def _resolve_dir(directory: str, base: Path, spec: str) -> str:
     path = Path(directory).expanduser()
     path = path if path.is_absolute() else base / path
@@ -365,10 +429,13 @@ def load_pair_file(path: str | Path) -> tuple[SubjectSpec, SubjectSpec]:
     Format (relative paths resolve against the YAML file's directory)::
 
         baseline:  {spec: ../old/subject.py, python: ../old/.venv/bin/python, env: {OMP_NUM_THREADS: "1"}}
-        candidate: {spec: ./subject.py}
+        candidate: {spec: ./subject.py, requirements: requirements.txt, system_site_packages: true}
 
-    Each side is a mapping with ``spec`` (required) and optional ``python``, ``cwd``, ``env``, ``label``,
-    or just the spec string.
+    Each side is a mapping with ``spec`` (required) and optional ``python``, ``requirements``,
+    ``system_site_packages``, ``cwd``, ``env``, ``label``, or just the spec string. ``requirements`` names a
+    pip requirements file: the worker then runs in a virtual environment built from it (based on ``python``
+    when given), built once and cached under ``<cache>/venvs``; ``system_site_packages: true`` lets that
+    environment see the base interpreter's packages.
 
     Returns:
         ``(baseline, candidate)``.
@@ -426,6 +493,8 @@ def load_pair_file(path: str | Path) -> tuple[SubjectSpec, SubjectSpec]:
                 env=entry.get("env") or {},
                 label=None if entry.get("label") is None else str(entry["label"]),
                 base_dir=base,
+                requirements=None if entry.get("requirements") is None else str(entry["requirements"]),
+                system_site_packages=entry.get("system_site_packages"),
             )
         )
     return specs[0], specs[1]

@@ -482,6 +482,10 @@ class WorkerClient:
         self.info: dict[str, Any] = {}
         self.capabilities: frozenset[str] | None = None
         self.load_error: ProbeError | None = None
+        self.interpreter: str | None = None  # the python the worker runs under, once chosen
+        # Building the subject's environment (spec.requirements) failed: kept, since rebuilding would fail
+        # the same way (like an import error, which a new worker would repeat).
+        self._env_error: ProbeError | None = None
         self.log_path: Path | None = None
         self.starts = 0  # how many worker processes this client has started
         self._proc: subprocess.Popen[bytes] | None = None
@@ -528,12 +532,16 @@ class WorkerClient:
 
         Raises:
             ProbeError: The worker could not start or died or hung while loading. A subject that fails to
-                import does *not* raise here: it is kept in :attr:`load_error` and raised by every call.
+                import, or whose virtual environment (``requirements``) cannot be built, does *not* raise
+                here: it is kept in :attr:`load_error` and raised by every call.
         """
         with self._lock:
             if self.alive:
                 return self.info
             self._reset()
+            interpreter = self._choose_interpreter()
+            if interpreter is None:
+                return self.info
             self.log_dir.mkdir(parents=True, exist_ok=True)
             _prune_logs(self.log_dir)
             stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -543,7 +551,7 @@ class WorkerClient:
                 self.log_dir / f"worker-{stamp}-{os.getpid()}-{id(self) & 0xFFFF:04x}-{self.starts}.log"
             )
             command = [
-                self.spec.interpreter,
+                interpreter,
                 "-m",
                 "rlaudit.worker",
                 "--requests",
@@ -573,7 +581,7 @@ class WorkerClient:
                     os.close(fd)
                 raise ProbeError(
                     "crash",
-                    f"could not start a worker for {self.spec.display!r} with {self.spec.interpreter}: {exc}; "
+                    f"could not start a worker for {self.spec.display!r} with {interpreter}: {exc}; "
                     "check the subject's python and cwd",
                 ) from exc
             finally:
@@ -596,10 +604,34 @@ class WorkerClient:
                 self.load_error = error
             return self.info
 
+    def _choose_interpreter(self) -> str | None:
+        """The subject's interpreter (building its virtual environment if it names requirements); None when
+        that failed, with the failure in :attr:`load_error`."""
+        from rlaudit.adapters.venv import interpreter_for
+
+        if self._env_error is None and self.interpreter is None:
+            try:
+                self.interpreter = interpreter_for(self.spec)
+            except Exception as exc:  # any failure to build the environment is this subject's error only
+                self._env_error = ProbeError(
+                    "import",
+                    f"could not prepare the Python environment of subject {self.spec.display!r} from the "
+                    f"requirements file {self.spec.requirements} (base interpreter {self.spec.interpreter}"
+                    f"{', system_site_packages' if self.spec.system_site_packages else ''}): "
+                    f"{type(exc).__name__}: {exc}",
+                    traceback.format_exc(),
+                )
+        if self._env_error is not None:
+            self.load_error = ProbeError.from_dict(self._env_error.to_dict())
+            return None
+        return self.interpreter
+
     def ping(self, timeout: float = 10.0) -> int:
         """Round-trip to the worker (starting it if needed); returns its pid."""
         with self._lock:
             self.start()
+            if self._env_error is not None:  # no worker to ask: its environment could not be built
+                raise ProbeError.from_dict(self._env_error.to_dict())
             return int(self._request({"op": "ping"}, timeout, None, self._log_size())["pid"])
 
     def close(self, wait: float = 3.0) -> None:

@@ -384,3 +384,126 @@ def test_bad_sb3_specs() -> None:
 def test_read_setup_is_the_flat_file() -> None:
     data = read_setup(BASELINE)
     assert data["algo"] == "ppo" and data["n_steps"] == 32 and "vf_coef" not in data
+
+
+# -- compute_loss: SB3's inline loss, re-derived -------------------------------------------------------------
+
+
+def _one_sb3_update(subject: SB3Subject, cfg: dict, total: int) -> tuple[dict, dict, dict, float]:
+    """One rollout and one ``train()`` of SB3 itself, on a batch made off-policy on purpose.
+
+    The buffer's behaviour log-probabilities and values are perturbed before ``train()`` so that the ratio is
+    not 1 and the value clipping bites: every branch of the loss then shows in what SB3 logs.
+
+    Returns:
+        ``(batch, weights, logged, progress)``: the batch as the contract's arrays, the policy's weights before
+        the update, SB3's logged ``train/*`` values, and the run's progress at the update (0 -> 1).
+    """
+    import copy
+
+    import torch
+    from stable_baselines3.common.logger import Logger
+
+    torch.set_num_threads(1)
+    model = subject.build_model(cfg, seed=0)
+    model.set_logger(Logger(folder=None, output_formats=[]))  # records name_to_value, writes nothing
+    total, callback = model._setup_learn(total, None)
+    callback.on_training_start(locals(), globals())
+    assert model.collect_rollouts(model.env, callback, model.rollout_buffer, n_rollout_steps=model.n_steps)
+    model._update_current_progress_remaining(model.num_timesteps, total)
+    buf = model.rollout_buffer
+    rng = np.random.default_rng(0)
+    buf.log_probs += rng.normal(0.0, 0.3, buf.log_probs.shape).astype(np.float32)
+    buf.values += rng.normal(0.0, 0.3, buf.values.shape).astype(np.float32)
+    batch = {
+        "obs": buf.observations.reshape(-1, 4).copy(),
+        "actions": buf.actions.reshape(-1).copy(),
+        "logprobs": buf.log_probs.reshape(-1).copy(),
+        "advantages": buf.advantages.reshape(-1).copy(),
+        "returns": buf.returns.reshape(-1).copy(),
+        "values": buf.values.reshape(-1).copy(),
+    }
+    weights = copy.deepcopy(model.policy.state_dict())
+    model.train()
+    progress = 1.0 - model._current_progress_remaining
+    model.env.close()
+    return batch, weights, dict(model.logger.name_to_value), progress
+
+
+def _terms(subject: SB3Subject, cfg: dict, weights: dict, batch: dict, progress: float) -> dict[str, float]:
+    from gymnasium import spaces
+
+    policy = subject.make_policy(cfg, spaces.Box(-np.inf, np.inf, (4,), np.float32), spaces.Discrete(2))
+    policy.load_state_dict(weights)
+    return {
+        k: float(v.detach()) for k, v in subject.compute_loss(cfg, policy, batch, progress=progress).items()
+    }
+
+
+def test_ppo_compute_loss_matches_what_sb3_train_computes() -> None:
+    subject = SB3Subject(BASELINE)  # clip_range lin_0.2
+    # one epoch over one minibatch of the whole rollout: SB3's logged means are that minibatch's terms
+    cfg = subject.config(
+        overrides=[
+            "n_envs=2",
+            "n_steps=16",
+            "batch_size=32",
+            "n_epochs=1",
+            "clip_range_vf=0.1",
+            "ent_coef=0.01",
+            "vf_coef=0.7",
+        ]
+    )
+    batch, weights, logged, progress = _one_sb3_update(subject, cfg, total=64)
+    assert progress == pytest.approx(0.5)  # 32 of 64 steps: the schedule is half-way, clip 0.1
+    assert logged["train/clip_range"] == pytest.approx(0.1)
+    terms = _terms(subject, cfg, weights, batch, progress)
+    assert terms["policy_loss"] == pytest.approx(logged["train/policy_gradient_loss"], rel=1e-5, abs=1e-7)
+    assert terms["value_loss"] == pytest.approx(logged["train/value_loss"], rel=1e-5)
+    assert terms["entropy_loss"] == pytest.approx(logged["train/entropy_loss"], rel=1e-5)
+    assert terms["entropy"] == pytest.approx(-logged["train/entropy_loss"], rel=1e-5)
+    assert terms["loss"] == pytest.approx(logged["train/loss"], rel=1e-5)
+    assert terms["approx_kl"] == pytest.approx(float(logged["train/approx_kl"]), rel=1e-4)
+    assert terms["clipfrac"] == pytest.approx(logged["train/clip_fraction"])
+    assert 0.0 < terms["clipfrac"] < 1.0  # the clipped branch was exercised, not only the ratio-1 one
+    # the comparison can fail: the schedule's value and the value clipping each change the terms
+    at_start = _terms(subject, cfg, weights, batch, 0.0)
+    assert at_start["policy_loss"] != pytest.approx(terms["policy_loss"], rel=1e-3)
+    unclipped = _terms(subject, {**cfg, "clip_range_vf": None}, weights, batch, progress)
+    assert unclipped["value_loss"] != pytest.approx(terms["value_loss"], rel=1e-3)
+
+
+def test_a2c_compute_loss_matches_what_sb3_train_computes(tmp_path: Path) -> None:
+    subject = SB3Subject(_write(tmp_path, "algo: a2c\nenv_id: CartPole-v1\n"))
+    cfg = subject.config(overrides=["n_envs=2", "n_steps=8", "normalize_advantage=true", "ent_coef=0.01"])
+    batch, weights, logged, progress = _one_sb3_update(subject, cfg, total=64)
+    terms = _terms(subject, cfg, weights, batch, progress)
+    assert terms["policy_loss"] == pytest.approx(logged["train/policy_loss"], rel=1e-5, abs=1e-7)
+    assert terms["value_loss"] == pytest.approx(logged["train/value_loss"], rel=1e-5)
+    assert terms["entropy_loss"] == pytest.approx(logged["train/entropy_loss"], rel=1e-5)
+    assert "approx_kl" not in terms and "clipfrac" not in terms
+    raw = _terms(subject, {**cfg, "normalize_advantage": False}, weights, batch, progress)
+    assert raw["policy_loss"] != pytest.approx(terms["policy_loss"], rel=1e-3)
+
+
+def test_off_policy_setup_has_no_loss_capability(tmp_path: Path) -> None:
+    subject = SB3Subject(_write(tmp_path, "algo: sac\nenv_id: Pendulum-v1\n"))
+    assert "compute_loss" not in capabilities(subject)
+    assert "compute_loss" in capabilities(SB3Subject(BASELINE))
+
+
+def test_loss_audit_compares_sb3_loss_terms(tmp_path: Path, tmp_cache: Path) -> None:
+    """The loss-terms audit runs on an SB3 pair (it used to be SKIPPED) and sees a changed coefficient."""
+    from rlaudit.findings import Status
+    from rlaudit.loss import audit as loss_audit
+    from rlaudit.workbench import Workbench
+
+    heavier_value = _write(tmp_path, BASELINE.read_text() + "vf_coef: 1.0\n", name="vf.yaml")
+    with Workbench(baseline=f"sb3:{BASELINE}", candidate=f"sb3:{heavier_value}", profile="smoke") as wb:
+        section = loss_audit.loss_terms(wb)
+    (finding,) = section.findings
+    assert finding.status == Status.SUSPECT, finding.evidence.summary
+    # same weights, same batch: the terms agree and only their weighted sum moved
+    assert "only the total differs" in finding.evidence.summary
+    assert finding.evidence.baseline["value_loss"] == pytest.approx(finding.evidence.candidate["value_loss"])
+    assert finding.evidence.baseline["loss"] != pytest.approx(finding.evidence.candidate["loss"])

@@ -131,3 +131,111 @@ def test_environment_without_probe_modules_is_refused(cache: Path, tmp_path: Pat
 def test_missing_requirements_file(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match=r"requirements file .* not found"):
         ensure_venv(tmp_path / "absent.txt")
+
+
+# -- requirements: in specs and pair files, through the worker and the workbench -----------------------------
+
+
+def test_pair_file_requirements_run_the_worker_in_the_built_venv(
+    cache: Path, toy_subject: Path, tmp_path: Path
+) -> None:
+    """End to end: a pair file names a requirements file; the baseline's probes run in the venv built from it."""
+    import toy_probes as tp
+
+    from rlaudit.workbench import Workbench
+
+    (tmp_path / "envs").mkdir()
+    requirements = tmp_path / "envs" / "requirements.txt"
+    # nothing to install (so nothing is downloaded): the environment sees this interpreter's packages
+    requirements.write_text("# numpy, torch and gymnasium come from the base interpreter\n")
+    pair = tmp_path / "pair.yaml"
+    pair.write_text(
+        f"baseline: {{spec: {toy_subject}, requirements: envs/requirements.txt, system_site_packages: true}}\n"
+        f"candidate: {{spec: {toy_subject}}}\n"
+    )
+    with Workbench("", "", profile="smoke", pair_file=str(pair), jobs=1) as wb:
+        assert wb.fingerprints["baseline"] != wb.fingerprints["candidate"]  # the environment is part of it
+        result = wb.run(tp.interpreter)
+        assert result.baseline.ok and result.candidate.ok, (result.baseline.error, result.candidate.error)
+    worker_python = Path(result.baseline.result["executable"])
+    venv = worker_python.parent.parent
+    assert venv.parent == cache / "venvs" and worker_python == venv / "bin" / "python"
+    marker = json.loads((venv / MARKER).read_text())
+    assert marker["requirements"] == str(requirements.resolve()) and marker["system_site_packages"] is True
+    # built once: asking again gives the same environment, untouched
+    built = (venv / MARKER).stat().st_mtime_ns
+    assert ensure_venv(requirements, None, system_site_packages=True) == worker_python
+    assert (venv / MARKER).stat().st_mtime_ns == built
+    assert Path(result.candidate.result["executable"]) == Path(sys.executable)
+
+
+def test_missing_requirements_file_is_that_subjects_error_only(
+    cache: Path, toy_subject: Path, tmp_path: Path
+) -> None:
+    import toy_probes as tp
+
+    from rlaudit.findings import Status
+    from rlaudit.workbench import Workbench
+
+    pair = tmp_path / "pair.yaml"
+    pair.write_text(
+        f"baseline: {{spec: {toy_subject}, requirements: absent.txt}}\ncandidate: {{spec: {toy_subject}}}\n"
+    )
+    with Workbench("", "", profile="smoke", pair_file=str(pair), jobs=1) as wb:
+        result = wb.run(tp.interpreter)
+        later = wb.run_side("baseline", tp.echo)
+    assert result.candidate.ok  # the other side still runs
+    error = result.baseline.error
+    assert error is not None and error.kind == "import"
+    message = str(error)
+    assert str(tmp_path / "absent.txt") in message and "not found" in message and str(toy_subject) in message
+    assert later.error is not None and "absent.txt" in str(later.error)
+    finding = result.guard("venv/test", "config", "The subjects run")
+    assert finding is not None and finding.status == Status.ERROR and "baseline" in finding.evidence.summary
+
+
+def test_failed_environment_is_kept_not_rebuilt_by_the_client(
+    tmp_path: Path, toy_subject: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rlaudit.adapters import venv as venv_module
+    from rlaudit.worker import ProbeError, WorkerClient
+
+    attempts = []
+
+    def failing(spec: object) -> str:
+        attempts.append(spec)
+        raise VenvBuildError("pip could not install requirements.txt: No matching distribution for foo==9")
+
+    monkeypatch.setattr(venv_module, "interpreter_for", failing)
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text("foo==9\n")
+    spec = parse_spec(str(toy_subject), requirements=str(requirements))
+    with WorkerClient(spec, tmp_path / "logs", timeout=60) as client:
+        client.start()
+        assert client.load_error is not None and client.load_error.kind == "import"
+        assert "No matching distribution for foo==9" in str(client.load_error)
+        assert str(requirements) in str(client.load_error) and not client.alive
+        with pytest.raises(ProbeError, match="foo==9"):
+            client.call("toy_probes:echo", {}, tmp_path / "out")
+        with pytest.raises(ProbeError, match="foo==9"):
+            client.ping()
+    assert len(attempts) == 1  # the failure is remembered, pip is not run again for every call
+
+
+def test_interpreter_for_remembers_a_built_environment(
+    venv_python: Path, requirements: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from rlaudit.adapters import venv as venv_module
+
+    spec = parse_spec("builtin:reference", requirements=str(requirements), system_site_packages=True)
+    assert interpreter_for(spec) == str(venv_python)
+    calls = []
+    monkeypatch.setattr(venv_module, "ensure_venv", lambda *a, **k: calls.append(a) or venv_python)
+    assert interpreter_for(spec) == str(venv_python) and calls == []  # no rebuild, no interpreter probe
+    # other requirements content is another environment: asked for again
+    changed = tmp_path / "requirements.txt"
+    changed.write_text(requirements.read_text() + "# changed\n")
+    interpreter_for(spec.replace(requirements=str(changed)))
+    assert len(calls) == 1
+    # no requirements: the spec's python, or this interpreter
+    assert interpreter_for(parse_spec("builtin:reference")) == sys.executable

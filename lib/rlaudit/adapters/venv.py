@@ -3,6 +3,9 @@
 Baseline and candidate may need different library versions (the regression may *be* a library upgrade).
 :func:`ensure_venv` builds ``cache_dir()/venvs/<key>`` with ``python -m venv`` and ``pip install -r`` once per
 (requirements content, interpreter) and returns its ``python``; the worker then runs the subject under it.
+A subject asks for one with ``requirements:`` (and optionally ``system_site_packages:``) in its pair-file
+entry (:class:`rlaudit.subjects.SubjectSpec`); :func:`interpreter_for` is where the worker's interpreter is
+chosen from a spec.
 
 rlaudit itself is not installed into these environments: the worker reaches it through ``PYTHONPATH``. What the
 environment must have is what probes import: numpy, torch and gymnasium. :func:`ensure_venv` checks that
@@ -27,6 +30,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rlaudit.subjects import SubjectSpec
 
 PROBE_MODULES = ("numpy", "torch", "gymnasium")
 """What the rlaudit worker imports inside a subject's environment."""
@@ -251,21 +258,45 @@ def _pip_command(base: str, interpreter: Path) -> list[str]:
     return [str(interpreter), "-m", "pip"]
 
 
-def interpreter_for(spec: object) -> str:
-    """The interpreter a subject's worker should run under.
+# (requirements path, its sha256, base interpreter, system_site_packages, venvs dir) -> built interpreter: a
+# worker start after the first skips venv_key's interpreter probe (a subprocess) when nothing changed.
+_BUILT: dict[tuple[str, str, str, bool, str], Path] = {}
 
-    A spec with a ``requirements`` attribute (a requirements file) gets :func:`ensure_venv`'s interpreter,
-    based on ``spec.python`` when given; with ``system_site_packages`` (attribute, default False) passed on.
-    Otherwise ``spec.python`` or the current interpreter.
+
+def interpreter_for(spec: SubjectSpec | Any) -> str:
+    """The interpreter a subject's worker runs under; the one place that choice is made.
+
+    ``spec.requirements`` set: the interpreter of the virtual environment :func:`ensure_venv` builds from that
+    file (once, then cached under ``<cache>/venvs``), based on ``spec.python`` when given (else the current
+    interpreter), with ``spec.system_site_packages``. Otherwise ``spec.python``, or the current interpreter.
+
+    Args:
+        spec: A :class:`rlaudit.subjects.SubjectSpec` (any object with ``python`` and optionally
+            ``requirements`` and ``system_site_packages`` attributes).
+
+    Returns:
+        Path of the python executable to start.
+
+    Raises:
+        FileNotFoundError: The requirements file or the base interpreter does not exist.
+        VenvBuildError: The environment could not be built, or cannot import numpy, torch and gymnasium.
+        TimeoutError: Another process held the build lock for too long.
     """
-    requirements = getattr(spec, "requirements", "") or ""
-    python = getattr(spec, "python", "") or None
-    if requirements:
-        return str(
-            ensure_venv(
-                Path(requirements),
-                python,
-                system_site_packages=bool(getattr(spec, "system_site_packages", False)),
-            )
-        )
-    return python or sys.executable
+    requirements = str(getattr(spec, "requirements", "") or "")
+    python = str(getattr(spec, "python", "") or "") or None
+    if not requirements:
+        return python or sys.executable
+    system = bool(getattr(spec, "system_site_packages", False))
+    path = Path(requirements).expanduser().resolve()
+    base = python or sys.executable
+    memo = None
+    if path.is_file():
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        memo = (str(path), digest, base, system, str(venvs_dir()))
+        known = _BUILT.get(memo)
+        if known is not None and known.exists() and (known.parent.parent / MARKER).is_file():
+            return str(known)
+    interpreter = ensure_venv(path, python, system_site_packages=system)
+    if memo is not None:
+        _BUILT[memo] = interpreter
+    return str(interpreter)
