@@ -1,11 +1,15 @@
-"""Attribution's pure logic: composing arms, effects, and ranking causes (the search itself runs in the
-summary notebook under nbval and in `make report`)."""
+"""Attribution: composing arms, effects, ranking causes, and the search against a simulated trainer (the real
+search runs in the summary notebook, in `make report`, and in tests/test_two_faults.py)."""
 
 from __future__ import annotations
 
+import zlib
+
+import numpy as np
 import pytest
 
 from rlaudit import attribution as attr
+from rlaudit import stats
 from rlaudit.findings import Evidence, Finding, Severity, Status
 from rlaudit.subjects import parse_spec
 
@@ -114,3 +118,129 @@ def test_audit_priors_weight_status_and_severity():
         Finding("a/y", "env", "h", Status.CLEARED, Severity.INFO, Evidence()),
     ]
     assert attr.audit_priors(f) == {"loss": 3.0 * 1.5}
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The search against a simulated trainer: each suspect restores a known share of each gap, with seed noise
+# ------------------------------------------------------------------------------------------------------------
+
+
+class SimSearch(attr.Search):
+    """Search whose runs come from a model: restoring suspects closes the sum of their shares (capped at the
+    whole gap), plus noise shared by seed (paired) and noise of each run."""
+
+    def __init__(self, suspects, heart, sps, noise=(0.3, 2500.0), **kwargs):
+        super().__init__(None, suspects, **kwargs)
+        self.shares = {"heart.get": heart, "sps": sps}
+        self.noise = dict(zip(("heart.get", "sps"), noise, strict=True))
+        self.ends = {"heart.get": (6.2, 0.5), "sps": (58_000.0, 33_500.0)}  # (baseline, candidate)
+        self.calls = 0
+
+    def measure(self, calls):
+        self.calls += len(calls)
+        out = []
+        for arm, s in calls:
+            rng = np.random.default_rng([s, zlib.crc32(arm.name.encode())])
+            shared = np.random.default_rng([s, 7]).normal(size=2)
+            row = {}
+            for i, m in enumerate(("heart.get", "sps")):
+                b, c = self.ends[m]
+                share = (
+                    1.0
+                    if arm.name == "baseline"
+                    else min(1.0, sum(self.shares[m].get(n, 0.0) for n in arm.suspects))
+                )
+                row[m] = c + (b - c) * share + self.noise[m] * (0.5 * shared[i] + rng.normal())
+            out.append((None, row))
+        return out
+
+
+def _suspects(named):
+    return [attr.Suspect(name, sub, "fix", remove=(name,), prior=prior) for name, sub, prior in named]
+
+
+REGRESSED_LIKE = [
+    ("gae", "loss", 6.5),
+    ("rebuild", "env", 5.5),
+    ("shaped", "rewards", 5.1),
+    ("full_scan", "curriculum", 4.95),
+    ("lr", "optimizer", 4.5),
+    ("interval", "checkpointing", 3.0),
+]
+
+
+def _top(result, metric):
+    return next(r["arm"] for r in result.ranking[metric] if r["single"])
+
+
+def test_search_ranks_both_dominant_causes_first_with_a_third_of_a_full_sweep():
+    search = SimSearch(
+        _suspects(REGRESSED_LIKE),
+        heart={"gae": 1.1, "shaped": 0.44},
+        sps={"full_scan": 0.9, "rebuild": 0.1, "interval": 0.04},
+        budget=60,
+        max_seeds=5,
+    )
+    result = search.run()
+    assert _top(result, "heart.get") == "gae" and _top(result, "sps") == "full_scan"
+    causes = {
+        r["arm"] for rows in result.ranking.values() for r in rows if r["single"] and r["verdict"] == "cause"
+    }
+    assert causes == {"gae", "shaped", "full_scan"}
+    spent = result.spent
+    assert spent["runs"] == search.calls <= spent["budget"]
+    assert spent["variant_runs"] * 3 <= spent["full_sweep_variant_runs"] == 30
+    assert result.together["effects"]["heart.get"]["low"] > 0.8  # the causes together close the gap
+    assert any("not needed to explain it" in n for n in result.notes)  # lr and interval were never run
+
+
+def test_group_testing_isolates_two_causes_among_many_suspects_without_audit_evidence():
+    named = [(f"s{i}", "config", 0.0) for i in range(32)]
+    search = SimSearch(_suspects(named), heart={"s5": 0.9}, sps={"s12": 0.85}, budget=200, max_seeds=5)
+    result = search.run()
+    assert _top(result, "heart.get") == "s5" and _top(result, "sps") == "s12"
+    assert any(line.startswith("groups: s0 + s1") for line in result.log)  # screened as a group first
+    # far fewer runs than 32 arms at 5 seeds, and fewer than 32 arms at even the 2-seed minimum
+    assert result.spent["variant_runs"] * 3 <= result.spent["full_sweep_variant_runs"]
+    assert result.spent["variant_runs"] < result.spent["min_sweep_variant_runs"]
+
+
+def test_a_suspect_that_is_not_a_cause_is_cleared_and_named_a_red_herring():
+    search = SimSearch(
+        _suspects(REGRESSED_LIKE[:3]), heart={"gae": 1.0}, sps={"shaped": 1.0}, budget=60, max_seeds=5
+    )
+    result = search.run()
+    for metric in ("heart.get", "sps"):
+        rebuild = next(r for r in result.ranking[metric] if r["arm"] == "rebuild")
+        assert rebuild["verdict"] == "no effect" and rebuild["high"] < 0.2
+    causes = attr.rank_causes([], result)
+    assert [c.verdict for c in causes if c.subsystem == "env"] == ["red herring"]
+
+
+def test_the_budget_caps_the_runs_and_says_what_was_left_untried():
+    named = [(f"s{i}", "config", 3.0) for i in range(10)]
+    search = SimSearch(_suspects(named), heart={"s9": 1.0}, sps={"s9": 1.0}, budget=16, max_seeds=5)
+    result = search.run()
+    assert search.calls == result.spent["runs"] <= 16
+    assert any("budget" in n for n in result.notes)
+
+
+def test_no_gap_no_experiments():
+    search = SimSearch(_suspects(REGRESSED_LIKE), heart={}, sps={}, budget=60, max_seeds=5)
+    search.ends = {"heart.get": (0.5, 0.5), "sps": (30_000.0, 30_000.0)}
+    result = search.run()
+    assert result.spent["variant_runs"] == 0 and search.calls == 10
+    assert sum("no measurable" in n for n in result.notes) == 2
+
+
+def test_pooled_intervals_give_two_seed_arms_the_noise_the_other_arms_measured():
+    rng = np.random.default_rng(0)
+    b = 10.0 + rng.normal(0, 1.0, 8)
+    c = 0.0 + rng.normal(0, 1.0, 8)
+    lucky = np.array([5.0, 5.01])  # two seeds that happen to agree: a plain bootstrap would be ~0.001 wide
+    iv = stats.fractions_restored_pooled(b, c, {"v": lucky + c[:2]}, seed=0)["v"]
+    assert iv.low < iv.point < iv.high and iv.high - iv.low > 0.1
+    again = stats.fractions_restored_pooled(b, c, {"v": lucky + c[:2]}, seed=0)["v"]
+    assert again == iv  # reproducible for a seed
+    with pytest.raises(ValueError, match="more than the candidate"):
+        stats.fractions_restored_pooled(b[:2], c[:2], {"v": lucky.tolist() * 2}, seed=0)

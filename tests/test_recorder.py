@@ -144,6 +144,25 @@ def test_clip_grad_norm_is_wrapped_while_watching_and_restored(tmp_path: Path, h
     np.testing.assert_allclose(updates.grad_norm_clipped, 0.1, rtol=1e-4)
 
 
+def test_cpu_steps_per_second_leave_out_the_warm_up_before_the_first_update(tmp_path: Path) -> None:
+    model = nn.Linear(2, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    rec = Recorder(tmp_path)
+    rec.watch(model, opt)
+    start = time.process_time()
+    while time.process_time() - start < 0.3:  # warm-up: CPU spent before any update
+        pass
+    for step in (100, 200, 300, 400):
+        rec.log(step, x=1.0)
+        opt.zero_grad()
+        model(torch.ones(1, 2)).sum().backward()
+        opt.step()
+    rec.close()
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    whole_run = summary["steps"] / summary["cpu_seconds"]
+    assert summary["steps"] == 400 and summary["sps_cpu"] > 5 * whole_run
+
+
 def test_scalars_episodes_phases_memory_and_summary(tmp_path: Path) -> None:
     rec = Recorder(tmp_path)
     rec.log(10, **{"charts/episodic_return": 1.5, "perf/sps": 100.0})
@@ -182,6 +201,8 @@ def test_scalars_episodes_phases_memory_and_summary(tmp_path: Path) -> None:
     assert summary["steps"] == 12 and summary["episodes"] == 2 and summary["updates"] == 0
     assert summary["sps"] > 0 and summary["torch_threads"] == torch.get_num_threads()
     assert {"steps", "seconds", "sps", "updates", "episodes", "torch_threads"} <= set(summary)
+    # steps per CPU-second of this process (no optimizer steps here, so over the whole run)
+    assert summary["cpu_seconds"] > 0 and summary["sps_cpu"] == pytest.approx(12 / summary["cpu_seconds"])
 
 
 def test_empty_run_writes_readable_empty_tables(tmp_path: Path) -> None:

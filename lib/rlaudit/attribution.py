@@ -9,16 +9,20 @@ metric, final ``heart.get`` by default, and steps per second) we measure the fra
 ``(variant - candidate) / (baseline - candidate)``, with a bootstrap interval paired by seed.
 
 A full one-factor sweep (every suspect alone, many seeds) is what a careful human would do and costs the most.
-The search here spends less (case 003's protocol, automated):
+The search here spends less (case 003's protocol, automated; :class:`Search` has the details):
 
-- **Group testing** (delta debugging with a statistical oracle): restore all composable suspects together,
-  then split the group with the largest effect, the suspect with the strongest audit evidence first, so a
-  dominant cause is isolated in a few arms; groups whose restore measurably does not matter are dropped whole.
-- **Sequential allocation**: each arm starts with ``seeds0`` seeds; seeds are added only to arms whose
-  interval still straddles a decision (restores a meaningful share ``delta`` or not) and that the search
-  still needs.
-- **Interactions**: the causes found are restored together at the end; what they leave unexplained is
-  reported, and when singles do not add up to the whole it says so.
+- **Audit evidence first**: suspects with a CONFIRMED or SUSPECT audit finding are restored one at a time,
+  strongest evidence first, two at a time (two cores), until the causes found add up to every gap.
+- **Interactions**: the causes found are then restored together. If together they close every gap, the
+  suspects not yet tried are not needed to explain it and are left unmeasured (and said so); when the singles
+  do not add up to the whole, the summary says so.
+- **Group testing** (delta debugging with a statistical oracle) for everything else: the remaining suspects
+  are restored as one group; a group that matters is halved (a half whose sibling measurably does not matter
+  is inferred to matter and halved again without a run), a group that does not is cleared whole.
+- **Sequential allocation**: every arm starts with ``seeds0`` seeds; seeds are added only where an interval
+  still straddles a decision (restores a meaningful share ``delta`` or not) and the search still needs it.
+  Intervals pool the run-to-run noise of all arms (:func:`rlaudit.stats.fractions_restored_pooled`), so a
+  two-seed arm gets an honest interval instead of the span of its two values.
 
 The budget (training runs) comes from the profile; the result records what was spent and what the full
 one-factor sweep at the same seed count would have cost.
@@ -97,33 +101,34 @@ class Arm:
         target: What the workbench runs: ``"baseline"``, ``"candidate"`` or a spec string.
         overrides: Config overrides for the runs.
         suspects: Names of the suspects this arm restores.
-        results: One probe result per seed, in seed order.
+        results: One probe result per seed, in seed order (None where the runs came from elsewhere).
+        measured: Per seed, the metrics read from its run: ``{metric: value, "sps": value}`` (NaN if failed).
     """
 
     name: str
     target: str | SubjectSpec
     overrides: tuple[str, ...] = ()
     suspects: tuple[str, ...] = ()
-    results: list[ProbeResult] = field(default_factory=list)
+    results: list[ProbeResult | None] = field(default_factory=list)
+    measured: list[dict[str, float]] = field(default_factory=list)
 
     @property
     def n(self) -> int:
-        return len(self.results)
+        return len(self.measured)
 
-    def values(self, metric: str, tail: float) -> np.ndarray:
+    def add(self, result: ProbeResult | None, row: dict[str, float]) -> None:
+        self.results.append(result)
+        self.measured.append(row)
+
+    def values(self, metric: str) -> np.ndarray:
         """Per seed: the final metric (or SPS); NaN for a failed run. Shape (n,)."""
-        out = []
-        for res in self.results:
-            if not res.ok:
-                out.append(math.nan)
-                continue
-            run = RunData.from_result(res, self.name)
-            out.append(run_sps(run) if metric == SPS else final_metric(run, metric, tail))
-        return np.asarray(out, dtype=float)
+        return np.asarray([row.get(metric, math.nan) for row in self.measured], dtype=float)
 
     def errors(self) -> list[str]:
         return [
-            f"{self.name} seed {i}: {r.error or r.missing}" for i, r in enumerate(self.results) if not r.ok
+            f"{self.name} seed {i}: {r.error or r.missing}"
+            for i, r in enumerate(self.results)
+            if r is not None and not r.ok
         ]
 
 
@@ -150,8 +155,10 @@ def final_metric(run: RunData, metric: str = DEFAULT_METRIC, tail: float = 0.25)
 
 
 def run_sps(run: RunData) -> float:
-    value = run.sps
-    return float(value) if value is not None else math.nan
+    """Steps per CPU-second of the training process when the recorder measured it (other load on the machine
+    barely moves it, so two arms trained at different moments compare fairly), else wall-clock steps/s."""
+    value = run.summary.get("sps_cpu") or run.sps
+    return float(value) if value else math.nan
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -160,14 +167,20 @@ def run_sps(run: RunData) -> float:
 
 
 def audit_priors(findings: Sequence[Finding]) -> dict[str, float]:
-    """Per subsystem, the strength of the audit evidence against it: sum of status x severity weights of its
-    SUSPECT/CONFIRMED (and, weakly, NOTED) findings."""
-    prior: dict[str, float] = {}
+    """Per subsystem, the strength of the audit evidence against it (orders the search, never decides).
+
+    The strongest flagged finding counts in full (status x severity weight) and the others a tenth, so one
+    CONFIRMED finding outranks many weak ones; knock-on findings (``evidence.details["knock_on"]``, effects
+    of another subsystem's fault) count a fifth.
+    """
+    weights: dict[str, list[float]] = {}
     for f in findings:
         w = _STATUS_WEIGHT.get(f.status, 0.0) * _SEVERITY_WEIGHT.get(f.severity, 1.0)
+        if (f.evidence.details or {}).get("knock_on"):
+            w *= 0.2
         if w:
-            prior[f.subsystem] = prior.get(f.subsystem, 0.0) + w
-    return prior
+            weights.setdefault(f.subsystem, []).append(w)
+    return {sub: max(ws) + 0.1 * (sum(ws) - max(ws)) for sub, ws in weights.items()}
 
 
 def _yaml_value(value: Any) -> str:
@@ -338,6 +351,7 @@ class Attribution:
     together: dict[str, Any]
     spent: dict[str, Any]
     notes: list[str]
+    log: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -360,15 +374,31 @@ class Attribution:
             "together": self.together,
             "spent": self.spent,
             "notes": self.notes,
+            "log": self.log,
         }
 
 
 class Search:
-    """Group testing with sequential seeds over a workbench's (baseline, candidate) pair.
+    """Prior-guided screening with sequential seeds over a workbench's (baseline, candidate) pair.
+
+    The order of work (each step one parallel batch of ``batch`` arms, the number of jobs):
+
+    1. Baseline and candidate at ``max_seeds`` (usually cached: the trainer audit ran the same runs).
+    2. Suspects the audits flagged strongly (a CONFIRMED or SUSPECT finding: ``prior >= strong_prior``) are
+       restored one at a time, strongest evidence first, until the causes found explain every gap (their
+       shares add up to ``1 - delta``).
+    3. The causes found are restored together (the interaction check). If together they close every gap,
+       the suspects not yet tried are not needed to explain it and stay unmeasured.
+    4. Otherwise the remaining suspects are screened as one group (group testing); a group that matters is
+       halved until its causes are isolated, a group that does not is cleared whole.
+
+    Every arm starts with ``seeds0`` seeds and gains seeds only while an interval still straddles ``delta``
+    on a metric with a gap, within the budget. Intervals come from
+    :func:`rlaudit.stats.fractions_restored_pooled` (paired by seed, run-to-run noise pooled over arms).
 
     Args:
         wb: The workbench (its profile sets steps, seeds and the budget).
-        suspects: From :func:`gather_suspects`.
+        suspects: From :func:`gather_suspects`, strongest audit evidence first.
         metric: The primary metric (an episode statistic such as ``heart.get``).
         delta: The share of a gap that counts as meaningful.
         budget: Training runs this search may use (baseline and candidate seeds included).
@@ -377,11 +407,13 @@ class Search:
         steps: Environment steps per run.
         tail: Fraction of the run over which the final metric is averaged.
         seed: Seeds the bootstrap.
+        batch: Arms evaluated side by side in one step (defaults to the workbench's parallel jobs).
+        strong_prior: Audit evidence from which a suspect is tried on its own rather than in a group.
     """
 
     def __init__(
         self,
-        wb: Workbench,
+        wb: Workbench | None,
         suspects: Sequence[Suspect],
         *,
         metric: str = DEFAULT_METRIC,
@@ -392,47 +424,78 @@ class Search:
         steps: int | None = None,
         tail: float = 0.25,
         seed: int = 0,
+        batch: int | None = None,
+        strong_prior: float = _STATUS_WEIGHT[Status.SUSPECT] * _SEVERITY_WEIGHT[Severity.LOW],
     ) -> None:
+        profile = wb.profile if wb is not None else None
         self.wb = wb
         self.suspects = list(suspects)
         self.metric = metric
         self.delta = delta
-        self.budget = budget if budget is not None else wb.profile.attribution_budget
-        self.max_seeds = max(2, max_seeds if max_seeds is not None else wb.profile.seeds)
+        self.budget = budget if budget is not None else (profile.attribution_budget if profile else 60)
+        seeds = max_seeds if max_seeds is not None else (profile.seeds if profile else 5)
+        self.max_seeds = max(2, seeds)
         self.seeds0 = min(max(2, seeds0), self.max_seeds)
-        self.steps = steps if steps is not None else wb.profile.train_steps
+        self.steps = steps if steps is not None else (profile.train_steps if profile else 0)
         self.tail = tail
         self.seed = seed
+        self.batch = max(1, batch if batch is not None else (getattr(wb, "jobs", None) or 2))
+        self.strong_prior = strong_prior
         self.arms: dict[str, Arm] = {}
         self.runs_used = 0
         self.cached_runs = 0
         self.notes: list[str] = []
+        self.log: list[str] = []
         self._metrics = [metric, SPS]
         self._gap_known: dict[str, bool] = {}
+        self._effects: dict[str, dict[str, Effect]] = {}
         self.started = time.perf_counter()
 
     # -- running arms ----------------------------------------------------------------------------------
 
+    def measure(self, calls: Sequence[tuple[Arm, int]]) -> list[tuple[ProbeResult | None, dict[str, float]]]:
+        """Train one run per ``(arm, seed)``, all in one parallel batch, and read each run's metrics.
+
+        Returns:
+            Per call: the probe result (kept for learning curves) and ``{metric: value, "sps": value}``
+            (NaN for a failed run).
+        """
+        if self.wb is None:
+            raise RuntimeError("Search without a workbench: override measure() to supply runs")
+        results = self.wb.run_each(
+            train_run,
+            [(arm.target, run_params(self.steps, s, arm.overrides)) for arm, s in calls],
+            desc=f"attribution ({len(calls)} runs)",
+        )
+        out = []
+        for (arm, _), res in zip(calls, results, strict=True):
+            row = {m: math.nan for m in self._metrics}
+            if res.ok:
+                run = RunData.from_result(res, arm.name)
+                row = {self.metric: final_metric(run, self.metric, self.tail), SPS: run_sps(run)}
+            out.append((res, row))
+        return out
+
     def _grow(self, arms: Sequence[Arm], n: int) -> None:
         """Bring every arm to ``n`` seeds, all new runs in one parallel batch."""
-        calls, owners = [], []
-        for arm in arms:
-            for s in range(arm.n, n):
-                calls.append((arm.target, run_params(self.steps, s, arm.overrides)))
-                owners.append(arm)
+        calls = [(arm, s) for arm in arms for s in range(arm.n, n)]
         if not calls:
             return
-        results = self.wb.run_each(train_run, calls, desc=f"attribution ({len(calls)} runs)")
-        for arm, res in zip(owners, results, strict=True):
-            arm.results.append(res)
+        for (arm, _), (res, row) in zip(calls, self.measure(calls), strict=True):
+            arm.add(res, row)
             self.runs_used += 1
             self.cached_runs += int(bool(getattr(res, "cached", False)))
+        self._effects.clear()
 
     def arm(self, suspects: Sequence[Suspect]) -> Arm:
+        order = {s.name: i for i, s in enumerate(self.suspects)}
+        suspects = sorted(suspects, key=lambda s: order.get(s.name, len(order)))
         names = tuple(s.name for s in suspects)
         key = " + ".join(names)
         if key not in self.arms:
-            target, overrides = compose(self.wb.specs["candidate"], suspects)
+            target, overrides = (
+                compose(self.wb.specs["candidate"], suspects) if self.wb is not None else (key, ())
+            )
             self.arms[key] = Arm(name=key, target=target, overrides=overrides, suspects=names)
         return self.arms[key]
 
@@ -446,7 +509,7 @@ class Search:
 
     def gap(self, metric: str) -> stats.Interval | None:
         b, c = self._base_arms()
-        vb, vc = b.values(metric, self.tail), c.values(metric, self.tail)
+        vb, vc = b.values(metric), c.values(metric)
         ok = ~(np.isnan(vb) | np.isnan(vc))
         if ok.sum() < 2:
             return None
@@ -456,37 +519,58 @@ class Search:
         g = self.gap(metric)
         return g is not None and (g.low > 0.0 or g.high < 0.0)
 
+    def _effects_for(self, metric: str) -> dict[str, Effect]:
+        """Effects of every variant arm on ``metric``, computed together (they share the pooled noise)."""
+        if metric not in self._effects:
+            b, c = self._base_arms()
+            variants = {
+                k: a.values(metric) for k, a in self.arms.items() if k not in ("baseline", "candidate")
+            }
+            variants = {k: v for k, v in variants.items() if v.size}
+            try:
+                iv = stats.fractions_restored_pooled(
+                    b.values(metric), c.values(metric), variants, seed=self.seed
+                )
+            except ValueError:
+                iv = {}
+            self._effects[metric] = {
+                k: Effect(point=i.point, low=i.low, high=i.high, n=int((~np.isnan(variants[k])).sum()))
+                for k, i in iv.items()
+            }
+        return self._effects[metric]
+
     def effect(self, arm: Arm, metric: str) -> Effect | None:
-        b, c = self._base_arms()
-        n = min(arm.n, b.n, c.n)
-        vb, vc, vv = (x.values(metric, self.tail)[:n] for x in (b, c, arm))
-        ok = ~(np.isnan(vb) | np.isnan(vc) | np.isnan(vv))
-        if ok.sum() < 2 or float(np.mean(vb[ok]) - np.mean(vc[ok])) == 0.0:
-            return None
-        iv = stats.fraction_restored(vb[ok], vc[ok], vv[ok], seed=self.seed)
-        return Effect(point=iv.point, low=iv.low, high=iv.high, n=int(ok.sum()))
+        return self._effects_for(metric).get(arm.name)
 
     def _undecided(self, arm: Arm) -> bool:
+        """Worth another seed: no metric shows it matters yet, and some metric still straddles ``delta``.
+        (A cause found on one metric is not grown to settle another: it is restored with the other causes.)"""
+        if self._matters(arm):
+            return False
         for m in self.active_metrics:
             e = self.effect(arm, m)
             if e is None or not e.decided(self.delta):
                 return True
         return False
 
-    def evaluate(self, arms: Sequence[Arm]) -> None:
-        """Run arms at ``seeds0`` seeds, then add seeds (one round at a time, in parallel) to those still
-        undecided, while the budget allows."""
+    def evaluate(self, arms: Sequence[Arm], *, grow: bool = True) -> None:
+        """Run arms at ``seeds0`` seeds, then (if ``grow``) add seeds one round at a time, in parallel, to
+        those still undecided, while the budget allows."""
         arms = list(arms)
         base = self._base_arms()
-        need = max([self.seeds0] + [a.n for a in arms])
-        self._grow([*base, *arms], min(need, self.max_seeds))
-        while True:
+        start = [a for a in arms if a.n < self.seeds0]
+        if start and self.runs_used + sum(self.seeds0 - a.n for a in start) > self.budget:
+            self.notes.append(
+                "budget spent before " + ", ".join(repr(a.name) for a in start) + " could be measured"
+            )
+            return
+        self._grow([*base, *arms], self.seeds0)
+        while grow:
             pending = [a for a in arms if a.n < self.max_seeds and self._undecided(a)]
             extra = sum(self.max_seeds > a.n for a in base)  # base arms may need the seed too
             if not pending or self.runs_used + len(pending) + extra > self.budget:
                 return
-            n = max(a.n for a in pending) + 1
-            self._grow([*base, *pending], n)
+            self._grow([*base, *pending], max(a.n for a in pending) + 1)
 
     # -- the search ------------------------------------------------------------------------------------
 
@@ -494,15 +578,33 @@ class Search:
     def active_metrics(self) -> list[str]:
         return [m for m in self._metrics if self._gap_known.get(m)]
 
-    def _score(self, arm: Arm) -> float:
-        """How much an arm restores: its best point estimate over the metrics with a gap."""
-        points = [e.point for m in self.active_metrics if (e := self.effect(arm, m)) is not None]
-        return max(points) if points else -math.inf
-
     def _matters(self, arm: Arm) -> bool:
         return any(
             (e := self.effect(arm, m)) is not None and e.matters(self.delta) for m in self.active_metrics
         )
+
+    def _cleared(self, arm: Arm) -> bool:
+        """Measurably no share of any gap: a group that can be dropped whole."""
+        effects = [self.effect(arm, m) for m in self.active_metrics]
+        return all(e is not None and e.high < self.delta for e in effects)
+
+    def _causes(self) -> list[Suspect]:
+        by_name = {s.name: s for s in self.suspects}
+        return [
+            by_name[a.suspects[0]]
+            for a in self.arms.values()
+            if len(a.suspects) == 1 and a.suspects[0] in by_name and self._matters(a)
+        ]
+
+    def _explained(self, causes: Sequence[Suspect]) -> bool:
+        """The single causes found add up to the whole of every gap (within ``delta``)."""
+        for m in self.active_metrics:
+            total = sum(
+                e.point for s in causes if (e := self.effect(self.arm([s]), m)) is not None and e.low > 0.0
+            )
+            if total < 1.0 - self.delta:
+                return False
+        return True
 
     def run(self) -> Attribution:
         b, c = self._base_arms()
@@ -516,57 +618,87 @@ class Search:
                     f"no measurable {m} gap between baseline and candidate{where}: not attributed"
                 )
         composable = [s for s in self.suspects if s.composable]
-        singles = [s for s in self.suspects if not s.composable]
+        variants = [s for s in self.suspects if not s.composable]
         if self.active_metrics and self.suspects:
-            self._group_test(composable)
-            for s in singles:
+            self._screen(composable)
+            for s in variants:
                 if self.runs_used + self.seeds0 > self.budget:
                     self.notes.append(f"budget spent before variant {s.name!r} was tried")
                     break
                 self.evaluate([self.arm([s])])
+            self._restore_causes_together()
         return self._result()
 
-    def _group_test(self, suspects: list[Suspect]) -> None:
+    def _screen(self, suspects: list[Suspect]) -> None:
         if not suspects:
             return
-        whole = self.arm(suspects)
-        self.evaluate([whole])
-        # worklist of (group, arm) whose restore matters; split the strongest until singletons lead
-        work: list[tuple[list[Suspect], Arm]] = [(suspects, whole)] if self._matters(whole) else []
-        if not work:
-            self.notes.append(
-                "restoring every suspect together does not measurably close the gap: the causes lie outside the "
-                "suspects (code changes no config restore or variant covers); add variants (fix commits)"
-            )
-        while work:
-            work.sort(key=lambda gw: -self._score(gw[1]))
-            leaders = {self._leader(work, m) for m in self.active_metrics}
-            splittable = [i for i in leaders if i is not None and len(work[i][0]) > 1]
-            if not splittable:
-                return
-            group, _ = work.pop(min(splittable))
-            # the suspect with the strongest audit evidence alone vs the rest: a dominant cause flagged by the
-            # audits is isolated in two arms
-            first, rest = group[:1], group[1:]
-            a1, a2 = self.arm(first), self.arm(rest)
-            if self.runs_used + 2 * self.seeds0 > self.budget:
-                self.notes.append(f"budget spent before splitting group {' + '.join(s.name for s in group)}")
-                work.append((group, self.arm(group)))
-                return
-            self.evaluate([a1, a2])
-            for g, a in ((first, a1), (rest, a2)):
-                if self._matters(a):
-                    work.append((g, a))
+        strong = [s for s in suspects if s.prior >= self.strong_prior]
+        untested = list(suspects)
+        # 2. singles of the strongest suspects, a batch at a time, until the causes explain every gap; seeds
+        # are added later, and only if the causes found do not close the gaps together
+        while strong and not self._explained(self._causes()):
+            batch, strong = strong[: self.batch], strong[self.batch :]
+            self.log.append("singles: " + ", ".join(s.name for s in batch))
+            self.evaluate([self.arm([s]) for s in batch], grow=False)
+            untested = [s for s in untested if s not in batch]
+        # 3. the causes together: if they close every gap, what is left is not needed to explain it
+        causes = self._causes()
+        if len(causes) >= 2:
+            together = self.arm(causes)
+            self.log.append("together: " + together.name)
+            self.evaluate([together], grow=False)
+            closed = self._closes(together)
+        else:
+            closed = len(causes) == 1 and self._explained(causes)
+        if closed:
+            if untested:
+                self.notes.append(
+                    "the causes found close every gap; not measured, as not needed to explain it: "
+                    + ", ".join(s.name for s in untested)
+                )
+            return
+        # 4. otherwise: more seeds where a single is undecided, then group testing over what is left
+        singles = [a for a in self.arms.values() if len(a.suspects) == 1 and a.n]
+        if singles:
+            self.log.append("more seeds: undecided singles")
+            self.evaluate(singles)
+        if untested:
+            self._split(untested)
 
-    def _leader(self, work: list[tuple[list[Suspect], Arm]], metric: str) -> int | None:
-        if metric not in self.active_metrics:
-            return None
-        best, best_point = None, -math.inf
-        for i, (_, arm) in enumerate(work):
-            e = self.effect(arm, metric)
-            if e is not None and e.point > best_point:
-                best, best_point = i, e.point
-        return best
+    def _closes(self, arm: Arm) -> bool:
+        effects = [self.effect(arm, m) for m in self.active_metrics]
+        return all(e is not None and e.high >= 1.0 - self.delta and e.low > self.delta for e in effects)
+
+    def _split(self, group: list[Suspect]) -> None:
+        """Group testing (delta debugging with a statistical oracle) over ``group``.
+
+        A group that matters is halved. Its first half is measured; the second half is measured too when the
+        first matters, and otherwise is inferred to carry the effect and halved again without being measured
+        (a single is always measured: its effect size is the result). Groups measured as no effect are
+        dropped whole. The inference assumes no two suspects matter only jointly; such causes end as singles
+        that do not matter, and the summary says the causes do not add up.
+        """
+        work: list[tuple[list[Suspect], list[Suspect] | None]] = [(group, None)]
+        while work:
+            batch, work = work[: self.batch], work[self.batch :]
+            arms = [self.arm(g) for g, _ in batch]
+            self.log.append("groups: " + " | ".join(a.name for a in arms))
+            self.evaluate(arms)
+            for (g, sibling), arm in zip(batch, arms, strict=True):
+                if arm.n == 0:
+                    return  # out of budget (evaluate noted it)
+                matters = self._matters(arm) and not self._cleared(arm)
+                if matters and len(g) > 1:
+                    work.append(_halves(g))
+                if sibling is None:
+                    continue
+                if matters or len(sibling) == 1:
+                    work.append((sibling, None))
+                else:
+                    self.log.append(
+                        "inferred to matter (its sibling does not): " + " + ".join(s.name for s in sibling)
+                    )
+                    work.append(_halves(sibling))
 
     def _result(self) -> Attribution:
         effects = {
@@ -608,8 +740,8 @@ class Search:
             g = self.gap(m)
             b, c = self._base_arms()
             gaps[m] = {
-                "baseline": float(np.nanmean(b.values(m, self.tail))),
-                "candidate": float(np.nanmean(c.values(m, self.tail))),
+                "baseline": float(np.nanmean(b.values(m))),
+                "candidate": float(np.nanmean(c.values(m))),
                 "difference": g.point if g else None,
                 "low": g.low if g else None,
                 "high": g.high if g else None,
@@ -624,6 +756,8 @@ class Search:
             "budget": self.budget,
             "seconds": round(time.perf_counter() - self.started, 1),
             "full_sweep_variant_runs": n_suspects * self.max_seeds,
+            "min_sweep_variant_runs": n_suspects * self.seeds0,
+            "seeds_per_arm_min": self.seeds0,
             "full_sweep_runs": (n_suspects + 2) * self.max_seeds,
             "seeds_per_arm_max": self.max_seeds,
         }
@@ -637,21 +771,30 @@ class Search:
             together=together,
             spent=spent,
             notes=self.notes,
+            log=self.log,
         )
 
+    def _restore_causes_together(self) -> None:
+        """The interaction check: restore the composable single causes found together (if not yet done)."""
+        members = [s for s in self._causes() if s.composable]
+        if len(members) < 2:
+            return
+        arm = self.arm(members)
+        if arm.n == 0:
+            self.log.append("together: " + arm.name)
+        self.evaluate([arm])
+
     def _together(self, ranking: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-        """Restore the single causes found together: how much of each gap do they close?"""
-        causes = sorted(
-            {
-                r["suspects"][0]
-                for rows in ranking.values()
-                for r in rows
-                if r["single"] and r["verdict"] == "cause"
-            }
-        )
-        by_name = {s.name: s for s in self.suspects}
-        members = [by_name[n] for n in causes if by_name[n].composable]
-        if len(members) < 2 or self.runs_used + self.seeds0 > self.budget:
+        """How much of each gap the single causes close when restored together."""
+        causes = {
+            r["suspects"][0]
+            for rows in ranking.values()
+            for r in rows
+            if r["single"] and r["verdict"] == "cause"
+        }
+        members = [s for s in self.suspects if s.name in causes and s.composable]
+        arm = self.arms.get(" + ".join(s.name for s in members)) if len(members) >= 2 else None
+        if arm is None or arm.n == 0:
             return {
                 "suspects": [m.name for m in members],
                 "effects": {},
@@ -659,15 +802,13 @@ class Search:
                 if len(members) < 2
                 else "budget spent before the causes could be restored together",
             }
-        arm = self.arm(members)
-        self.evaluate([arm])
         effects = {m: asdict(e) for m in self.active_metrics if (e := self.effect(arm, m)) is not None}
         notes = []
         for m, e in effects.items():
             singles = sum(
                 r["point"] for r in ranking.get(m, []) if r["single"] and r["suspects"][0] in causes
             )
-            if e["high"] < 0.8:
+            if e["high"] < 1.0 - self.delta:
                 notes.append(
                     f"{m}: the causes found close {e['point']:.0%} of the gap together; "
                     f"{1 - e['point']:.0%} stays unexplained"
@@ -678,6 +819,11 @@ class Search:
                     f"{e['point']:.0%}: the causes interact"
                 )
         return {"suspects": [m.name for m in members], "effects": effects, "note": "; ".join(notes)}
+
+
+def _halves(group: list[Suspect]) -> tuple[list[Suspect], list[Suspect]]:
+    half = (len(group) + 1) // 2
+    return group[:half], group[half:]
 
 
 def attribute(

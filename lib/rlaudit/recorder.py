@@ -120,6 +120,8 @@ class Recorder:
         self.sample_every = int(sample_every)
         self.flush_seconds = float(flush_seconds)
         self._t0 = time.perf_counter()
+        self._cpu0 = time.process_time()  # CPU time of this process: robust to other load on the machine
+        self._warm: tuple[float, int] | None = None  # (CPU time, step) at the first optimizer step
         self._last_flush = time.monotonic()
         self._step = 0
         self._max_step = 0
@@ -248,6 +250,12 @@ class Recorder:
         _unwatch_clipping(self)
         self.flush()
         seconds = time.perf_counter() - self._t0
+        cpu_now = time.process_time()
+        cpu_seconds = cpu_now - self._cpu0
+        # steady state: steps per CPU-second after the first update (warm-up excluded) when there was one
+        steady_steps, steady_cpu = self._max_step, cpu_seconds
+        if self._warm is not None and self._n_updates >= 2 and self._max_step > self._warm[1]:
+            steady_steps, steady_cpu = self._max_step - self._warm[1], cpu_now - self._warm[0]
         torch_threads = None
         try:
             import torch
@@ -259,6 +267,8 @@ class Recorder:
             "steps": self._max_step,
             "seconds": seconds,
             "sps": self._max_step / seconds if seconds > 0 else 0.0,
+            "cpu_seconds": cpu_seconds,
+            "sps_cpu": steady_steps / steady_cpu if steady_cpu > 0 else 0.0,
             "updates": self._n_updates,
             "episodes": len(self._episodes),
             "torch_threads": torch_threads,
@@ -325,6 +335,8 @@ class Recorder:
     def _post_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self._n_updates += 1
         update = self._n_updates
+        if update == 1:  # what came before (imports, first allocations, lazy init) is warm-up
+            self._warm = (time.process_time(), self._step)
         pending = self._pending or {"pre": float("nan"), "post": float("nan"), "layers": None}
         self._pending = None
         for gi, group in enumerate(optimizer.param_groups):

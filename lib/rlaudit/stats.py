@@ -424,6 +424,81 @@ def fraction_restored(
     )
 
 
+def fractions_restored_pooled(
+    baseline: Any,
+    candidate: Any,
+    variants: dict[str, Any],
+    *,
+    n_boot: int = 4000,
+    level: float = 0.95,
+    seed: Seed,
+) -> dict[str, Interval]:
+    """Fraction of the baseline-candidate gap each variant closes, for variants with few seeds.
+
+    Every arm is paired with the candidate by seed: ``g_i = B_i - C_i`` (the gap, all ``N`` seeds) and
+    ``d_i = V_i - C_i`` (a variant's restore, its first ``n <= N`` seeds). The estimate is
+    ``mean(d) / mean(g)``. Its interval comes from a paired *residual* bootstrap: the seed-to-seed noise of the
+    paired differences is pooled over all arms (centered residuals, rescaled by ``sqrt(n / (n - 1))``), and each
+    bootstrap replicate redraws every arm's mean from that pool. Pooling is what lets an arm with two seeds
+    get an honest interval: a plain two-seed bootstrap only ever spans the two values it saw, while the
+    pooled noise carries everything the other arms learned about run-to-run variation. It assumes the noise
+    of a paired difference is similar across arms (one trainer, one machine, one metric).
+
+    Args:
+        baseline: Metric of the baseline per seed, shape (N,).
+        candidate: Metric of the candidate per seed, shape (N,), same seeds in the same order.
+        variants: Name -> metric per seed, shape (n,) with n <= N, seeds 0..n-1 of the same list. NaN marks
+            a failed run (that seed is dropped for that arm).
+        n_boot, level, seed: As in :func:`bootstrap_ci`.
+
+    Returns:
+        Name -> Interval; variants with no usable seed are left out.
+
+    Raises:
+        ValueError: Baseline and candidate differ in length, a variant has more seeds than they do, or there
+            is no gap (``mean(g) == 0``).
+    """
+    level = _check_level(level)
+    b = _as_1d(baseline, "baseline")
+    c = _as_1d(candidate, "candidate")
+    if b.shape != c.shape:
+        raise ValueError(f"baseline has {b.size} seeds and candidate {c.size}; pair them by seed first")
+    g = b - c
+    g = g[~np.isnan(g)]
+    if g.size == 0 or float(g.mean()) == 0.0:
+        raise ValueError(
+            "baseline and candidate have the same mean over paired seeds, so there is no gap to restore"
+        )
+    diffs: dict[str, np.ndarray] = {}
+    for name, values in variants.items():
+        v = _as_1d(values, name)
+        if v.size > c.size:
+            raise ValueError(f"variant {name!r} has {v.size} seeds, more than the candidate's {c.size}")
+        d = v - c[: v.size]
+        d = d[~np.isnan(d)]
+        if d.size:
+            diffs[name] = d
+    pool = [g]
+    pool.extend(diffs.values())
+    residuals = np.concatenate(
+        [(x - x.mean()) * np.sqrt(x.size / (x.size - 1)) for x in pool if x.size >= 2] or [np.zeros(1)]
+    )
+    rng = as_generator(seed)
+    alpha = (1.0 - level) / 2.0
+
+    def mean_draws(center: float, n: int) -> np.ndarray:
+        return center + rng.choice(residuals, size=(n_boot, n)).mean(axis=1)
+
+    gap_star = mean_draws(float(g.mean()), g.size)
+    out: dict[str, Interval] = {}
+    for name, d in diffs.items():
+        ratio = mean_draws(float(d.mean()), d.size) / gap_star
+        ratio = ratio[np.isfinite(ratio)]
+        low, high = np.quantile(ratio, [alpha, 1.0 - alpha]) if ratio.size else (np.nan, np.nan)
+        out[name] = Interval(float(d.mean() / g.mean()), float(low), float(high))
+    return out
+
+
 # ----------------------------------------------------------------------------------------------------------
 # Probability of improvement, two-sample tests, effect sizes
 # ----------------------------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from rlaudit.trainer.runs import RunData
 from rlaudit.workbench import Workbench
 
 ATTRIBUTION_FILE = "attribution.json"
-METRIC_LABEL = {attr.SPS: "steps per second"}
+METRIC_LABEL = {attr.SPS: "steps per CPU-second"}
 
 
 def _pct(x: float | None) -> str:
@@ -140,9 +140,11 @@ def executive_summary(
     if result is not None:
         s = result.spent
         sentences.append(
-            f"Attribution used {s['runs']} training runs ({s['variant_runs']} on variants) where a one-factor "
-            f"sweep at {s['seeds_per_arm_max']} seeds would use {s['full_sweep_runs']} "
-            f"({s['full_sweep_variant_runs']} on variants)."
+            f"Attribution trained {s['variant_runs']} runs on variants where a one-factor sweep at "
+            f"{s['seeds_per_arm_max']} seeds would train {s['full_sweep_variant_runs']} "
+            f"({s.get('min_sweep_variant_runs', '?')} even at {s.get('seeds_per_arm_min', 2)} seeds); with the baseline and "
+            f"candidate, {s['runs']} runs in all ({s['cached_runs']} of them reused from the audits' cache) "
+            f"against {s['full_sweep_runs']}."
         )
         sentences.extend(result.notes)
         if result.together.get("note"):
@@ -307,7 +309,7 @@ def sps_waterfall(result: attr.Attribution):  # -> Figure
     colors = ["#7f8c8d"] + ["#27ae60"] * len(rows) + ["#bdc3c7", "#2c3e50"]
     ax.barh(y, widths, left=starts, color=colors)
     ax.set_yticks(y, labels)
-    ax.set_xlabel("steps per second")
+    ax.set_xlabel("steps per CPU-second of training")
     ax.set_title("SPS waterfall: candidate → causes restored → baseline")
     fig.tight_layout()
     return fig
