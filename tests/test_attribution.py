@@ -199,7 +199,7 @@ def test_group_testing_isolates_two_causes_among_many_suspects_without_audit_evi
     search = SimSearch(_suspects(named), heart={"s5": 0.9}, sps={"s12": 0.85}, budget=200, max_seeds=5)
     result = search.run()
     assert _top(result, "heart.get") == "s5" and _top(result, "sps") == "s12"
-    assert any(line.startswith("groups: s0 + s1") for line in result.log)  # screened as a group first
+    assert any(line.startswith("group test: s0 + s1") for line in result.log)  # screened as a group first
     # far fewer runs than 32 arms at 5 seeds, and fewer than 32 arms at even the 2-seed minimum
     assert result.spent["variant_runs"] * 3 <= result.spent["full_sweep_variant_runs"]
     assert result.spent["variant_runs"] < result.spent["min_sweep_variant_runs"]

@@ -638,14 +638,16 @@ class Search:
         # are added later, and only if the causes found do not close the gaps together
         while strong and not self._explained(self._causes()):
             batch, strong = strong[: self.batch], strong[self.batch :]
-            self.log.append("singles: " + ", ".join(s.name for s in batch))
+            self.log.append(
+                "alone (strong audit evidence; gaps not yet explained): " + ", ".join(s.name for s in batch)
+            )
             self.evaluate([self.arm([s]) for s in batch], grow=False)
             untested = [s for s in untested if s not in batch]
         # 3. the causes together: if they close every gap, what is left is not needed to explain it
         causes = self._causes()
         if len(causes) >= 2:
             together = self.arm(causes)
-            self.log.append("together: " + together.name)
+            self.log.append("together (the causes found; do they close every gap?): " + together.name)
             self.evaluate([together], grow=False)
             closed = self._closes(together)
         else:
@@ -660,7 +662,7 @@ class Search:
         # 4. otherwise: more seeds where a single is undecided, then group testing over what is left
         singles = [a for a in self.arms.values() if len(a.suspects) == 1 and a.n]
         if singles:
-            self.log.append("more seeds: undecided singles")
+            self.log.append("more seeds where a single is undecided (the causes found do not close the gaps)")
             self.evaluate(singles)
         if untested:
             self._split(untested)
@@ -682,7 +684,7 @@ class Search:
         while work:
             batch, work = work[: self.batch], work[self.batch :]
             arms = [self.arm(g) for g, _ in batch]
-            self.log.append("groups: " + " | ".join(a.name for a in arms))
+            self.log.append("group test: " + " | ".join(a.name for a in arms))
             self.evaluate(arms)
             for (g, sibling), arm in zip(batch, arms, strict=True):
                 if arm.n == 0:
@@ -781,7 +783,7 @@ class Search:
             return
         arm = self.arm(members)
         if arm.n == 0:
-            self.log.append("together: " + arm.name)
+            self.log.append("together (interaction check): " + arm.name)
         self.evaluate([arm])
 
     def _together(self, ranking: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:

@@ -121,7 +121,8 @@ class Recorder:
         self.flush_seconds = float(flush_seconds)
         self._t0 = time.perf_counter()
         self._cpu0 = time.process_time()  # CPU time of this process: robust to other load on the machine
-        self._warm: tuple[float, int] | None = None  # (CPU time, step) at the first optimizer step
+        self._warm: tuple[float, int] | None = None  # (CPU time net of flushes, step) at the first update
+        self._flush_cpu = 0.0
         self._last_flush = time.monotonic()
         self._step = 0
         self._max_step = 0
@@ -235,9 +236,12 @@ class Recorder:
     def flush(self) -> None:
         """Rewrite every table now (atomically)."""
         self._last_flush = time.monotonic()
+        cpu = time.process_time()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         for name in _TABLES:
             write_table(self.run_dir / name, getattr(self, f"_table_{name}")())
+        # the recorder's own writes (the first one imports the table libraries) are not the trainer's work
+        self._flush_cpu += time.process_time() - cpu
 
     def close(self) -> None:
         """Remove the hooks, write the tables and ``summary.json``. Safe to call twice."""
@@ -250,7 +254,7 @@ class Recorder:
         _unwatch_clipping(self)
         self.flush()
         seconds = time.perf_counter() - self._t0
-        cpu_now = time.process_time()
+        cpu_now = time.process_time() - self._flush_cpu  # net of the recorder's table writes
         cpu_seconds = cpu_now - self._cpu0
         # steady state: steps per CPU-second after the first update (warm-up excluded) when there was one
         steady_steps, steady_cpu = self._max_step, cpu_seconds
@@ -336,7 +340,7 @@ class Recorder:
         self._n_updates += 1
         update = self._n_updates
         if update == 1:  # what came before (imports, first allocations, lazy init) is warm-up
-            self._warm = (time.process_time(), self._step)
+            self._warm = (time.process_time() - self._flush_cpu, self._step)
         pending = self._pending or {"pre": float("nan"), "post": float("nan"), "layers": None}
         self._pending = None
         for gi, group in enumerate(optimizer.param_groups):

@@ -341,6 +341,10 @@ def attribution_section(inv: Investigation, metric: str, delta: float = attr.DEF
         ]
     )
     tables["spent"] = pd.DataFrame([result.spent])
+    if result.log:
+        tables["search log"] = pd.DataFrame(
+            {"step": range(1, len(result.log) + 1), "what ran and why": result.log}
+        )
     figures = {
         "gap restored (forest plot)": forest_plot(result, delta),
         "learning curves": curves_plot(result, metric),
