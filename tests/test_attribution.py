@@ -244,3 +244,21 @@ def test_pooled_intervals_give_two_seed_arms_the_noise_the_other_arms_measured()
     assert again == iv  # reproducible for a seed
     with pytest.raises(ValueError, match="more than the candidate"):
         stats.fractions_restored_pooled(b[:2], c[:2], {"v": lucky.tolist() * 2}, seed=0)
+
+
+def test_no_effect_on_sps_does_not_clear_a_subsystem_when_the_learning_gap_is_not_measurable():
+    search = SimSearch(
+        _suspects(REGRESSED_LIKE[:2]),
+        heart={},
+        sps={"rebuild": 1.0},
+        noise=(0.3, 500.0),
+        budget=60,
+        max_seeds=5,
+    )
+    search.ends["heart.get"] = (0.5, 0.5)  # no learning gap (a smoke run learns nothing yet)
+    result = search.run()
+    gae = next(r for r in result.ranking["sps"] if r["arm"] == "gae")
+    assert gae["verdict"] == "no effect"
+    flagged = [Finding("loss/advantages", "loss", "h", Status.CONFIRMED, Severity.HIGH, Evidence())]
+    verdicts = {c.subsystem: c.verdict for c in attr.rank_causes(flagged, result)}
+    assert verdicts["loss"] != "red herring" and verdicts["env"] == "primary"

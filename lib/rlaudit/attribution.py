@@ -946,6 +946,9 @@ def rank_causes(
                         measured.setdefault(sub, {}).setdefault(
                             m, {k: r[k] for k in ("point", "low", "high", "n")}
                         )
+    measurable = {m for m, g in result.gaps.items() if g.get("measurable")} if result is not None else set()
+    if result is not None and len(measurable) < len(result.gaps):
+        measurable = set(result.gaps)  # a metric without a measurable gap can never be ruled out
     causes = []
     for sub in sorted(set(flagged) | set(measured), key=SUBSYSTEMS.index):
         evidence = sum(
@@ -958,7 +961,9 @@ def rank_causes(
         best = max((e["point"] for e in eff.values() if e["low"] > 0), default=None)
         if best is not None and best >= delta:
             verdict, score = "primary" if best >= 0.5 else "secondary", 10.0 + best
-        elif eff and all(e["high"] < delta for e in eff.values()):
+        elif eff and set(eff) >= measurable and all(e["high"] < delta for e in eff.values()):
+            # measurably no share of any gap there is; with a gap too small to measure (a learning gap at
+            # the smoke profile), "no effect on SPS" does not clear a subsystem flagged for correctness
             verdict, score = "red herring", -1.0 + 0.01 * evidence
         else:
             verdict, score = "flagged (unmeasured)" if not eff else "unclear", evidence / (1.0 + evidence)

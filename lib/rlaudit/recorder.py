@@ -146,6 +146,7 @@ class Recorder:
         self._norms: list[Any] = []
         self._explicit_pre_clip: float | None = None
         self._clip_pre: float | None = None  # reported by the clip_grad_norm_ wrapper for the coming step
+        self._clip_post: float | None = None  # the post-clip norm that clipping implies for that step
         self._hooks_measure = (
             True  # False while the wrapper reports: the hooks then only measure sampled steps
         )
@@ -301,10 +302,14 @@ class Recorder:
 
         return hook
 
-    def _clipped(self, parameters: list[Any], total_norm: Any) -> None:
-        """Called by the ``clip_grad_norm_`` wrapper: keep the pre-clip norm if these are our parameters."""
+    def _clipped(self, parameters: list[Any], total_norm: Any, max_norm: float | None = None) -> None:
+        """Called by the ``clip_grad_norm_`` wrapper: keep the pre-clip norm if these are our parameters, and
+        the post-clip norm that clipping implies (every gradient scaled by ``min(1, max / (norm + 1e-6))``,
+        as torch does), which saves a second pass over the gradients on every optimizer step."""
         if parameters and id(parameters[0]) in self._param_ids:
             self._clip_pre = float(total_norm)
+            if max_norm is not None and math.isfinite(self._clip_pre):
+                self._clip_post = self._clip_pre * min(1.0, float(max_norm) / (self._clip_pre + 1e-6))
 
     def _pre_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         torch = self._torch
@@ -320,9 +325,11 @@ class Recorder:
                 pre = float(torch.linalg.vector_norm(torch.stack(norms))) if norms else float("nan")
             # measure with the hooks from the next step on only if the wrapper did not report this one
             self._hooks_measure = self._clip_pre is None
-            self._clip_pre = None
-            grads = [p.grad.detach() for _, p in present]
-            post = float(_total_norm(torch, grads)) if grads else math.nan
+            post = self._clip_post if self._clip_pre is not None else None
+            self._clip_pre = self._clip_post = None
+            if post is None:  # not clipped through clip_grad_norm_ (or clipped elsewhere): measure it
+                grads = [p.grad.detach() for _, p in present]
+                post = float(_total_norm(torch, grads)) if grads else math.nan
             pending: dict[str, Any] = {"pre": pre, "post": post, "layers": None}
             if (update - 1) % self.sample_every == 0:
                 layers = []
@@ -495,7 +502,7 @@ def _watch_clipping(recorder: Recorder) -> None:
             params = [parameters] if isinstance(parameters, torch.Tensor) else list(parameters)
             total = original(params, max_norm, *args, **kwargs)
             for watcher in _CLIP_WATCHERS:
-                watcher._clipped(params, total)
+                watcher._clipped(params, total, max_norm)
             return total
 
         _ORIGINAL_CLIP = original
