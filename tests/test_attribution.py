@@ -262,3 +262,23 @@ def test_no_effect_on_sps_does_not_clear_a_subsystem_when_the_learning_gap_is_no
     flagged = [Finding("loss/advantages", "loss", "h", Status.CONFIRMED, Severity.HIGH, Evidence())]
     verdicts = {c.subsystem: c.verdict for c in attr.rank_causes(flagged, result)}
     assert verdicts["loss"] != "red herring" and verdicts["env"] == "primary"
+
+
+def test_checks_that_measure_through_a_flagged_upstream_change_count_as_knock_on():
+    def f(fid, status=Status.CONFIRMED):
+        return Finding(fid, fid.split("/")[0], "h", status, Severity.HIGH, Evidence())
+
+    geometry = [
+        f("trainer/geometry-candidate"),
+        f("env/throughput"),
+        f("env/reset-cost"),
+        f("memory/growth-sites"),
+    ]
+    assert attr.knock_on(geometry) == {"env/throughput", "memory/growth-sites"}
+    assert attr.knock_on([f("env/throughput"), f("memory/growth-sites")]) == set()  # no upstream flag: real
+    assert attr.knock_on([f("trainer/geometry", Status.CLEARED), f("env/throughput")]) == set()
+    # the evidence ranking: a lone checkpointing finding outranks the echoes of a geometry change
+    ranked = [
+        c.subsystem for c in attr.rank_causes([*geometry, f("checkpointing/selection", Status.SUSPECT)])
+    ]
+    assert ranked.index("checkpointing") < ranked.index("memory")

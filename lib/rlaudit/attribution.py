@@ -166,6 +166,42 @@ def run_sps(run: RunData) -> float:
 # ------------------------------------------------------------------------------------------------------------
 
 
+KNOCK_ON: dict[str, tuple[str, ...]] = {
+    # A flagged upstream check (id prefix) -> the downstream checks (id prefixes) that measure through it. The
+    # batch geometry (envs, rollout length, minibatches) shapes environment throughput and episode statistics,
+    # observation statistics and preprocessing cost, buffer memory, and the size of every update; the
+    # curriculum runs inside env.reset(), so its cost shows up as a slower reset.
+    "trainer/geometry": (
+        "env/throughput",
+        "env/equivalence",
+        "env/episode-distributions",
+        "spaces/",
+        "memory/",
+        "optimizer/clip-fraction",
+        "optimizer/update-ratios",
+    ),
+    "curriculum/overhead": ("env/reset-cost", "env/throughput"),
+    "curriculum/scaling": ("env/reset-cost", "env/throughput"),
+}
+
+
+def knock_on(findings: Sequence[Finding]) -> set[str]:
+    """Ids of flagged findings that may only echo a flagged upstream check (:data:`KNOCK_ON`) or that their
+    audit marked as a knock-on (``evidence.details["knock_on"]``). Such findings count a fifth in the evidence
+    ranking; a measured restore is never discounted."""
+    flagged = [f for f in findings if f.status.is_flag]
+    upstream = [up for up in KNOCK_ON if any(f.id.startswith(up) for f in flagged)]
+    out = set()
+    for f in flagged:
+        if (f.evidence.details or {}).get("knock_on"):
+            out.add(f.id)
+        elif any(
+            f.id.startswith(down) and not f.id.startswith(up) for up in upstream for down in KNOCK_ON[up]
+        ):
+            out.add(f.id)
+    return out
+
+
 def audit_priors(findings: Sequence[Finding]) -> dict[str, float]:
     """Per subsystem, the strength of the audit evidence against it (orders the search, never decides).
 
@@ -174,9 +210,10 @@ def audit_priors(findings: Sequence[Finding]) -> dict[str, float]:
     of another subsystem's fault) count a fifth.
     """
     weights: dict[str, list[float]] = {}
+    echoes = knock_on(findings)
     for f in findings:
         w = _STATUS_WEIGHT.get(f.status, 0.0) * _SEVERITY_WEIGHT.get(f.severity, 1.0)
-        if (f.evidence.details or {}).get("knock_on"):
+        if f.id in echoes:
             w *= 0.2
         if w:
             weights.setdefault(f.subsystem, []).append(w)
@@ -924,7 +961,7 @@ def rank_causes(
     findings: Sequence[Finding], result: Attribution | None = None, delta: float = DEFAULT_DELTA
 ) -> list[Cause]:
     """Subsystems ranked: measured causes by the share of a gap they restore, then subsystems with flagged
-    findings by audit evidence. Knock-on findings (``evidence.details["knock_on"]``) count for little."""
+    findings by audit evidence. Knock-on findings (:func:`knock_on`) count a fifth."""
     flagged: dict[str, list[Finding]] = {}
     for f in findings:
         if f.status.is_flag and f.subsystem in SUBSYSTEMS and not f.id.startswith("summary/"):
@@ -949,12 +986,13 @@ def rank_causes(
     measurable = {m for m, g in result.gaps.items() if g.get("measurable")} if result is not None else set()
     if result is not None and len(measurable) < len(result.gaps):
         measurable = set(result.gaps)  # a metric without a measurable gap can never be ruled out
+    echoes = knock_on(findings)
     causes = []
     for sub in sorted(set(flagged) | set(measured), key=SUBSYSTEMS.index):
         evidence = sum(
             _STATUS_WEIGHT.get(f.status, 0)
             * _SEVERITY_WEIGHT.get(f.severity, 1)
-            * (0.2 if (f.evidence.details or {}).get("knock_on") else 1.0)
+            * (0.2 if f.id in echoes else 1.0)
             for f in flagged.get(sub, [])
         )
         eff = measured.get(sub, {})
