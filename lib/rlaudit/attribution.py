@@ -180,6 +180,9 @@ KNOCK_ON: dict[str, tuple[str, ...]] = {
         "optimizer/clip-fraction",
         "optimizer/update-ratios",
     ),
+    # rewards are paid by the environment: a reward component that changed shows in its step-by-step and
+    # episode comparisons too
+    "rewards/": ("env/equivalence", "env/episode-distributions"),
     "curriculum/overhead": ("env/reset-cost", "env/throughput"),
     "curriculum/scaling": ("env/reset-cost", "env/throughput"),
 }
