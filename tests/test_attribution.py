@@ -278,6 +278,7 @@ def test_checks_that_measure_through_a_flagged_upstream_change_count_as_knock_on
     assert attr.knock_on([f("env/throughput"), f("memory/growth-sites")]) == set()  # no upstream flag: real
     assert attr.knock_on([f("trainer/geometry", Status.CLEARED), f("env/throughput")]) == set()
     assert attr.knock_on([f("rewards/component-vanished"), f("env/equivalence")]) == {"env/equivalence"}
+    assert attr.knock_on([f("agents/architecture"), f("loss/terms"), f("loss/advantages")]) == {"loss/terms"}
     # the evidence ranking: a lone checkpointing finding outranks the echoes of a geometry change
     ranked = [
         c.subsystem for c in attr.rank_causes([*geometry, f("checkpointing/selection", Status.SUSPECT)])

@@ -180,6 +180,9 @@ KNOCK_ON: dict[str, tuple[str, ...]] = {
         "optimizer/clip-fraction",
         "optimizer/update-ratios",
     ),
+    # a different network computes a different loss on the same batch, learns the probe environments
+    # differently, and starts from a different policy
+    "agents/": ("loss/terms", "loss/probe-envs", "init/policy-at-init"),
     # rewards are paid by the environment: a reward component that changed shows in its step-by-step and
     # episode comparisons too
     "rewards/": ("env/equivalence", "env/episode-distributions"),
