@@ -24,7 +24,7 @@ FAST_PAIRS = [
     ("seeding.torch_unseeded", "config.override_ignored"),
 ]
 SAMPLED_PAIRS = random.Random(2026).sample(
-    [p for p in itertools.combinations(sorted(CATALOG), 2) if p not in FAST_PAIRS], 8
+    [p for p in itertools.combinations(sorted(CATALOG), 2) if p not in FAST_PAIRS], 24
 )
 
 
