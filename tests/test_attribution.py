@@ -284,3 +284,23 @@ def test_checks_that_measure_through_a_flagged_upstream_change_count_as_knock_on
         c.subsystem for c in attr.rank_causes([*geometry, f("checkpointing/selection", Status.SUSPECT)])
     ]
     assert ranked.index("checkpointing") < ranked.index("memory")
+
+
+def test_rlaudit_audit_prints_the_suspects_ranked_by_evidence():
+    from rlaudit.report import ranked_suspects_text
+
+    text = ranked_suspects_text(
+        [
+            Finding(
+                "trainer/geometry-candidate", "trainer", "h", Status.CONFIRMED, Severity.HIGH, Evidence()
+            ),
+            Finding("memory/growth-sites", "memory", "h", Status.CONFIRMED, Severity.HIGH, Evidence()),
+            Finding(
+                "checkpointing/selection", "checkpointing", "h", Status.SUSPECT, Severity.HIGH, Evidence()
+            ),
+            Finding("init/schemes", "init", "h", Status.CLEARED, Severity.INFO, Evidence()),
+        ]
+    )
+    order = [line.split()[1] for line in text.splitlines()[1:]]
+    assert order == ["trainer", "checkpointing", "memory"]  # memory only echoes the geometry change
+    assert ranked_suspects_text([]) == "no subsystem flagged: nothing to rank"

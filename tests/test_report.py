@@ -87,9 +87,11 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+@pytest.mark.parametrize("kernels", ["shared", "fresh"])
 def test_report_survives_a_failing_notebook_and_marks_it_error(
-    home: Path, capsys: pytest.CaptureFixture
+    home: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch, kernels: str
 ) -> None:
+    monkeypatch.setenv(report.KERNELS_VARIABLE, kernels)
     nbformat.write(_notebook(*AGENTS_CELLS), home / "notebooks" / "01_agents.ipynb")
     nbformat.write(_notebook(*TRAINER_CELLS), home / "notebooks" / "02_trainer.ipynb")
     out = home / "reports"
@@ -158,6 +160,62 @@ def test_summary_runs_last_after_every_other_notebook_finished(
     assert "env/findings-missing" in (home / "reports" / "index.html").read_text()
     # A notebook papermill never wrote still gets a page.
     assert "produced no output" in (home / "reports" / "05_env.html").read_text()
+
+
+RECORD = """import json, os
+from pathlib import Path
+record = {{"pid": os.getpid(), "jobs": os.environ.get("RLAUDIT_JOBS"), "leftover": "leftover" in globals()}}
+Path(findings_dir).parent.joinpath("{name}.record.json").write_text(json.dumps(record))"""
+
+
+def test_lanes_share_a_kernel_reset_between_notebooks_and_replace_a_dead_one(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cells = {
+        "02_trainer": [RECORD.format(name="02_trainer"), "leftover = 1"],
+        "04_checkpointing": [RECORD.format(name="04_checkpointing")],
+        "01_agents": [RECORD.format(name="01_agents"), "os._exit(3)  # the kernel dies"],
+        "03_logging": [RECORD.format(name="03_logging")],
+        "15_summary": [RECORD.format(name="15_summary")],
+    }
+    for name, body in cells.items():
+        sub = report.subsystem_of(name)
+        ran = (
+            f'session.add(Finding(id="{sub}/ran", subsystem="{sub}", hypothesis="It runs", status="CLEARED", '
+            'evidence=Evidence(summary="ran")))'
+        )
+        nb = _notebook(
+            SESSION.format(subsystem=sub), *body, *([ran] if sub != "summary" else []), "session.finish()"
+        )
+        nbformat.write(nb, home / "notebooks" / f"{name}.ipynb")
+    monkeypatch.delenv("RLAUDIT_JOBS", raising=False)
+    monkeypatch.delenv(report.KERNELS_VARIABLE, raising=False)
+    out = home / "reports"
+    assert report.run_report(_args(out, jobs=1)) == 1  # 01_agents' kernel died
+    rec = {name: json.loads((out / f"{name}.record.json").read_text()) for name in cells}
+    # One lane: the notebooks ran in the order of their expected costs, in one kernel until it died.
+    assert rec["02_trainer"]["pid"] == rec["04_checkpointing"]["pid"] == rec["01_agents"]["pid"]
+    assert not rec["04_checkpointing"]["leftover"]  # the namespace was reset in between
+    assert rec["03_logging"]["pid"] == rec["15_summary"]["pid"] != rec["01_agents"]["pid"]  # a new kernel
+    # The summary's environment (all -j for its own probes) was applied in the shared kernel, and undone.
+    assert rec["15_summary"]["jobs"] == "1" and rec["03_logging"]["jobs"] is None
+    agents, _ = load_findings(out / "findings" / "01_agents.json")
+    assert [f.id for f in agents][-1] == "agents/notebook-failed"
+    for name in ("02_trainer", "04_checkpointing", "03_logging"):
+        assert load_findings(out / "findings" / f"{name}.json")[0][0].status is Status.CLEARED, name
+
+
+def test_schedule_starts_the_longest_first_and_learns_costs(tmp_path: Path) -> None:
+    runs = [_run(tmp_path, name, 0) for name in ("01_a", "02_b", "03_c")]
+    names = lambda costs: [r.name for r in report.schedule(runs, costs)]  # noqa: E731
+    assert names({"01_a": 1.0, "02_b": 5.0, "03_c": 2.0}) == ["02_b", "03_c", "01_a"]
+    assert names({"01_a": 1.0, "02_b": 5.0}) == ["02_b", "03_c", "01_a"]  # unknown counts as the longest
+    assert report.expected_costs(tmp_path, "smoke") == report.COST_HINTS
+    runs[0].cpu_seconds, runs[1].cpu_seconds = 9.0, 0.5
+    report.save_costs(tmp_path, "smoke", runs[:2])
+    costs = report.expected_costs(tmp_path, "smoke")
+    assert costs["01_a"] == 9.0 and costs["02_b"] == 0.5 and "03_c" not in costs
+    assert report.expected_costs(tmp_path, "standard") == report.COST_HINTS  # per profile
 
 
 def _run(tmp_path: Path, name: str, returncode: int) -> report.NotebookRun:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -12,8 +15,9 @@ from rlaudit import subjects
 from rlaudit import worker as worker_module
 from rlaudit.cache import ArtifactStore
 from rlaudit.findings import Status
+from rlaudit.probe import bind_params, probe_info
 from rlaudit.profiles import get_profile
-from rlaudit.workbench import Pair, ProbeResult, Workbench
+from rlaudit.workbench import Pair, ProbeResult, Workbench, keep_workers, kept_workers
 
 
 @pytest.fixture
@@ -139,6 +143,64 @@ def test_run_many_fans_out_over_several_workers(wb: Workbench, tmp_path: Path) -
     assert [p.candidate.params["counter"] for p in pairs] == [d["counter"] for d in params]
     both = wb.run_many(tp.echo, [{"x": 1}, {"x": 2}])
     assert [(p.baseline.result["x"], p.candidate.result["x"]) for p in both] == [(1, 1), (2, 2)]
+
+
+def test_a_job_someone_else_is_computing_is_taken_last(
+    toy_subject: Path, tmp_cache: Path, tmp_path: Path
+) -> None:
+    """Two notebooks asking for the same artifacts compute different ones instead of waiting in turn."""
+    first, second = tmp_path / "first.txt", tmp_path / "second.txt"
+    spec = str(toy_subject)
+    with Workbench(spec, spec, profile="smoke", jobs=1) as bench:
+        info = probe_info(tp.echo)
+        params = bind_params(tp.echo, {"x": 1, "counter": str(first)})
+        key = bench.cache.key(bench.fingerprint("baseline"), info.name, info.version, params)
+        held, released_early = threading.Event(), threading.Event()
+
+        def other_notebook() -> None:
+            # Holds the first job's lock as another process computing it would, until the second job is done.
+            with bench.cache.lock(key):
+                held.set()
+                deadline = time.monotonic() + 20
+                while time.monotonic() < deadline:
+                    if second.exists():
+                        released_early.set()
+                        break
+                    time.sleep(0.02)
+
+        thread = threading.Thread(target=other_notebook)
+        thread.start()
+        assert held.wait(10)
+        results = bench.run_each(
+            tp.echo,
+            [("baseline", {"x": 1, "counter": str(first)}), ("baseline", {"x": 2, "counter": str(second)})],
+        )
+        thread.join()
+    assert released_early.is_set(), (
+        "the workbench waited on the busy job instead of computing the free one first"
+    )
+    assert [r.result["x"] for r in results] == [1, 2] and all(r.ok for r in results)
+
+
+def test_kept_workers_serve_the_next_workbench_of_the_same_subject(
+    toy_subject: Path, candidate_subject: Path, tmp_cache: Path
+) -> None:
+    spec = str(toy_subject)
+    keep_workers(2)
+    try:
+        with Workbench(spec, spec, profile="smoke", jobs=1) as first:
+            pid = first.run_side("baseline", tp.echo, x=1).result["pid"]
+        assert kept_workers() == [pid]  # closed, but its idle worker kept
+        with Workbench(spec, str(candidate_subject), profile="smoke", jobs=1) as second:
+            assert second.run_side("baseline", tp.echo, x=2).result["pid"] == pid
+            other = second.run_side("candidate", tp.echo, x=2).result["pid"]
+            assert other != pid  # another subject never gets it
+        assert sorted(kept_workers()) == sorted([pid, other])
+    finally:
+        keep_workers(0)
+    assert kept_workers() == []
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
 
 
 def test_extra_arms_share_cache_and_machinery(wb: Workbench, tmp_path: Path) -> None:

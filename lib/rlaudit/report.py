@@ -21,14 +21,17 @@ Layout of ``<out>`` (default ``reports/``)::
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import html
 import json
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -445,6 +448,9 @@ class NotebookRun:
         findings_path: Where the notebook saves its findings.
         returncode: papermill's exit code (None before it ran).
         seconds: Wall time of the papermill subprocess.
+        cpu_seconds: CPU time (user + system) of the papermill subprocess and every descendant it reaped: the
+            kernel and the probe workers it started. Unlike ``seconds`` it does not grow when the machine is
+            busy with other work or while the notebook waits for an artifact another notebook is computing.
         render_seconds: Time spent rendering the page.
         outcome: ``"ok"``, ``"failed"`` (an error in a cell, a dead kernel) or ``"no findings"``.
         error: A one-line description of the failure.
@@ -459,6 +465,7 @@ class NotebookRun:
     findings_path: Path
     returncode: int | None = None
     seconds: float = 0.0
+    cpu_seconds: float = 0.0
     render_seconds: float = 0.0
     outcome: str = "pending"
     error: str = ""
@@ -577,25 +584,482 @@ def notebook_environment(
 def execute(
     run: NotebookRun, parameters: Mapping[str, Any], cwd: Path, env: Mapping[str, str]
 ) -> NotebookRun:
-    """Run one notebook with papermill in a subprocess; fills ``returncode`` and ``seconds``."""
+    """Run one notebook with papermill; fills ``returncode``, ``seconds`` and ``cpu_seconds``.
+
+    Inside :func:`run_report` with shared kernels (the default, see :data:`KERNELS_VARIABLE`) the notebook runs
+    on a free lane: a kernel that ran earlier notebooks of the report, namespace reset, its subjects' workers
+    still running. Otherwise papermill runs in a subprocess of its own with a fresh kernel.
+    """
+    lanes = _ACTIVE_LANES
+    if lanes is not None:
+        return lanes.execute(run, parameters, env)
     run.output.parent.mkdir(parents=True, exist_ok=True)
     run.log.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     with open(run.log, "w") as log:
         log.write(f"$ {shlex.join(papermill_command(run, parameters, cwd))}\n\n")
         log.flush()
-        proc = subprocess.run(
+        proc = subprocess.Popen(
             papermill_command(run, parameters, cwd),
             cwd=cwd,
             env=dict(env),
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            check=False,
         )
-    run.returncode = proc.returncode
+        try:
+            run.returncode, run.cpu_seconds = _wait_with_usage(proc)
+        except BaseException:  # interrupted: do not leave papermill (and its kernel) running
+            proc.kill()
+            proc.wait()
+            raise
     run.seconds = time.perf_counter() - started
     return run
+
+
+def _wait_with_usage(proc: subprocess.Popen[Any]) -> tuple[int, float]:
+    """Wait for ``proc``; its exit code and the CPU seconds (user + system) of it and its reaped descendants.
+
+    ``os.wait4`` gives the resource usage of exactly this child (several notebooks end in parallel, so the
+    process-wide ``RUSAGE_CHILDREN`` would mix them); where it is missing the CPU time is reported as 0.
+    """
+    if not hasattr(os, "wait4"):
+        return proc.wait(), 0.0
+    while True:
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+            break
+        except InterruptedError:
+            continue
+        except ChildProcessError:  # reaped elsewhere (should not happen): no usage to report
+            return proc.wait(), 0.0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, float(usage.ru_utime + usage.ru_stime)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Lanes: kernels shared by the notebooks of one report
+# ----------------------------------------------------------------------------------------------------------
+
+KERNELS_VARIABLE = "RLAUDIT_REPORT_KERNELS"
+"""``shared`` (the default): ``rlaudit report -j N`` runs its notebooks on N lanes, each one papermill process
+with one kernel that runs notebook after notebook; ``fresh``: one papermill process and kernel per notebook.
+
+A fresh kernel per notebook costs its start and imports (pandas, matplotlib, scipy: ~1.5 s of CPU), and each
+notebook's workbench then starts a worker per subject that imports torch and the subject again (~3 s of CPU
+each for the built-ins): over fifteen notebooks, a quarter of a standard report's CPU. On a lane the kernel's
+namespace is reset between notebooks (``get_ipython().reset()``, figures closed, the environment set to the
+notebook's), so each starts from a clean slate as in a fresh kernel, while imported modules and the idle
+workers of the previous notebook's workbench (:func:`rlaudit.workbench.keep_workers`, only for the same
+subject fingerprint) carry over. A lane whose kernel dies gets a new kernel for its next notebook."""
+
+_ACTIVE_LANES: _Lanes | None = None
+
+_LANE_MAIN = "import sys; sys.modules['rfc3987_syntax'] = None; from rlaudit.report import lane_main; sys.exit(lane_main())"
+
+# Run in a lane's kernel once, after it started: keep idle workers between the notebooks' workbenches.
+_LANE_SETUP = "import rlaudit.workbench as _w\n_w.keep_workers(4)\ndel _w\n"
+
+# Run in a lane's kernel before every notebook but the first: a clean namespace, as a fresh kernel has. The
+# collection lets the previous notebook's workbench hand its idle workers to the kept pool now.
+_LANE_RESET = (
+    "get_ipython().reset(new_session=True)\n"
+    "import sys as _sys\n"
+    "if 'matplotlib.pyplot' in _sys.modules:\n"
+    "    _sys.modules['matplotlib.pyplot'].close('all')\n"
+    "del _sys\n"
+    "import gc as _gc\n"
+    "_gc.collect()\n"
+    "del _gc\n"
+)
+
+
+def shared_kernels() -> bool:
+    """True unless ``RLAUDIT_REPORT_KERNELS=fresh`` asks for a fresh kernel per notebook."""
+    return os.environ.get(KERNELS_VARIABLE, "shared").strip().lower() != "fresh"
+
+
+class _Lane:
+    """The report's handle on one lane process (``lane_main``): JSON lines over its stdin and stdout."""
+
+    def __init__(self, index: int, cwd: Path, env: Mapping[str, str], log: Path) -> None:
+        self.index = index
+        self.cwd = cwd
+        self.env = dict(env)
+        self.log = log
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        if self.proc is not None and self.proc.poll() is None:
+            return self.proc
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", _LANE_MAIN],
+                cwd=self.cwd,
+                env=self.env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                start_new_session=True,  # Ctrl-C reaches the report, which stops its lanes itself
+            )
+        return self.proc
+
+    def run(self, run: NotebookRun, parameters: Mapping[str, Any], env: Mapping[str, str]) -> NotebookRun:
+        run.output.parent.mkdir(parents=True, exist_ok=True)
+        run.log.parent.mkdir(parents=True, exist_ok=True)
+        run.log.write_text(f"# {run.name} on lane {self.index} (shared kernel; lane log {self.log})\n\n")
+        request = {
+            "source": str(run.source),
+            "output": str(run.output),
+            "log": str(run.log),
+            "parameters": dict(parameters),
+            # The kernel started with the lane's environment: what this notebook's differs by, and how to undo it.
+            "env": {k: v for k, v in env.items() if self.env.get(k) != v},
+            "unset": [k for k in self.env if k not in env],
+        }
+        request["restore"] = {k: self.env[k] for k in [*request["env"], *request["unset"]] if k in self.env}
+        request["drop"] = [k for k in request["env"] if k not in self.env]
+        started = time.perf_counter()
+        proc = self._start()
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            proc.stdin.write((json.dumps(request) + "\n").encode())
+            proc.stdin.flush()
+            line = proc.stdout.readline()
+        except OSError:
+            line = b""
+        run.seconds = time.perf_counter() - started
+        if not line:  # the lane process died: its log says why; the next notebook gets a new one
+            code = proc.wait()
+            with open(run.log, "a") as log:
+                log.write(f"\nthe lane process exited with code {code} while running {run.name}:\n")
+                log.write(_log_tail(self.log, 40) + "\n")
+            run.returncode, run.cpu_seconds = code or 1, 0.0
+            return run
+        reply = json.loads(line)
+        run.returncode = int(reply.get("returncode", 1))
+        run.cpu_seconds = float(reply.get("cpu_seconds", 0.0))
+        return run
+
+    def close(self, kill: bool = False) -> None:
+        """Stop the lane (its kernel shuts down, and with it the workers); ``kill``: at once (interrupted)."""
+        proc = self.proc
+        if proc is None or proc.poll() is not None:
+            return
+        try:
+            if kill:
+                raise OSError("interrupted")
+            assert proc.stdin is not None
+            proc.stdin.write(b'{"op": "stop"}\n')
+            proc.stdin.flush()
+            proc.wait(timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            # The kernel (a session of its own) notices its parent is gone and exits, its workers with it.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+class _Lanes:
+    """The report's lanes: ``execute`` takes a free one (the summary gets whichever is free at the end)."""
+
+    def __init__(self, size: int, cwd: Path, env: Mapping[str, str], log_dir: Path) -> None:
+        import queue
+
+        self._all = [_Lane(i, cwd, env, log_dir / f"lane-{i}.log") for i in range(max(1, size))]
+        self._free: queue.SimpleQueue[_Lane] = queue.SimpleQueue()
+        for lane in self._all:
+            self._free.put(lane)
+
+    def execute(self, run: NotebookRun, parameters: Mapping[str, Any], env: Mapping[str, str]) -> NotebookRun:
+        lane = self._free.get()
+        try:
+            return lane.run(run, parameters, env)
+        finally:
+            self._free.put(lane)
+
+    def close(self, kill: bool = False) -> None:
+        for lane in self._all:
+            lane.close(kill=kill)
+
+
+def _tree_cpu_seconds() -> float:
+    """CPU seconds (user + system) of this process and all its descendants, reaped ones included."""
+    import psutil
+
+    me = psutil.Process()
+    total = 0.0
+    for proc in [me, *me.children(recursive=True)]:
+        with contextlib.suppress(psutil.Error):
+            t = proc.cpu_times()
+            total += t.user + t.system + t.children_user + t.children_system
+    return total
+
+
+class _LaneRunner:
+    """Inside a lane process: one kernel (started on first use, replaced when it dies), notebooks in turn."""
+
+    def __init__(self) -> None:
+        self.km: Any = None
+        self.ran = 0
+
+    def _alive(self) -> bool:
+        from jupyter_core.utils import run_sync
+
+        return self.km is not None and bool(run_sync(self.km.is_alive)())
+
+    def _kernel(self) -> Any:
+        if self._alive():
+            return self.km
+        self._stop_kernel()
+        from jupyter_client.manager import AsyncKernelManager
+        from jupyter_core.utils import run_sync
+
+        # The asynchronous manager, as papermill's own client uses: with it nbclient notices a kernel that died
+        # in the middle of a cell (with the synchronous one it waits forever).
+        km = AsyncKernelManager(kernel_name="python3")
+        run_sync(km.start_kernel)()  # this process's cwd and environment: the report's
+        self.km, self.ran = km, 0
+        self._run_code(_LANE_SETUP)
+        return km
+
+    def _run_code(self, code: str) -> None:
+        kc = self.km.blocking_client()
+        kc.start_channels()
+        try:
+            kc.wait_for_ready(timeout=180)
+            reply = kc.execute_interactive(
+                code, store_history=False, timeout=120, output_hook=lambda msg: None
+            )
+        finally:
+            kc.stop_channels()
+        if reply["content"].get("status") != "ok":
+            content = reply["content"]
+            raise RuntimeError(f"lane set-up code failed: {content.get('ename')}: {content.get('evalue')}")
+
+    def _stop_kernel(self) -> None:
+        if self.km is not None:
+            from jupyter_core.utils import run_sync
+
+            with contextlib.suppress(Exception):
+                run_sync(self.km.shutdown_kernel)(now=not self._alive())
+        self.km = None
+
+    def run(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        import logging
+        import traceback
+
+        import papermill
+        from papermill.exceptions import PapermillExecutionError
+
+        cpu0 = _tree_cpu_seconds()
+        handler = logging.FileHandler(request["log"], mode="a")
+        handler.setFormatter(logging.Formatter("%(asctime)s - %(name)s - %(levelname)s - %(message)s"))
+        logger = logging.getLogger("papermill")
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        code = 0
+        try:
+            km = self._kernel()
+            if self.ran:
+                self._run_code(_LANE_RESET)
+            self._run_code(
+                "import os as _os\n"
+                f"_os.environ.update({dict(request.get('env') or {})!r})\n"
+                f"for _k in {list(request.get('unset') or [])!r}:\n"
+                "    _os.environ.pop(_k, None)\n"
+                "del _os\n"
+            )
+            self.ran += 1
+            papermill.execute_notebook(
+                request["source"],
+                request["output"],
+                parameters=dict(request["parameters"]),
+                kernel_name="python3",
+                language="python",
+                engine_name=_lane_engine(),
+                progress_bar=False,
+                log_output=True,
+                start_timeout=180,
+                km=km,
+            )
+        except PapermillExecutionError:
+            code = 1  # the failing cell is in the output notebook, as with the papermill command
+        except Exception:
+            code = 1
+            logger.error("the notebook could not run on this lane:\n%s", traceback.format_exc())
+            self._stop_kernel()  # whatever went wrong, the next notebook gets a new kernel
+        finally:
+            # Undo this notebook's environment so the next one starts from the report's.
+            if self._alive() and (request.get("env") or request.get("unset")):
+                with contextlib.suppress(Exception):
+                    self._run_code(
+                        "import os as _os\n"
+                        f"_os.environ.update({dict(request.get('restore') or {})!r})\n"
+                        f"for _k in {list(request.get('drop') or [])!r}:\n"
+                        "    _os.environ.pop(_k, None)\n"
+                        "del _os\n"
+                    )
+            logger.removeHandler(handler)
+            handler.close()
+        return {"returncode": code, "cpu_seconds": _tree_cpu_seconds() - cpu0}
+
+    def close(self) -> None:
+        self._stop_kernel()
+
+
+def _lane_engine() -> str:
+    """Register (once) and name the papermill engine that runs a notebook on a given, running kernel."""
+    from papermill.engines import papermill_engines
+
+    name = "rlaudit-lane"
+    if name in papermill_engines._engines:
+        return name
+    from papermill.clientwrap import PapermillNotebookClient
+    from papermill.engines import NBClientEngine
+    from papermill.log import logger
+    from papermill.utils import remove_args
+
+    class LaneEngine(NBClientEngine):
+        """papermill's nbclient engine on the lane's kernel: the kernel is left running, the client closed."""
+
+        @classmethod
+        def execute_managed_notebook(
+            cls,
+            nb_man: Any,
+            kernel_name: str,
+            log_output: bool = False,
+            stdout_file: Any = None,
+            stderr_file: Any = None,
+            start_timeout: float = 60,
+            execution_timeout: float | None = None,
+            **kwargs: Any,
+        ) -> Any:
+            km = kwargs.pop("km")
+            kwargs = remove_args(["input_path", "timeout", "startup_timeout"], **kwargs)
+            client = PapermillNotebookClient(
+                nb_man,
+                km=km,
+                timeout=execution_timeout,
+                startup_timeout=start_timeout,
+                kernel_name=kernel_name,
+                log=logger,
+                log_output=log_output,
+                stdout_file=stdout_file,
+                stderr_file=stderr_file,
+                **kwargs,
+            )
+            try:
+                return client.execute()
+            finally:
+                if client.kc is not None:
+                    with contextlib.suppress(Exception):
+                        client.kc.stop_channels()
+
+    papermill_engines.register(name, LaneEngine)
+    return name
+
+
+def lane_main() -> int:
+    """A lane process: read notebook requests (JSON lines) from stdin, run each on the lane's kernel, answer
+    ``{"returncode", "cpu_seconds"}`` on stdout; ``{"op": "stop"}`` or end of input stops it."""
+    replies = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # anything else printed (papermill, the kernel's own output) goes to the lane's log
+    parent = os.getppid()
+
+    def watch_parent() -> None:
+        # The report was killed (not interrupted, which stops its lanes): go too, whatever the notebook is
+        # doing. The kernel notices its parent is gone and exits, and its workers with it.
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent:
+                os._exit(70)
+
+    threading.Thread(target=watch_parent, name="rlaudit-lane-parent", daemon=True).start()
+    runner = _LaneRunner()
+    try:
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            request = json.loads(line)
+            if request.get("op") == "stop":
+                break
+            replies.write(json.dumps(runner.run(request)) + "\n")
+            replies.flush()
+    finally:
+        runner.close()
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Scheduling: longest first
+# ----------------------------------------------------------------------------------------------------------
+
+COST_HINTS: dict[str, float] = {
+    "02_trainer": 60.0,
+    "12_memory": 40.0,
+    "13_seeding": 27.0,
+    "05_env": 16.0,
+    "06_curriculum": 10.0,
+    "04_checkpointing": 6.0,
+    "09_loss": 6.0,
+    "11_rewards": 3.0,
+    "07_optimizer": 2.0,
+    "10_spaces": 2.0,
+    "08_init": 1.5,
+    "01_agents": 1.0,
+    "03_logging": 0.5,
+    "14_config": 0.5,
+}
+"""CPU seconds of each shipped notebook in a cold standard report on the built-in pair (-j 2, shared kernels):
+what orders the first report of a profile; only the order matters. 02_trainer trains the shared runs that
+03_logging and 13_seeding's variance read, so it starts first and 03_logging comes last; 12_memory computes the
+short runs that 07_optimizer and 09_loss then read from the cache. After a ``--fresh`` report the measured
+costs (``<out>/logs/costs.json``) take over."""
+
+COSTS_FILE = "costs.json"
+
+
+def expected_costs(out: Path, profile: str) -> dict[str, float]:
+    """Expected CPU seconds per notebook: :data:`COST_HINTS`, updated by the last ``--fresh`` report of
+    ``profile`` written to ``out`` (``<out>/logs/costs.json``)."""
+    costs = dict(COST_HINTS)
+    try:
+        saved = json.loads((out / "logs" / COSTS_FILE).read_text())
+        costs.update({str(k): float(v) for k, v in saved.get(profile, {}).items()})
+    except (OSError, ValueError, AttributeError, TypeError):
+        pass
+    return costs
+
+
+def save_costs(out: Path, profile: str, runs: Sequence[NotebookRun]) -> None:
+    """Record the CPU seconds of these (cold) runs for :func:`expected_costs`; other profiles' are kept."""
+    path = out / "logs" / COSTS_FILE
+    try:
+        saved = json.loads(path.read_text())
+        if not isinstance(saved, dict):
+            saved = {}
+    except (OSError, ValueError):
+        saved = {}
+    mine = dict(saved.get(profile) or {})
+    mine.update({r.name: round(r.cpu_seconds, 1) for r in runs if r.cpu_seconds > 0})
+    saved[profile] = mine
+    from rlaudit.io import atomic_write_text
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(saved, indent=2, sort_keys=True))
+
+
+def schedule(runs: Sequence[NotebookRun], costs: Mapping[str, float]) -> list[NotebookRun]:
+    """The order to start notebooks in: longest expected first (a notebook with no estimate counts as the
+    longest, so an unknown long one never starts last), ties by name.
+
+    With -j lanes taking the next notebook as each frees up, longest-first keeps the lanes' finishing times
+    within about one short notebook of each other.
+    """
+    unknown = max(costs.values(), default=0.0)
+    return sorted(runs, key=lambda r: (-float(costs.get(r.name, unknown)), r.name))
 
 
 def notebook_error(path: str | Path) -> dict[str, Any] | None:
@@ -1001,8 +1465,12 @@ def _command_line(parameters: Mapping[str, Any], jobs: int, notebooks: str) -> s
     return shlex.join(words)
 
 
+_PRINT_LOCK = threading.Lock()
+
+
 def _print(line: str = "") -> None:
-    print(line, flush=True)
+    with _PRINT_LOCK:  # the lanes' threads print too: one line at a time
+        print(line, flush=True)
 
 
 def run_report(args: Any) -> int:
@@ -1074,15 +1542,39 @@ def run_report(args: Any) -> int:
             f"  [{done}/{len(runs)}] {run.name:<18} {format_seconds(run.seconds):>8}  {flag} · worst {verdict}"
         )
 
-    for run in first:
+    def start(run: NotebookRun, run_env: Mapping[str, str]) -> NotebookRun:
         _print(f"  started {run.name}")
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(execute, run, parameters, nb_dir, env): run for run in first}
-        for future in as_completed(futures):
-            finished(future.result())
-    for run in last:  # the summary reads everyone else's findings, so it runs after they all finished
-        _print(f"  started {run.name}")
-        finished(execute(run, parameters, nb_dir, env_last))
+        return execute(run, parameters, nb_dir, run_env)
+
+    global _ACTIVE_LANES
+    lanes = _Lanes(jobs, nb_dir, env, out / "logs") if shared_kernels() else None
+    _ACTIVE_LANES = lanes
+    try:
+        # Longest expected first, so that the -j lanes finish together instead of one waiting on a long tail.
+        ordered = schedule(first, expected_costs(out, parameters["profile"]))
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            futures = {pool.submit(start, run, env): run for run in ordered}
+            try:
+                for future in as_completed(futures):
+                    finished(future.result())
+            except BaseException:
+                for future in futures:
+                    future.cancel()
+                if lanes is not None:
+                    lanes.close(kill=True)  # else leaving this block would wait for the running notebooks
+                raise
+        for run in last:  # the summary reads everyone else's findings, so it runs after they all finished
+            finished(start(run, env_last))
+    except BaseException:
+        if lanes is not None:
+            lanes.close(kill=True)  # interrupted: do not wait for the notebooks running on them
+        raise
+    finally:
+        _ACTIVE_LANES = None
+        if lanes is not None:
+            lanes.close()
+    if parameters["fresh"]:
+        save_costs(out, parameters["profile"], [r for r in runs if r.outcome == "ok"])
 
     overview = collect_findings(findings_dir, exclude=(), parameters=parameters)
     profile = get_profile(parameters["profile"])
@@ -1112,10 +1604,13 @@ def run_report(args: Any) -> int:
     longest = max((r.seconds for r in runs), default=0.0) or 1.0
     for run in sorted(runs, key=lambda r: -r.seconds):
         bar = "█" * max(1, int(30 * run.seconds / longest))
-        _print(f"  {run.name:<18} {format_seconds(run.seconds):>8}  {bar}")
+        _print(
+            f"  {run.name:<18} {format_seconds(run.seconds):>8}  cpu {format_seconds(run.cpu_seconds):>8}  {bar}"
+        )
     _print(
         f"  total wall {format_seconds(wall)} (notebooks {format_seconds(sum(r.seconds for r in runs))} "
-        f"summed over {jobs} job{'s' if jobs != 1 else ''}, rendering {format_seconds(sum(r.render_seconds for r in runs))})"
+        f"summed over {jobs} job{'s' if jobs != 1 else ''}, cpu {format_seconds(sum(r.cpu_seconds for r in runs))}, "
+        f"rendering {format_seconds(sum(r.render_seconds for r in runs))})"
     )
     return 1 if failed else 0
 
@@ -1239,6 +1734,21 @@ def bench_report(quick: bool = False) -> list[dict[str, Any]]:
     return figures
 
 
+def ranked_suspects_text(findings: Sequence[Finding]) -> str:
+    """The subsystems ranked by audit evidence alone (what `rlaudit audit` can say without experiments):
+    checks that only echo a flagged upstream change count a fifth (:func:`rlaudit.attribution.knock_on`)."""
+    from rlaudit.attribution import rank_causes
+
+    causes = rank_causes(findings)
+    if not causes:
+        return "no subsystem flagged: nothing to rank"
+    lines = ["suspects by audit evidence (run `rlaudit report` to measure which ones explain the gap):"]
+    for i, c in enumerate(causes, 1):
+        ids = ", ".join(f.id for f in c.findings[:3]) + (" …" if len(c.findings) > 3 else "")
+        lines.append(f"  {i:>2}. {c.subsystem:<14} evidence {c.rank_score:.2f}  {ids}")
+    return "\n".join(lines)
+
+
 def run_audit(args: Any) -> int:
     """``rlaudit audit``: run the audits without notebooks, print the findings, save them as JSON.
 
@@ -1277,6 +1787,8 @@ def run_audit(args: Any) -> int:
     findings = sort_findings(run_audits(wb, wanted or None, progress=lambda line: _print("  " + line)))
     _print()
     _print(findings_text(findings))
+    _print()
+    _print(ranked_suspects_text(findings))
     from rlaudit.notebook import _fingerprints, status_counts
 
     meta = {

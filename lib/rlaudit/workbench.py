@@ -19,9 +19,12 @@ a fix commit) share the same cache and worker machinery through :meth:`Workbench
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import json
 import os
 import threading
 import time
+import traceback
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,7 +38,17 @@ from rlaudit.profiles import Profile, get_profile
 from rlaudit.subjects import SubjectSpec, load_pair_file, loader_for, parse_spec
 from rlaudit.worker import ERROR_KINDS, ProbeError, WorkerClient
 
-__all__ = ["SIDES", "Pair", "ProbeError", "ProbeJob", "ProbeResult", "Workbench", "run_probe_job"]
+__all__ = [
+    "SIDES",
+    "Pair",
+    "ProbeError",
+    "ProbeJob",
+    "ProbeResult",
+    "Workbench",
+    "keep_workers",
+    "kept_workers",
+    "run_probe_job",
+]
 
 SIDES: tuple[str, str] = ("baseline", "candidate")
 
@@ -175,13 +188,25 @@ class _Subject:
                     self.fingerprint, self.spec, client.capabilities, client.info, self.details
                 )
 
+    @property
+    def pool_key(self) -> tuple[str, ...]:
+        """What a kept worker must match to serve this subject (see :func:`keep_workers`)."""
+        return (
+            str(self.store.root),
+            self.fingerprint,
+            json.dumps(self.spec.to_dict(), sort_keys=True, default=str),
+            json.dumps(self.client_options, sort_keys=True, default=str),
+        )
+
     def acquire(self) -> WorkerClient:
-        """An idle client (a running one first), or a new one."""
+        """An idle client (a running one first), a worker kept from an earlier workbench, or a new one."""
         with self.lock:
             self.idle.sort(key=lambda c: c.alive)
             if self.idle:
                 return self.idle.pop()
-            client = WorkerClient(self.spec, self.store.log_dir(self.fingerprint), **self.client_options)
+            client = _adopt(self.pool_key)
+            if client is None:
+                client = WorkerClient(self.spec, self.store.log_dir(self.fingerprint), **self.client_options)
             self.clients.append(client)
             return client
 
@@ -299,6 +324,31 @@ def _execute(job: ProbeJob, subject: _Subject) -> ProbeResult:
         return _failed(job, subject, missing=exc.capabilities)
     except ProbeError as exc:
         return _failed(job, subject, error=exc, seconds=time.perf_counter() - start)
+
+
+def _being_computed(store: ArtifactStore, job: ProbeJob) -> bool:
+    """True when some process or thread holds the lock of ``job``'s artifact (it is computing it now).
+
+    Tests the lock :meth:`ArtifactStore.lock` takes (``flock`` on ``.<key>.lock`` beside the artifact) without
+    waiting; a missing lock file means nobody has started on it. Only for ordering jobs: a lock taken right
+    after this looked costs a wait, never a wrong result.
+    """
+    key = store.key(job.fingerprint, job.probe, job.version, job.params)
+    try:
+        fd = os.open(key.parent / f".{key.name}.lock", os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
 
 
 def _failed(
@@ -537,10 +587,7 @@ class Workbench:
         try:
             if self._executor.shares_memory:
                 # Threads of this process: lend them the pooled workers of each subject.
-                by_job = {id(job): subject for job, subject in items}
-                outcomes = self._executor.map(
-                    lambda job: _execute(job, by_job[id(job)]), jobs, desc=label, progress=progress
-                )
+                outcomes = self._run_pooled(items, label, progress)
             else:
                 # Shipped jobs (processes, a Ray cluster): what the shared cache already answers is not shipped.
                 outcomes = [_answer_locally(job, subject) for job, subject in items]
@@ -576,6 +623,46 @@ class Workbench:
         return results
 
     # --- machinery ------------------------------------------------------------------------------------
+
+    def _run_pooled(
+        self, items: Sequence[tuple[ProbeJob, _Subject]], label: str, progress: bool | None
+    ) -> list[ProbeResult | JobError]:
+        """Run jobs on this process's threads, taking the next one that nobody else is computing.
+
+        Notebooks of one report run side by side and ask for the same shared artifacts (the training runs
+        every learning audit reads). Taken in order, two notebooks would wait on each other's lock job after
+        job, one core computing while the other waits; instead each thread takes the first pending job whose
+        artifact no other process (or thread) is computing at that moment, and waits on a busy one only
+        when nothing else is left. Results come back in the order of ``items``.
+        """
+        pending = list(range(len(items)))
+        claim_lock = threading.Lock()
+
+        def claim() -> int:
+            with claim_lock:
+                for pos, i in enumerate(pending):
+                    if not _being_computed(items[i][1].store, items[i][0]):
+                        return pending.pop(pos)
+                return pending.pop(0)
+
+        def run(_slot: int) -> tuple[int, ProbeResult | JobError]:
+            i = claim()
+            job, subject = items[i]
+            try:
+                return i, _execute(job, subject)
+            except Exception as exc:  # rlaudit itself failed around the probe: reported in the job's slot
+                return i, JobError(i, job, exc, traceback.format_exc())
+
+        outcomes: list[ProbeResult | JobError | None] = [None] * len(items)
+        for entry in self._executor.map(run, range(len(items)), desc=label, progress=progress):
+            if isinstance(entry, tuple):
+                outcomes[entry[0]] = entry[1]
+        return [
+            outcome
+            if outcome is not None
+            else JobError(i, items[i][0], RuntimeError("the job was never run (its thread failed)"))
+            for i, outcome in enumerate(outcomes)
+        ]
 
     def _job(self, subject: _Subject, info: ProbeInfo, root: str, params: dict[str, Any]) -> ProbeJob:
         return ProbeJob(
@@ -658,7 +745,10 @@ class Workbench:
         }
 
     def close(self) -> None:
-        """Stop every worker and the dispatch threads (also done at exit and when garbage-collected)."""
+        """Stop every worker and the dispatch threads (also done at exit and when garbage-collected).
+
+        With :func:`keep_workers` on, idle running workers are kept for the next workbench instead.
+        """
         self._closed = True
         self._executor.shutdown(wait=False)
         _shutdown(self._subject_list)
@@ -671,13 +761,19 @@ class Workbench:
 
 
 def _shutdown(subjects: list[_Subject]) -> None:
-    clients: list[WorkerClient] = []
+    """Stop the subjects' workers, or keep the idle running ones for the next workbench (see
+    :func:`keep_workers`)."""
+    held: list[tuple[tuple[str, ...], WorkerClient]] = []
     for subject in list(subjects):
         with subject.lock:
-            clients.extend(subject.clients)
+            key = subject.pool_key
+            held.extend((key, client) for client in subject.clients)
             subject.clients.clear()
             subject.idle.clear()
+    _close_all(_park(held))
 
+
+def _close_all(clients: Sequence[WorkerClient]) -> None:
     def close(client: WorkerClient) -> None:
         with contextlib.suppress(Exception):
             client.close(wait=1.0)
@@ -688,6 +784,71 @@ def _shutdown(subjects: list[_Subject]) -> None:
         thread.start()
     for thread in threads:
         thread.join(timeout=10)
+
+
+# --- workers kept from one workbench to the next ------------------------------------------------------------
+
+_KEEP_LOCK = threading.Lock()
+_KEPT: list[tuple[tuple[str, ...], WorkerClient]] = []  # oldest first
+_KEEP_LIMIT = 0
+
+
+def keep_workers(limit: int = 4) -> None:
+    """Keep up to ``limit`` idle workers running when a workbench is closed or garbage-collected, for the next
+    workbench of this process that asks for the same subject; ``limit=0`` (the default state) stops them.
+
+    ``rlaudit report`` turns this on in the kernels it shares between notebooks (``rlaudit.report`` lanes):
+    the notebooks of a report ask for the same two subjects, and a worker that has already imported torch and
+    the subject (about 3 s of CPU for the built-ins) serves the next notebook's probes as it served the
+    previous ones'. A kept worker is reused only for the same subject fingerprint (so never after its code
+    changed), artifact cache and worker options; kept workers stop at exit like any other.
+    """
+    global _KEEP_LIMIT
+    with _KEEP_LOCK:
+        _KEEP_LIMIT = max(0, int(limit))
+        excess = _trim()
+    _close_all(excess)
+
+
+def kept_workers() -> list[int]:
+    """The pids of the workers kept for reuse (diagnostics and tests)."""
+    with _KEEP_LOCK:
+        return [client.pid for _, client in _KEPT if client.pid is not None]
+
+
+def _park(held: Sequence[tuple[tuple[str, ...], WorkerClient]]) -> list[WorkerClient]:
+    """Keep the idle running clients (up to the limit); returns the clients to stop."""
+    stop = []
+    with _KEEP_LOCK:
+        for key, client in held:
+            if _KEEP_LIMIT and client.alive and not client.busy:
+                _KEPT.append((key, client))
+            else:
+                stop.append(client)
+        stop.extend(_trim())
+    return stop
+
+
+def _trim() -> list[WorkerClient]:
+    """Under the lock: drop dead kept workers and the oldest beyond the limit; returns those to stop."""
+    _KEPT[:] = [(key, client) for key, client in _KEPT if client.alive]
+    excess = len(_KEPT) - _KEEP_LIMIT
+    if excess <= 0:
+        return []
+    dropped = [client for _, client in _KEPT[:excess]]
+    del _KEPT[:excess]
+    return dropped
+
+
+def _adopt(key: tuple[str, ...]) -> WorkerClient | None:
+    """A kept running worker for ``key`` (the most recently kept), or None."""
+    with _KEEP_LOCK:
+        for i in range(len(_KEPT) - 1, -1, -1):
+            kept_key, client = _KEPT[i]
+            if kept_key == key and client.alive:
+                del _KEPT[i]
+                return client
+    return None
 
 
 def format_error(result: ProbeResult) -> str:

@@ -40,7 +40,11 @@ class Sizes:
         trend_blocks: Blocks of the cost-over-time test.
         trend_calls: Episodes per trend block.
         curriculum_episodes: Episodes of the synthetic curriculum drive.
-        memory_steps: Vector steps of the memory rollouts.
+        memory_steps: Vector steps of the resident-memory rollout (an RSS slope needs a long span).
+        memory_site_steps: Vector steps of the allocation-site rollout. tracemalloc slows every allocation
+            several fold and the sites' per-episode growth is an exact count, not a noisy slope, so it needs
+            fewer episodes than the RSS rollout (at the standard profile ~1,600 episodes, well above the
+            smoke profile's ~1,000 that the fault-detection tests use).
         memory_snapshots: Snapshots (RSS samples, tracemalloc, container sizes) over a memory rollout.
         seeding_train_steps: Environment steps of each seeding training call (the subject's minimum update).
         seeding_env_steps: Vector steps of each seeding environment rollout.
@@ -57,6 +61,7 @@ class Sizes:
     trend_calls: int
     curriculum_episodes: int
     memory_steps: int
+    memory_site_steps: int
     memory_snapshots: int
     seeding_train_steps: int
     seeding_env_steps: int
@@ -77,6 +82,7 @@ def sizes(profile: Profile) -> Sizes:
             trend_calls=96,
             curriculum_episodes=600,
             memory_steps=400,
+            memory_site_steps=400,
             memory_snapshots=6,
             seeding_train_steps=1,
             seeding_env_steps=32,
@@ -94,6 +100,7 @@ def sizes(profile: Profile) -> Sizes:
             trend_calls=256,
             curriculum_episodes=20000,
             memory_steps=8000,
+            memory_site_steps=8000,
             memory_snapshots=12,
             seeding_train_steps=16384,
             seeding_env_steps=256,
@@ -108,8 +115,11 @@ def sizes(profile: Profile) -> Sizes:
         scaling_calls=128,
         trend_blocks=24,
         trend_calls=128,
-        curriculum_episodes=6000,
-        memory_steps=2000,
+        # The closed-loop drive: a curriculum that does not replay its choices diverges within the first few
+        # episodes, and every episode of the candidate's (possibly slow) curriculum costs real time.
+        curriculum_episodes=2000,
+        memory_steps=1000,
+        memory_site_steps=600,
         memory_snapshots=8,
         seeding_train_steps=8192,
         seeding_env_steps=128,

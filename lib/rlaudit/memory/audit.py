@@ -352,7 +352,7 @@ def growth_sites(wb: Workbench, *, seed: int = 0) -> Section:
         probes.growth_sites,
         "memory: where it grows",
         seed=seed,
-        steps=sz.memory_steps,
+        steps=sz.memory_site_steps,
         snapshots=sz.memory_snapshots,
     )
     if (f := pair.guard(fid, SUBSYSTEM, hypothesis)) is not None:
