@@ -413,3 +413,23 @@ def test_capabilities_are_remembered_per_fingerprint(tmp_path: Path) -> None:
     store.save_subject("fp", spec, {"config", "train"}, {"pid": 1})
     assert store.capabilities("fp") == {"config", "train"}
     assert json.loads((tmp_path / "fp" / "subject.json").read_text())["details"] == {"spec": spec.text}
+
+
+def test_busy_says_whether_someone_holds_a_keys_lock(tmp_path: Path) -> None:
+    store = ArtifactStore(tmp_path)
+    key = store.key("fp", "probe", 1, {"seed": 0})
+    assert not store.busy(key)  # nobody ever started on it
+    held, release = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with store.lock(key):
+            held.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    held.wait(10)
+    assert store.busy(key)
+    release.set()
+    thread.join()
+    assert not store.busy(key)

@@ -19,7 +19,6 @@ a fix commit) share the same cache and worker machinery through :meth:`Workbench
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import threading
@@ -327,28 +326,8 @@ def _execute(job: ProbeJob, subject: _Subject) -> ProbeResult:
 
 
 def _being_computed(store: ArtifactStore, job: ProbeJob) -> bool:
-    """True when some process or thread holds the lock of ``job``'s artifact (it is computing it now).
-
-    Tests the lock :meth:`ArtifactStore.lock` takes (``flock`` on ``.<key>.lock`` beside the artifact) without
-    waiting; a missing lock file means nobody has started on it. Only for ordering jobs: a lock taken right
-    after this looked costs a wait, never a wrong result.
-    """
-    key = store.key(job.fingerprint, job.probe, job.version, job.params)
-    try:
-        fd = os.open(key.parent / f".{key.name}.lock", os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
-    else:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False
-    finally:
-        os.close(fd)
+    """True when some process or thread is computing ``job``'s artifact now (its cache lock is held)."""
+    return store.busy(store.key(job.fingerprint, job.probe, job.version, job.params))
 
 
 def _failed(
