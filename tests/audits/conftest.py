@@ -41,8 +41,31 @@ def make_wb(audit_cache: str) -> Iterator[Callable[..., object]]:
         wb.close()
 
 
-def _flagged(sections: Iterable[object]) -> list[Finding]:
-    return [f for s in sections for f in s.findings if f.status.is_flag]
+@pytest.fixture(scope="module")
+def bench(audit_cache: str) -> Iterator[Callable[[object], object]]:
+    """``bench(candidate)`` -> a smoke Workbench against builtin:reference, shared by one test module's tests
+    (its workers start once per candidate)."""
+    from rlaudit.workbench import Workbench
+
+    opened: dict[object, Workbench] = {}
+
+    def get(candidate: object) -> Workbench:
+        if candidate not in opened:
+            opened[candidate] = Workbench("builtin:reference", candidate, profile="smoke")
+        return opened[candidate]
+
+    yield get
+    for wb in opened.values():
+        wb.close()
+
+
+def _flagged(sections: Iterable[object], subsystem: str | None = None) -> list[Finding]:
+    return [
+        f
+        for s in sections
+        for f in s.findings
+        if f.status.is_flag and (subsystem is None or f.subsystem == subsystem)
+    ]
 
 
 def _describe(findings: Iterable[Finding]) -> str:
@@ -51,7 +74,8 @@ def _describe(findings: Iterable[Finding]) -> str:
 
 @pytest.fixture
 def flagged() -> Callable[[Iterable[object]], list[Finding]]:
-    """``flagged(sections)``: the SUSPECT/CONFIRMED findings of a list of Sections."""
+    """``flagged(sections, subsystem=None)``: the SUSPECT/CONFIRMED findings of a list of Sections (of one
+    subsystem when given)."""
     return _flagged
 
 

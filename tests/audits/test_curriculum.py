@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,19 +19,6 @@ from rlaudit.stats import Interval
 from rlaudit.subjects import parse_spec
 
 CURRICULUM_FAULTS = sorted(f.id for f in CATALOG.values() if f.subsystem == "curriculum")
-
-
-def flags(sections: Any, subsystem: str | None = None) -> list[Any]:
-    return [
-        f
-        for s in sections
-        for f in s.findings
-        if f.status.is_flag and (subsystem is None or f.subsystem == subsystem)
-    ]
-
-
-def lines(findings: Any) -> str:
-    return "\n".join(f"{f.id}: {f.headline}" for f in findings)
 
 
 class ToyCurriculum:
@@ -131,38 +117,22 @@ def test_growth_sees_a_rising_cost_and_not_a_flat_one() -> None:
     assert audit.growth(flat, "update_seconds")["relative_growth"] < 0.05
 
 
-@pytest.fixture(scope="module")
-def bench(audit_cache: str) -> Iterator[Any]:
-    from rlaudit.workbench import Workbench
-
-    opened: dict[Any, Workbench] = {}
-
-    def get(candidate: Any) -> Workbench:
-        if candidate not in opened:
-            opened[candidate] = Workbench("builtin:reference", candidate, profile="smoke")
-        return opened[candidate]
-
-    yield get
-    for wb in opened.values():
-        wb.close()
-
-
 @pytest.mark.parametrize("fault", CURRICULUM_FAULTS)
-def test_curriculum_fault_is_flagged(bench: Any, fault: str) -> None:
+def test_curriculum_fault_is_flagged(bench: Any, flagged: Any, describe: Any, fault: str) -> None:
     sections = audit.audit_all(bench(f"builtin:reference+{fault}"))
-    found = flags(sections, "curriculum")
-    assert found, f"{fault} not flagged:\n" + "\n".join(lines(s.findings) for s in sections)
-    assert any(f.id == "curriculum/scaling" for f in found), lines(found)
+    found = flagged(sections, "curriculum")
+    assert found, f"{fault} not flagged:\n" + "\n".join(describe(s.findings) for s in sections)
+    assert any(f.id == "curriculum/scaling" for f in found), describe(found)
 
 
-def test_identical_pair_stays_quiet(bench: Any) -> None:
+def test_identical_pair_stays_quiet(bench: Any, flagged: Any, describe: Any) -> None:
     wb = bench(parse_spec("builtin:reference", env={"RLAUDIT_AA_REPLICA": "1"}))
     for seed in (0, 1):
         sections = audit.audit_all(wb, seed=seed)
-        assert not flags(sections), f"seed {seed}: " + lines(flags(sections))
+        assert not flagged(sections), f"seed {seed}: " + describe(flagged(sections))
 
 
-def test_cost_checks_stay_quiet_with_a_busy_core(bench: Any) -> None:
+def test_cost_checks_stay_quiet_with_a_busy_core(bench: Any, flagged: Any, describe: Any) -> None:
     wb = bench(parse_spec("builtin:reference", env={"RLAUDIT_AA_REPLICA": "1"}))
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
@@ -171,4 +141,4 @@ def test_cost_checks_stay_quiet_with_a_busy_core(bench: Any) -> None:
     finally:
         busy.kill()
         busy.wait(timeout=10)
-    assert not flags(sections), lines(flags(sections))
+    assert not flagged(sections), describe(flagged(sections))

@@ -31,19 +31,6 @@ from rlaudit.subjects import parse_spec
 ENV_FAULTS = sorted(f.id for f in CATALOG.values() if f.subsystem == "env")
 
 
-def flags(sections: Any, subsystem: str | None = None) -> list[Any]:
-    return [
-        f
-        for s in sections
-        for f in s.findings
-        if f.status.is_flag and (subsystem is None or f.subsystem == subsystem)
-    ]
-
-
-def lines(findings: Any) -> str:
-    return "\n".join(f"{f.id}: {f.headline}" for f in findings)
-
-
 def aa_spec(tag: str = "1") -> Any:
     """The reference again under another fingerprint, so every probe really runs twice (an A/A pair)."""
     return parse_spec("builtin:reference", env={"RLAUDIT_AA_REPLICA": tag})
@@ -321,38 +308,22 @@ def test_distribution_rule_is_quiet_between_two_seeds_of_one_env(tmp_path: Any) 
 # ---------------------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def bench(audit_cache: str) -> Iterator[Any]:
-    """``bench(candidate)`` -> a smoke Workbench against builtin:reference, shared by this module's tests (its
-    workers start once)."""
-    from rlaudit.workbench import Workbench
-
-    opened: dict[Any, Workbench] = {}
-
-    def get(candidate: Any) -> Workbench:
-        if candidate not in opened:
-            opened[candidate] = Workbench("builtin:reference", candidate, profile="smoke")
-        return opened[candidate]
-
-    yield get
-    for wb in opened.values():
-        wb.close()
-
-
 @pytest.mark.parametrize("fault", ENV_FAULTS)
-def test_env_fault_is_flagged(bench: Any, fault: str) -> None:
+def test_env_fault_is_flagged(bench: Any, flagged: Any, describe: Any, fault: str) -> None:
     sections = audit.audit_all(bench(f"builtin:reference+{fault}"))
-    found = flags(sections, "env")
-    assert found, f"{fault} not flagged:\n" + "\n".join(lines(s.findings) for s in sections)
+    found = flagged(sections, "env")
+    assert found, f"{fault} not flagged:\n" + "\n".join(describe(s.findings) for s in sections)
 
 
-def test_identical_pair_stays_quiet(bench: Any) -> None:
+def test_identical_pair_stays_quiet(bench: Any, flagged: Any, describe: Any) -> None:
     sections = audit.audit_all(bench(aa_spec()))
-    assert not flags(sections), lines(flags(sections))
+    assert not flagged(sections), describe(flagged(sections))
     assert not [f for s in sections for f in s.findings if f.status.value == "ERROR"]
 
 
-def test_statistical_and_timing_checks_stay_quiet_on_other_seeds(bench: Any) -> None:
+def test_statistical_and_timing_checks_stay_quiet_on_other_seeds(
+    bench: Any, flagged: Any, describe: Any
+) -> None:
     wb = bench(aa_spec())
     for seed in (1,):
         sections = [
@@ -360,7 +331,7 @@ def test_statistical_and_timing_checks_stay_quiet_on_other_seeds(bench: Any) -> 
             audit.reset_cost(wb, seed=seed),
             audit.throughput(wb, seed=seed),
         ]
-        assert not flags(sections), f"seed {seed}: " + lines(flags(sections))
+        assert not flagged(sections), f"seed {seed}: " + describe(flagged(sections))
 
 
 @pytest.fixture
@@ -374,9 +345,11 @@ def busy_core() -> Iterator[subprocess.Popen[bytes]]:
         proc.wait(timeout=10)
 
 
-def test_timing_checks_stay_quiet_with_a_busy_core(bench: Any, busy_core: subprocess.Popen[bytes]) -> None:
+def test_timing_checks_stay_quiet_with_a_busy_core(
+    bench: Any, flagged: Any, describe: Any, busy_core: subprocess.Popen[bytes]
+) -> None:
     # A fresh seed so that every timing probe is measured now, while the busy loop competes for the cores.
     wb = bench(aa_spec())
     sections = [audit.throughput(wb, seed=7), audit.reset_cost(wb, seed=7)]
     assert busy_core.poll() is None
-    assert not flags(sections), lines(flags(sections))
+    assert not flagged(sections), describe(flagged(sections))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,19 +19,6 @@ from rlaudit.stats import Interval
 from rlaudit.subjects import parse_spec
 
 MEMORY_FAULTS = sorted(f.id for f in CATALOG.values() if f.subsystem == "memory")
-
-
-def flags(sections: Any, subsystem: str | None = None) -> list[Any]:
-    return [
-        f
-        for s in sections
-        for f in s.findings
-        if f.status.is_flag and (subsystem is None or f.subsystem == subsystem)
-    ]
-
-
-def lines(findings: Any) -> str:
-    return "\n".join(f"{f.id}: {f.headline}" for f in findings)
 
 
 class LeakyEnv(gym.Env):
@@ -175,31 +161,15 @@ def test_growth_sites_probe_finds_a_per_episode_dictionary(tmp_path: Path) -> No
     assert audit.compare_growth(tables[False], tables[False], audit.ENTRIES_PER_1000_EPISODES).empty
 
 
-@pytest.fixture(scope="module")
-def bench(audit_cache: str) -> Iterator[Any]:
-    from rlaudit.workbench import Workbench
-
-    opened: dict[Any, Workbench] = {}
-
-    def get(candidate: Any) -> Workbench:
-        if candidate not in opened:
-            opened[candidate] = Workbench("builtin:reference", candidate, profile="smoke")
-        return opened[candidate]
-
-    yield get
-    for wb in opened.values():
-        wb.close()
-
-
 @pytest.mark.parametrize("fault", MEMORY_FAULTS)
-def test_memory_fault_is_flagged(bench: Any, fault: str) -> None:
+def test_memory_fault_is_flagged(bench: Any, flagged: Any, describe: Any, fault: str) -> None:
     sections = audit.audit_all(bench(f"builtin:reference+{fault}"))
-    found = flags(sections, "memory")
-    assert found, f"{fault} not flagged:\n" + "\n".join(lines(s.findings) for s in sections)
+    found = flagged(sections, "memory")
+    assert found, f"{fault} not flagged:\n" + "\n".join(describe(s.findings) for s in sections)
 
 
-def test_identical_pair_stays_quiet(bench: Any) -> None:
+def test_identical_pair_stays_quiet(bench: Any, flagged: Any, describe: Any) -> None:
     wb = bench(parse_spec("builtin:reference", env={"RLAUDIT_AA_REPLICA": "1"}))
     for seed in (0, 1):
         sections = audit.audit_all(wb, seed=seed)
-        assert not flags(sections), f"seed {seed}: " + lines(flags(sections))
+        assert not flagged(sections), f"seed {seed}: " + describe(flagged(sections))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -14,19 +13,6 @@ from rlaudit.rewards import audit
 from rlaudit.subjects import parse_spec
 
 REWARD_FAULTS = sorted(f.id for f in CATALOG.values() if f.subsystem == "rewards")
-
-
-def flags(sections: Any, subsystem: str | None = None) -> list[Any]:
-    return [
-        f
-        for s in sections
-        for f in s.findings
-        if f.status.is_flag and (subsystem is None or f.subsystem == subsystem)
-    ]
-
-
-def lines(findings: Any) -> str:
-    return "\n".join(f"{f.id}: {f.headline}" for f in findings)
 
 
 def test_setting_kinds_from_names() -> None:
@@ -122,32 +108,16 @@ def test_magnitudes_flag_case_002_shaping_drowned_by_the_time_penalty() -> None:
     assert mags.loc["per-step term (time penalty)", "per step"] == pytest.approx(-0.01)
 
 
-@pytest.fixture(scope="module")
-def bench(audit_cache: str) -> Iterator[Any]:
-    from rlaudit.workbench import Workbench
-
-    opened: dict[Any, Workbench] = {}
-
-    def get(candidate: Any) -> Workbench:
-        if candidate not in opened:
-            opened[candidate] = Workbench("builtin:reference", candidate, profile="smoke")
-        return opened[candidate]
-
-    yield get
-    for wb in opened.values():
-        wb.close()
-
-
 @pytest.mark.parametrize("fault", REWARD_FAULTS)
-def test_reward_fault_is_flagged(bench: Any, fault: str) -> None:
+def test_reward_fault_is_flagged(bench: Any, flagged: Any, describe: Any, fault: str) -> None:
     sections = audit.audit_all(bench(f"builtin:reference+{fault}"))
-    found = flags(sections, "rewards")
-    assert found, f"{fault} not flagged:\n" + "\n".join(lines(s.findings) for s in sections)
+    found = flagged(sections, "rewards")
+    assert found, f"{fault} not flagged:\n" + "\n".join(describe(s.findings) for s in sections)
     assert any(f.status.value == "CONFIRMED" for f in found), "the runtime measurement should confirm it"
 
 
-def test_identical_pair_stays_quiet(bench: Any) -> None:
+def test_identical_pair_stays_quiet(bench: Any, flagged: Any, describe: Any) -> None:
     wb = bench(parse_spec("builtin:reference", env={"RLAUDIT_AA_REPLICA": "1"}))
     for seed in (0, 1):
         sections = audit.audit_all(wb, seed=seed)
-        assert not flags(sections), f"seed {seed}: " + lines(flags(sections))
+        assert not flagged(sections), f"seed {seed}: " + describe(flagged(sections))

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import random
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -176,48 +175,19 @@ def test_variance_table_pools_the_sds() -> None:
     assert out["pooled_sd"] == pytest.approx(np.sqrt((1 * 2.0 + 2 * 3.0) / 3))
 
 
-@pytest.fixture(scope="module")
-def bench(audit_cache: str) -> Iterator[Any]:
-    from rlaudit.workbench import Workbench
-
-    opened: dict[Any, Workbench] = {}
-
-    def get(candidate: Any) -> Workbench:
-        if candidate not in opened:
-            opened[candidate] = Workbench("builtin:reference", candidate, profile="smoke")
-        return opened[candidate]
-
-    yield get
-    for wb in opened.values():
-        wb.close()
-
-
-def flags(sections: Any, subsystem: str | None = None) -> list[Any]:
-    return [
-        f
-        for s in sections
-        for f in s.findings
-        if f.status.is_flag and (subsystem is None or f.subsystem == subsystem)
-    ]
-
-
-def lines(findings: Any) -> str:
-    return "\n".join(f"{f.id}: {f.headline}" for f in findings)
-
-
 @pytest.mark.parametrize("fault", SEEDING_FAULTS)
-def test_seeding_fault_is_flagged(bench: Any, fault: str) -> None:
+def test_seeding_fault_is_flagged(bench: Any, flagged: Any, describe: Any, fault: str) -> None:
     sections = audit.audit_all(bench(f"builtin:reference+{fault}"))
-    found = flags(sections, "seeding")
-    assert found, f"{fault} not flagged:\n" + "\n".join(lines(s.findings) for s in sections)
-    assert any(f.id == "seeding/fresh-processes" and f.status.value == "CONFIRMED" for f in found), lines(
+    found = flagged(sections, "seeding")
+    assert found, f"{fault} not flagged:\n" + "\n".join(describe(s.findings) for s in sections)
+    assert any(f.id == "seeding/fresh-processes" and f.status.value == "CONFIRMED" for f in found), describe(
         found
     )
 
 
-def test_identical_pair_stays_quiet(bench: Any) -> None:
+def test_identical_pair_stays_quiet(bench: Any, flagged: Any, describe: Any) -> None:
     sections = audit.audit_all(bench(parse_spec("builtin:reference", env={"RLAUDIT_AA_REPLICA": "1"})))
-    assert not flags(sections), lines(flags(sections))
+    assert not flagged(sections), describe(flagged(sections))
     variance = [f for s in sections for f in s.findings if f.id == "seeding/variance"]
     assert variance and variance[0].evidence.details.get("power_table"), (
         "the power table belongs in the findings"
