@@ -989,9 +989,8 @@ def rank_causes(
                         measured.setdefault(sub, {}).setdefault(
                             m, {k: r[k] for k in ("point", "low", "high", "n")}
                         )
-    measurable = {m for m, g in result.gaps.items() if g.get("measurable")} if result is not None else set()
-    if result is not None and len(measurable) < len(result.gaps):
-        measurable = set(result.gaps)  # a metric without a measurable gap can never be ruled out
+    # clearing needs every gap: a metric whose gap could not be measured can never be ruled out
+    every_gap = set(result.gaps) if result is not None else set()
     echoes = knock_on(findings)
     causes = []
     for sub in sorted(set(flagged) | set(measured), key=SUBSYSTEMS.index):
@@ -1005,7 +1004,7 @@ def rank_causes(
         best = max((e["point"] for e in eff.values() if e["low"] > 0), default=None)
         if best is not None and best >= delta:
             verdict, score = "primary" if best >= 0.5 else "secondary", 10.0 + best
-        elif eff and set(eff) >= measurable and all(e["high"] < delta for e in eff.values()):
+        elif eff and set(eff) >= every_gap and all(e["high"] < delta for e in eff.values()):
             # measurably no share of any gap there is; with a gap too small to measure (a learning gap at
             # the smoke profile), "no effect on SPS" does not clear a subsystem flagged for correctness
             verdict, score = "red herring", -1.0 + 0.01 * evidence
