@@ -104,6 +104,23 @@ def test_paired_needs_equal_lengths() -> None:
         stats.paired_bootstrap_diff([1.0, 2.0], [1.0], seed=0)
 
 
+def test_paired_t_interval_matches_scipy_and_does_not_call_two_noisy_seeds_a_gap() -> None:
+    a, b = np.array([5.0, 7.0, 6.5, 8.0]), np.array([4.0, 6.5, 5.0, 6.0])
+    ci = stats.paired_t_interval(a, b)
+    ref = scipy.stats.ttest_rel(a, b).confidence_interval(0.95)
+    assert ci.point == pytest.approx(1.25) and (ci.low, ci.high) == pytest.approx((ref.low, ref.high))
+    # two seeds that both happen to favor A: the bootstrap excludes zero, the t interval does not
+    noisy_a, noisy_b = np.array([0.06, 0.02]), np.array([0.0, 0.0])
+    assert stats.paired_bootstrap_diff(noisy_a, noisy_b, seed=0).low > 0.0
+    assert stats.paired_t_interval(noisy_a, noisy_b).low < 0.0
+    # a consistent difference is found even at two seeds
+    assert stats.paired_t_interval([54.0, 55.0], [1.0, 1.2]).low > 0.0
+    with pytest.raises(ValueError, match="at least 2"):
+        stats.paired_t_interval([1.0], [0.0])
+    with pytest.raises(ValueError, match="pair them by seed"):
+        stats.paired_t_interval([1.0, 2.0, 3.0], [0.0, 1.0])
+
+
 def test_ratio_of_means() -> None:
     ci = stats.bootstrap_ratio_ci([200.0, 200.0, 200.0], [400.0, 400.0], seed=0)
     assert ci == (0.5, 0.5, 0.5)

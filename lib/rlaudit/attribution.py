@@ -6,7 +6,8 @@ change that can be undone in the candidate: one subsystem's config keys set back
 (the built-in analog of a fix commit), or any named variant subject the user lists (a fix commit). Every arm
 trains on the same seeds as the baseline and the candidate, and for each arm and each metric (the primary
 metric, final ``heart.get`` by default, and steps per second) we measure the fraction of the gap it restores,
-``(variant - candidate) / (baseline - candidate)``, with a bootstrap interval paired by seed.
+``(variant - candidate) / (baseline - candidate)``, with a bootstrap interval paired by seed. Throughput is
+split as CPU time per step, where costs add (:func:`attribution_scale`).
 
 A full one-factor sweep (every suspect alone, many seeds) is what a careful human would do and costs the most.
 The search here spends less (case 003's protocol, automated; :class:`Search` has the details):
@@ -19,10 +20,12 @@ The search here spends less (case 003's protocol, automated; :class:`Search` has
 - **Group testing** (delta debugging with a statistical oracle) for everything else: the remaining suspects
   are restored as one group; a group that matters is halved (a half whose sibling measurably does not matter
   is inferred to matter and halved again without a run), a group that does not is cleared whole.
-- **Sequential allocation**: every arm starts with ``seeds0`` seeds; seeds are added only where an interval
-  still straddles a decision (restores a meaningful share ``delta`` or not) and the search still needs it.
-  Intervals pool the run-to-run noise of all arms (:func:`rlaudit.stats.fractions_restored_pooled`), so a
-  two-seed arm gets an honest interval instead of the span of its two values.
+- **Sequential allocation**: every arm starts with ``seeds0`` seeds (one); seeds are added only where an
+  interval still straddles a decision (restores a meaningful share ``delta`` or not) that more seeds could
+  settle and the search still needs it, and to the first place of each ranking until it rests on two seeds
+  and clears the runner-up. Intervals pool the run-to-run noise of all arms
+  (:func:`rlaudit.stats.fractions_restored_pooled`; the baseline and candidate bring ``max_seeds`` each), so
+  a one- or two-seed arm gets an honest interval instead of the span of the values it saw.
 
 The budget (training runs) comes from the profile; the result records what was spent and what the full
 one-factor sweep at the same seed count would have cost.
@@ -152,6 +155,22 @@ def final_metric(run: RunData, metric: str = DEFAULT_METRIC, tail: float = 0.25)
                 last = float(rows["step"].max())
                 return float(rows[rows["step"] >= (1.0 - tail) * last]["value"].mean())
     return math.nan
+
+
+def attribution_scale(metric: str, values: np.ndarray) -> np.ndarray:
+    """The scale on which a metric's gap is split between causes.
+
+    Throughput is split as CPU time per step (``1 / SPS``), because costs add: a curriculum that costs 9 us
+    and an environment rebuild that costs 3 us per step together cost 12 us, whatever order they are fixed
+    in. Shares of steps per second do not add (the rebuild's gain in SPS grows once the curriculum is fixed),
+    so on the SPS scale the causes of a throughput gap never seem to add up. Everything else is split on its
+    own scale.
+    """
+    values = np.asarray(values, dtype=float)
+    if metric != SPS:
+        return values
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(values > 0, 1.0 / values, np.nan)
 
 
 def run_sps(run: RunData) -> float:
@@ -407,6 +426,7 @@ class Attribution:
                     "overrides": list(a.overrides),
                     "suspects": list(a.suspects),
                     "seeds": a.n,
+                    "measured": a.measured,
                     "errors": a.errors(),
                 }
                 for a in self.arms
@@ -434,9 +454,11 @@ class Search:
        the suspects not yet tried are not needed to explain it and stay unmeasured.
     4. Otherwise the remaining suspects are screened as one group (group testing); a group that matters is
        halved until its causes are isolated, a group that does not is cleared whole.
+    5. The first place of each metric's ranking gains seeds until it rests on two and its interval clears the
+       runner-up's (both grow while they overlap).
 
     Every arm starts with ``seeds0`` seeds and gains seeds only while an interval still straddles ``delta``
-    on a metric with a gap, within the budget. Intervals come from
+    on a metric with a gap and ``max_seeds`` could still settle it (:meth:`_futile`), within the budget. Intervals come from
     :func:`rlaudit.stats.fractions_restored_pooled` (paired by seed, run-to-run noise pooled over arms).
 
     Args:
@@ -462,7 +484,7 @@ class Search:
         metric: str = DEFAULT_METRIC,
         delta: float = DEFAULT_DELTA,
         budget: int | None = None,
-        seeds0: int = 2,
+        seeds0: int = 1,
         max_seeds: int | None = None,
         steps: int | None = None,
         tail: float = 0.25,
@@ -478,7 +500,7 @@ class Search:
         self.budget = budget if budget is not None else (profile.attribution_budget if profile else 60)
         seeds = max_seeds if max_seeds is not None else (profile.seeds if profile else 5)
         self.max_seeds = max(2, seeds)
-        self.seeds0 = min(max(2, seeds0), self.max_seeds)
+        self.seeds0 = min(max(1, seeds0), self.max_seeds)
         self.steps = steps if steps is not None else (profile.train_steps if profile else 0)
         self.tail = tail
         self.seed = seed
@@ -519,9 +541,9 @@ class Search:
             out.append((res, row))
         return out
 
-    def _grow(self, arms: Sequence[Arm], n: int) -> None:
-        """Bring every arm to ``n`` seeds, all new runs in one parallel batch."""
-        calls = [(arm, s) for arm in arms for s in range(arm.n, n)]
+    def _grow(self, arms: Sequence[Arm], n: int | None = None) -> None:
+        """Bring every arm to ``n`` seeds (``None``: one seed more each), all new runs in one parallel batch."""
+        calls = [(arm, s) for arm in arms for s in range(arm.n, arm.n + 1 if n is None else n)]
         if not calls:
             return
         for (arm, _), (res, row) in zip(calls, self.measure(calls), strict=True):
@@ -551,28 +573,36 @@ class Search:
     # -- statistics ------------------------------------------------------------------------------------
 
     def gap(self, metric: str) -> stats.Interval | None:
+        """Baseline minus candidate, paired by seed, with a Student-t interval (honest at two seeds, where a
+        bootstrap would call noise a gap half the time)."""
         b, c = self._base_arms()
         vb, vc = b.values(metric), c.values(metric)
         ok = ~(np.isnan(vb) | np.isnan(vc))
         if ok.sum() < 2:
             return None
-        return stats.paired_bootstrap_diff(vb[ok], vc[ok], seed=self.seed)
+        return stats.paired_t_interval(vb[ok], vc[ok])
 
     def has_gap(self, metric: str) -> bool:
         g = self.gap(metric)
         return g is not None and (g.low > 0.0 or g.high < 0.0)
 
     def _effects_for(self, metric: str) -> dict[str, Effect]:
-        """Effects of every variant arm on ``metric``, computed together (they share the pooled noise)."""
+        """Effects of every variant arm on ``metric``, computed together (they share the pooled noise).
+        Throughput is attributed as CPU time per step (:func:`attribution_scale`)."""
         if metric not in self._effects:
             b, c = self._base_arms()
             variants = {
-                k: a.values(metric) for k, a in self.arms.items() if k not in ("baseline", "candidate")
+                k: attribution_scale(metric, a.values(metric))
+                for k, a in self.arms.items()
+                if k not in ("baseline", "candidate")
             }
             variants = {k: v for k, v in variants.items() if v.size}
             try:
                 iv = stats.fractions_restored_pooled(
-                    b.values(metric), c.values(metric), variants, seed=self.seed
+                    attribution_scale(metric, b.values(metric)),
+                    attribution_scale(metric, c.values(metric)),
+                    variants,
+                    seed=self.seed,
                 )
             except ValueError:
                 iv = {}
@@ -586,15 +616,25 @@ class Search:
         return self._effects_for(metric).get(arm.name)
 
     def _undecided(self, arm: Arm) -> bool:
-        """Worth another seed: no metric shows it matters yet, and some metric still straddles ``delta``.
-        (A cause found on one metric is not grown to settle another: it is restored with the other causes.)"""
+        """Worth another seed: no metric shows it matters yet, and some metric still straddles ``delta`` by
+        less than ``max_seeds`` could resolve. (A cause found on one metric is not grown to settle another: it
+        is restored with the other causes.)"""
         if self._matters(arm):
             return False
         for m in self.active_metrics:
             e = self.effect(arm, m)
-            if e is None or not e.decided(self.delta):
+            if e is None or not (e.decided(self.delta) or self._futile(e)):
                 return True
         return False
+
+    def _futile(self, e: Effect) -> bool:
+        """Seeds up to ``max_seeds`` would still leave the interval straddling ``delta``: the effect sits on
+        the threshold. Its half-width shrinks as 1/sqrt(seeds) at best, so when even that leaves ``delta``
+        inside, the arm stays "unclear" instead of spending the budget on it."""
+        if e.n >= self.max_seeds:
+            return True
+        half = 0.5 * (e.high - e.low) * math.sqrt(e.n / self.max_seeds)
+        return abs(e.point - self.delta) < half
 
     def evaluate(self, arms: Sequence[Arm], *, grow: bool = True) -> None:
         """Run arms at ``seeds0`` seeds, then (if ``grow``) add seeds one round at a time, in parallel, to
@@ -610,10 +650,9 @@ class Search:
         self._grow([*base, *arms], self.seeds0)
         while grow:
             pending = [a for a in arms if a.n < self.max_seeds and self._undecided(a)]
-            extra = sum(self.max_seeds > a.n for a in base)  # base arms may need the seed too
-            if not pending or self.runs_used + len(pending) + extra > self.budget:
+            if not pending or self.runs_used + len(pending) > self.budget:
                 return
-            self._grow([*base, *pending], max(a.n for a in pending) + 1)
+            self._grow(pending)  # one seed more each (the baseline and candidate have max_seeds)
 
     # -- the search ------------------------------------------------------------------------------------
 
@@ -639,11 +678,26 @@ class Search:
             if len(a.suspects) == 1 and a.suspects[0] in by_name and self._matters(a)
         ]
 
+    def _contributors(self) -> list[Suspect]:
+        """Singles measured to restore some share of a gap (interval above zero), causes or not: an effect
+        below ``delta`` still counts towards explaining a gap."""
+        by_name = {s.name: s for s in self.suspects}
+        return [
+            by_name[a.suspects[0]]
+            for a in self.arms.values()
+            if len(a.suspects) == 1
+            and a.suspects[0] in by_name
+            and any((e := self.effect(a, m)) is not None and e.low > 0.0 for m in self.active_metrics)
+        ]
+
     def _explained(self, causes: Sequence[Suspect]) -> bool:
-        """The single causes found add up to the whole of every gap (within ``delta``)."""
+        """The singles ``causes`` add up to the whole of every gap (within ``delta``), confidently: the sum
+        of their lower bounds reaches ``1 - delta``, so what is left unexplained is below ``delta`` and no
+        suspect left untried can hide a meaningful share (a point estimate just past the line would stop
+        the search half the time when an untried suspect holds close to ``delta``)."""
         for m in self.active_metrics:
             total = sum(
-                e.point for s in causes if (e := self.effect(self.arm([s]), m)) is not None and e.low > 0.0
+                e.low for s in causes if (e := self.effect(self.arm([s]), m)) is not None and e.low > 0.0
             )
             if total < 1.0 - self.delta:
                 return False
@@ -669,6 +723,7 @@ class Search:
                     self.notes.append(f"budget spent before variant {s.name!r} was tried")
                     break
                 self.evaluate([self.arm([s])])
+            self._confirm_first_places()
             self._restore_causes_together()
         return self._result()
 
@@ -679,7 +734,7 @@ class Search:
         untested = list(suspects)
         # 2. singles of the strongest suspects, a batch at a time, until the causes explain every gap; seeds
         # are added later, and only if the causes found do not close the gaps together
-        while strong and not self._explained(self._causes()):
+        while strong and not self._explained(self._contributors()):
             batch, strong = strong[: self.batch], strong[self.batch :]
             self.log.append(
                 "alone (strong audit evidence; gaps not yet explained): " + ", ".join(s.name for s in batch)
@@ -698,7 +753,8 @@ class Search:
         if closed:
             if untested:
                 self.notes.append(
-                    "the causes found close every gap; not measured, as not needed to explain it: "
+                    f"the causes found close every gap to within {self.delta:.0%}; not measured, as not "
+                    "needed to explain it (their audit evidence stands): "
                     + ", ".join(s.name for s in untested)
                 )
             return
@@ -709,6 +765,42 @@ class Search:
             self.evaluate(singles)
         if untested:
             self._split(untested)
+
+    def _confirm_first_places(self) -> None:
+        """Sequential allocation for the ranking itself: the single ranked first on a metric must rest on at
+        least two seeds (its own run-to-run noise, not only the pooled one) and its interval must clear the
+        runner-up's. Seeds go to the first and second place, one round at a time, until both hold, the arms
+        reach ``max_seeds``, or the budget ends."""
+        while True:
+            grow: dict[str, Arm] = {}
+            ties: list[str] = []
+            for m in self.active_metrics:
+                singles = [
+                    (e, a)
+                    for a in self.arms.values()
+                    if len(a.suspects) == 1 and a.n and (e := self.effect(a, m)) is not None
+                ]
+                singles.sort(key=lambda ea: -ea[0].point)
+                if not singles or not singles[0][0].matters(self.delta):
+                    continue
+                (top_e, top), rest = singles[0], singles[1:]
+                if top.n < 2:
+                    grow[top.name] = top
+                if rest and rest[0][0].high >= top_e.low:
+                    grow.update({top.name: top, rest[0][1].name: rest[0][1]})
+                    ties.append(f"{m}: {top.name} and {rest[0][1].name}")
+            pending = [a for a in grow.values() if a.n < self.max_seeds]
+            if not pending or self.runs_used + len(pending) > self.budget:
+                self.notes.extend(
+                    f"{t}: the seeds cannot tell their shares apart, so which comes first is not established"
+                    for t in ties
+                )
+                return
+            self.log.append(
+                "one more seed for a first place (fewer than two seeds, or not yet clear of the runner-up): "
+                + ", ".join(a.name for a in pending)
+            )
+            self._grow(pending)
 
     def _closes(self, arm: Arm) -> bool:
         effects = [self.effect(arm, m) for m in self.active_metrics]
@@ -908,9 +1000,9 @@ def attribution_findings(result: Attribution, delta: float = DEFAULT_DELTA) -> l
         for m, e in per.items():
             if not result.gaps.get(m, {}).get("measurable"):
                 continue
-            parts.append(
-                f"{m}: restores {e.point:.0%} of the gap (95% CI {e.low:.0%}..{e.high:.0%}, {e.n} seeds)"
-            )
+            of_gap = "of the CPU time per step lost" if m == SPS else "of the gap"
+            seeds = "1 seed" if e.n == 1 else f"{e.n} seeds"
+            parts.append(f"{m}: restores {e.point:.0%} {of_gap} (95% CI {e.low:.0%}..{e.high:.0%}, {seeds})")
             matters |= e.matters(delta)
             none &= e.high < delta
         if not parts:

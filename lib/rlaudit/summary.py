@@ -31,6 +31,10 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None or not np.isfinite(x) else f"{x:.0%}"
 
 
+def _seeds(n: int) -> str:
+    return f"{n} seed" if n == 1 else f"{n} seeds"
+
+
 def _effect_text(e: dict[str, float]) -> str:
     return f"{_pct(e['point'])} (95% CI {_pct(e['low'])}..{_pct(e['high'])}, {int(e['n'])} seeds)"
 
@@ -117,9 +121,10 @@ def executive_summary(
         head = f"{label}: baseline {gap['baseline']:.3g}, candidate {gap['candidate']:.3g}."
         if singles:
             top = singles[0]
+            of_gap = "of the CPU time per step lost" if metric == attr.SPS else "of the gap"
             head += (
                 f" Primary cause: {top['arm']} ({', '.join(top['subsystems'])}) restores "
-                f"{_pct(top['point'])} of the gap (95% CI {_pct(top['low'])}..{_pct(top['high'])})."
+                f"{_pct(top['point'])} {of_gap} (95% CI {_pct(top['low'])}..{_pct(top['high'])})."
             )
             if len(singles) > 1:
                 head += " Also: " + "; ".join(f"{r['arm']} {_pct(r['point'])}" for r in singles[1:4]) + "."
@@ -141,10 +146,10 @@ def executive_summary(
         s = result.spent
         sentences.append(
             f"Attribution trained {s['variant_runs']} runs on variants where a one-factor sweep at "
-            f"{s['seeds_per_arm_max']} seeds would train {s['full_sweep_variant_runs']} "
-            f"({s.get('min_sweep_variant_runs', '?')} even at {s.get('seeds_per_arm_min', 2)} seeds); with the baseline and "
-            f"candidate, {s['runs']} runs in all ({s['cached_runs']} of them reused from the audits' cache) "
-            f"against {s['full_sweep_runs']}."
+            f"{s['seeds_per_arm_max']} seeds (the baseline's and candidate's) would train "
+            f"{s['full_sweep_variant_runs']}, and one at {_seeds(s.get('seeds_per_arm_min', 1))} each "
+            f"{s.get('min_sweep_variant_runs', '?')}; with the baseline and candidate, {s['runs']} runs in all "
+            f"({s['cached_runs']} of them reused from the audits' cache) against {s['full_sweep_runs']}."
         )
         sentences.extend(result.notes)
         if result.together.get("note"):
@@ -280,7 +285,8 @@ def curves_plot(result: attr.Attribution, metric: str, top: int = 2):  # -> Figu
 
 
 def sps_waterfall(result: attr.Attribution):  # -> Figure
-    """From the candidate's SPS to the baseline's: what each single cause restores, and what is left."""
+    """From the candidate's SPS to the baseline's: what each single cause restores, and what is left
+    (negative when the causes restore more than the gap)."""
     import matplotlib.pyplot as plt
 
     gap = result.gaps.get(attr.SPS, {})
@@ -292,13 +298,16 @@ def sps_waterfall(result: attr.Attribution):  # -> Figure
     base, cand = gap["baseline"], gap["candidate"]
     rows = [r for r in result.ranking.get(attr.SPS, []) if r["single"] and r["verdict"] == "cause"]
     labels, starts, widths = ["candidate"], [0.0], [cand]
+    # shares are of the CPU time per step (they add up there); each bar is the SPS gained by taking that
+    # cause's time off what is left, so the steps are cumulative and end at the baseline when nothing is left
+    cost, cost_gap = 1.0 / cand, 1.0 / cand - 1.0 / base
     level = cand
     for r in rows:
-        gain = r["point"] * (base - cand)
+        cost = max(cost - r["point"] * cost_gap, 1e-12)
         labels.append(r["arm"])
         starts.append(level)
-        widths.append(gain)
-        level += gain
+        widths.append(1.0 / cost - level)
+        level = 1.0 / cost
     labels.append("unexplained")
     starts.append(level)
     widths.append(base - level)
