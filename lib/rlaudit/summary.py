@@ -239,7 +239,11 @@ def forest_plot(result: attr.Attribution, delta: float = attr.DEFAULT_DELTA):  #
         ax.set_yticks(y, [r["arm"] if len(r["arm"]) < 48 else r["arm"][:45] + "..." for r in rows])
         for x, style in ((0, "-"), (delta, ":"), (1, "--")):
             ax.axvline(x, color="black", linestyle=style, linewidth=0.8)
-        ax.set_xlabel(f"fraction of the {METRIC_LABEL.get(m, m)} gap restored")
+        ax.set_xlabel(
+            "fraction of the CPU time per step lost, restored"
+            if m == attr.SPS
+            else f"fraction of the {METRIC_LABEL.get(m, m)} gap restored"
+        )
         ax.set_title(METRIC_LABEL.get(m, m))
     fig.tight_layout()
     return fig
