@@ -39,6 +39,30 @@ def test_compose_config_restores_run_on_the_candidate_itself_with_overrides():
     assert target == "candidate" and overrides == ("env.rewards.battery=0.8",)
 
 
+def test_the_reverse_check_puts_one_change_into_the_baseline():
+    base = parse_spec("builtin:reference", env={"OMP_NUM_THREADS": "1"})
+    fix = _suspect(
+        "fix loss.gae_bootstrap", "loss", remove=("loss.gae_bootstrap",), add=("loss.gae_bootstrap",)
+    )
+    target, overrides = attr.compose_injection(base, fix)
+    assert overrides == ()
+    assert target.text == "builtin:reference+loss.gae_bootstrap" and dict(target.env) == {
+        "OMP_NUM_THREADS": "1"
+    }
+    restore = _suspect(
+        "r",
+        "rewards",
+        source="config",
+        overrides=("env.rewards.battery=0.8",),
+        inject=("env.rewards.battery=0",),
+    )
+    assert attr.compose_injection(base, restore) == ("baseline", ("env.rewards.battery=0",))
+    assert fix.injectable and restore.injectable and not _suspect("v", "loss", source="variant").injectable
+    # a built-in fix is injectable only into a built-in baseline
+    (only_fix,) = attr.builtin_fix_suspects("builtin:reference+loss.gae_bootstrap", {}, "mine:subject.py")
+    assert only_fix.remove == ("loss.gae_bootstrap",) and not only_fix.injectable
+
+
 def test_a_named_variant_cannot_be_grouped():
     cand = parse_spec("builtin:regressed")
     v = _suspect("fix", "loss", source="variant", spec="builtin:reference")
@@ -146,11 +170,12 @@ class SimSearch(attr.Search):
             row = {}
             for i, m in enumerate(("heart.get", "sps")):
                 b, c = self.ends[m]
-                share = (
-                    1.0
-                    if arm.name == "baseline"
-                    else min(1.0, sum(self.shares[m].get(n, 0.0) for n in arm.suspects))
-                )
+                if arm.name == "baseline":
+                    share = 1.0
+                elif arm.injects:  # the baseline with these changes put in
+                    share = 1.0 - min(1.0, sum(self.shares[m].get(n, 0.0) for n in arm.injects))
+                else:
+                    share = min(1.0, sum(self.shares[m].get(n, 0.0) for n in arm.suspects))
                 if m == "sps":  # costs add: the share is of the time per step
                     b, c = 1.0 / b, 1.0 / c
                 value = c + (b - c) * share
@@ -162,7 +187,9 @@ class SimSearch(attr.Search):
 
 
 def _suspects(named):
-    return [attr.Suspect(name, sub, "fix", remove=(name,), prior=prior) for name, sub, prior in named]
+    return [
+        attr.Suspect(name, sub, "fix", remove=(name,), add=(name,), prior=prior) for name, sub, prior in named
+    ]
 
 
 REGRESSED_LIKE = [
@@ -197,6 +224,9 @@ def test_search_ranks_both_dominant_causes_first_with_a_third_of_a_full_sweep():
     assert spent["runs"] == search.calls <= spent["budget"]
     assert spent["variant_runs"] * 3 <= spent["full_sweep_variant_runs"] == 30
     assert result.together["effects"]["heart.get"]["low"] > 0.8  # the causes together close the gap
+    # the reverse check: the primary cause alone, put into the baseline, reproduces the learning gap
+    reproduced = result.injected["gae"]["heart.get"]
+    assert reproduced.low > 0.8 and reproduced.n == 1 and list(result.injected) == ["gae"]
     seeds = {a.name: a.n for a in result.arms}
     # the first places rest on two seeds; a runner-up already clear of them is not grown
     assert seeds["gae"] == seeds["full_scan"] == 2 and seeds["shaped"] == 1
@@ -211,7 +241,14 @@ def test_suspects_not_needed_to_explain_the_gaps_are_left_unmeasured():
     ]
     search = SimSearch(_suspects(named), heart={"gae": 1.0}, sps={"full_scan": 1.0}, max_seeds=5)
     result = search.run()
-    assert {a.name for a in result.arms} == {"baseline", "candidate", "gae", "full_scan", "gae + full_scan"}
+    assert {a.name for a in result.arms} == {
+        "baseline",
+        "candidate",
+        "gae",
+        "full_scan",
+        "gae + full_scan",
+        "inject gae",  # the reverse check of the primary cause
+    }
     assert any("not needed to explain it" in n and "lr, x" in n for n in result.notes)
 
 

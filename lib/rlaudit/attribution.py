@@ -80,6 +80,8 @@ class Suspect:
         remove: Faults removed from a built-in candidate.
         spec: A named variant subject (not composable with others).
         prior: Strength of the audit evidence against it (orders the search; never decides).
+        inject: The reverse experiment, config overrides that put the candidate's values into the baseline.
+        add: The reverse experiment for a built-in fix: faults added to a built-in baseline.
     """
 
     name: str
@@ -89,10 +91,16 @@ class Suspect:
     remove: tuple[str, ...] = ()
     spec: str | None = None
     prior: float = 0.0
+    inject: tuple[str, ...] = ()
+    add: tuple[str, ...] = ()
 
     @property
     def composable(self) -> bool:
         return self.spec is None
+
+    @property
+    def injectable(self) -> bool:
+        return bool(self.inject or self.add)
 
 
 @dataclass
@@ -104,6 +112,7 @@ class Arm:
         target: What the workbench runs: ``"baseline"``, ``"candidate"`` or a spec string.
         overrides: Config overrides for the runs.
         suspects: Names of the suspects this arm restores.
+        injects: Names of the suspects this arm injects into the baseline (the reverse experiment).
         results: One probe result per seed, in seed order (None where the runs came from elsewhere).
         measured: Per seed, the metrics read from its run: ``{metric: value, "sps": value}`` (NaN if failed).
     """
@@ -112,6 +121,7 @@ class Arm:
     target: str | SubjectSpec
     overrides: tuple[str, ...] = ()
     suspects: tuple[str, ...] = ()
+    injects: tuple[str, ...] = ()
     results: list[ProbeResult | None] = field(default_factory=list)
     measured: list[dict[str, float]] = field(default_factory=list)
 
@@ -266,10 +276,11 @@ def config_suspects(wb: Workbench, priors: dict[str, float]) -> tuple[list[Suspe
     notes = []
     suspects = []
     for subsystem, keys in sorted(diff.keys_by_subsystem().items()):
-        overrides, skipped = [], []
+        overrides, inject, skipped = [], [], []
         for key in keys:
             if key in diff.candidate and key in diff.baseline:
                 overrides.append(f"{key}={_yaml_value(diff.baseline[key])}")
+                inject.append(f"{key}={_yaml_value(diff.candidate[key])}")
             else:
                 skipped.append(key)
         if skipped:
@@ -284,13 +295,17 @@ def config_suspects(wb: Workbench, priors: dict[str, float]) -> tuple[list[Suspe
                     source="config",
                     overrides=tuple(overrides),
                     prior=priors.get(subsystem, 0.0),
+                    inject=tuple(inject),
                 )
             )
     return suspects, notes
 
 
-def builtin_fix_suspects(candidate_spec: str, priors: dict[str, float]) -> list[Suspect]:
-    """For a built-in candidate: one suspect per fault it carries (the built-in analog of a fix commit)."""
+def builtin_fix_suspects(
+    candidate_spec: str, priors: dict[str, float], baseline_spec: str = ""
+) -> list[Suspect]:
+    """For a built-in candidate: one suspect per fault it carries (the built-in analog of a fix commit).
+    When the baseline is built-in too, each fault can also be injected into it alone (the reverse check)."""
     if not candidate_spec.startswith("builtin:"):
         return []
     from rlaudit.demo import faults as catalog
@@ -304,6 +319,7 @@ def builtin_fix_suspects(candidate_spec: str, priors: dict[str, float]) -> list[
             source="fix",
             remove=(fid,),
             prior=priors.get(catalog.CATALOG[fid].subsystem, 0.0),
+            add=(fid,) if baseline_spec.startswith("builtin:") else (),
         )
         for fid in active
     ]
@@ -340,7 +356,7 @@ def gather_suspects(
     """Every suspect for this pair: built-in fixes, config restores not already covered by a fix of the same
     subsystem, and named variants; ordered by audit evidence (strongest first)."""
     priors = audit_priors(findings)
-    fixes = builtin_fix_suspects(wb.specs["candidate"].text, priors)
+    fixes = builtin_fix_suspects(wb.specs["candidate"].text, priors, wb.specs["baseline"].text)
     restores, notes = config_suspects(wb, priors)
     covered = {s.subsystem for s in fixes}
     suspects = (
@@ -379,6 +395,20 @@ def compose(candidate: SubjectSpec, suspects: Sequence[Suspect]) -> tuple[str | 
     ), overrides
 
 
+def compose_injection(baseline: SubjectSpec, suspect: Suspect) -> tuple[str | SubjectSpec, tuple[str, ...]]:
+    """What to run for the baseline with ``suspect``'s change put in alone: ``(target, overrides)``. A
+    config change runs on the baseline itself with the candidate's values as overrides; a built-in fault is
+    added to the built-in baseline's spec (``builtin:reference+<fault>``)."""
+    from rlaudit.subjects import parse_spec
+
+    if not suspect.add:
+        return "baseline", suspect.inject
+    text = f"{baseline.text}+{','.join(suspect.add)}"
+    return parse_spec(
+        text, python=baseline.python or None, cwd=baseline.cwd or None, env=dict(baseline.env) or None
+    ), suspect.inject
+
+
 # ------------------------------------------------------------------------------------------------------------
 # The search
 # ------------------------------------------------------------------------------------------------------------
@@ -414,6 +444,8 @@ class Attribution:
     spent: dict[str, Any]
     notes: list[str]
     log: list[str] = field(default_factory=list)
+    injected: dict[str, dict[str, Effect]] = field(default_factory=dict)
+    """Suspect name -> metric -> the share of the gap its change reproduces when put into the baseline alone."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -425,6 +457,7 @@ class Attribution:
                     "target": a.target,
                     "overrides": list(a.overrides),
                     "suspects": list(a.suspects),
+                    "injects": list(a.injects),
                     "seeds": a.n,
                     "measured": a.measured,
                     "errors": a.errors(),
@@ -438,6 +471,7 @@ class Attribution:
             "spent": self.spent,
             "notes": self.notes,
             "log": self.log,
+            "injected": {n: {m: asdict(e) for m, e in per.items()} for n, per in self.injected.items()},
         }
 
 
@@ -507,6 +541,7 @@ class Search:
         self.batch = max(1, batch if batch is not None else (getattr(wb, "jobs", None) or 2))
         self.strong_prior = strong_prior
         self.arms: dict[str, Arm] = {}
+        self.injections: dict[str, Arm] = {}
         self.runs_used = 0
         self.cached_runs = 0
         self.notes: list[str] = []
@@ -614,6 +649,29 @@ class Search:
 
     def effect(self, arm: Arm, metric: str) -> Effect | None:
         return self._effects_for(metric).get(arm.name)
+
+    def reproduced(self, metric: str) -> dict[str, Effect]:
+        """Per injected suspect: the share of ``metric``'s gap its change reproduces in the baseline alone,
+        ``(baseline - injected) / (baseline - candidate)``, with the same pooled paired interval."""
+        b, c = self._base_arms()
+        arms = {n: a for n, a in self.injections.items() if a.n}
+        if not arms:
+            return {}
+        try:
+            iv = stats.fractions_restored_pooled(
+                attribution_scale(metric, b.values(metric)),
+                attribution_scale(metric, c.values(metric)),
+                {n: attribution_scale(metric, a.values(metric)) for n, a in arms.items()},
+                seed=self.seed,
+            )
+        except ValueError:
+            return {}
+        return {
+            n: Effect(
+                1.0 - i.point, 1.0 - i.high, 1.0 - i.low, int((~np.isnan(arms[n].values(metric))).sum())
+            )
+            for n, i in iv.items()
+        }
 
     def _undecided(self, arm: Arm) -> bool:
         """Worth another seed: no metric shows it matters yet, and some metric still straddles ``delta`` by
@@ -724,6 +782,7 @@ class Search:
                     break
                 self.evaluate([self.arm([s])])
             self._confirm_first_places()
+            self._inject_first_places()
             self._restore_causes_together()
         return self._result()
 
@@ -801,6 +860,45 @@ class Search:
                 + ", ".join(a.name for a in pending)
             )
             self._grow(pending)
+
+    def _inject_first_places(self) -> None:
+        """The reverse experiment for the primary cause: the single ranked first on the primary metric (on
+        SPS when only throughput has a gap), its change alone put into the baseline, on ``seeds0`` seeds. A
+        cause that restores the gap when undone and reproduces it when injected is confirmed from both
+        sides; one that does only one of the two depends on the other changes."""
+        firsts: dict[str, Suspect] = {}
+        by_name = {s.name: s for s in self.suspects}
+        for m in self.active_metrics[:1]:
+            singles = [
+                (e, a)
+                for a in self.arms.values()
+                if len(a.suspects) == 1 and a.n and (e := self.effect(a, m)) is not None
+            ]
+            if singles:
+                e, a = max(singles, key=lambda ea: ea[0].point)
+                s = by_name.get(a.suspects[0])
+                if s is not None and s.injectable and e.matters(self.delta):
+                    firsts[s.name] = s
+        if not firsts:
+            return
+        if self.runs_used + self.seeds0 * len(firsts) > self.budget:
+            self.notes.append("budget spent before the first places could be injected into the baseline")
+            return
+        arms = []
+        for s in firsts.values():
+            if s.name not in self.injections:
+                target, overrides = (
+                    compose_injection(self.wb.specs["baseline"], s) if self.wb is not None else (s.name, ())
+                )
+                self.injections[s.name] = Arm(
+                    name=f"inject {s.name}", target=target, overrides=overrides, injects=(s.name,)
+                )
+            arms.append(self.injections[s.name])
+        self.log.append(
+            "injected into the baseline alone (does the first place reproduce the gap?): "
+            + ", ".join(a.name for a in arms)
+        )
+        self._grow(arms, self.seeds0)
 
     def _closes(self, arm: Arm) -> bool:
         effects = [self.effect(arm, m) for m in self.active_metrics]
@@ -885,7 +983,13 @@ class Search:
                 "measurable": bool(self._gap_known.get(m)),
             }
         n_suspects = len(self.suspects)
-        variant_runs = sum(a.n for k, a in self.arms.items() if k not in ("baseline", "candidate"))
+        variant_runs = sum(a.n for k, a in self.arms.items() if k not in ("baseline", "candidate")) + sum(
+            a.n for a in self.injections.values()
+        )
+        injected: dict[str, dict[str, Effect]] = {}
+        for m in self.active_metrics:
+            for name, e in self.reproduced(m).items():
+                injected.setdefault(name, {})[m] = e
         spent = {
             "runs": self.runs_used,
             "cached_runs": self.cached_runs,
@@ -901,7 +1005,7 @@ class Search:
         return Attribution(
             metrics=self._metrics,
             gaps=gaps,
-            arms=list(self.arms.values()),
+            arms=[*self.arms.values(), *self.injections.values()],
             effects=effects,
             suspects=self.suspects,
             ranking=ranking,
@@ -909,6 +1013,7 @@ class Search:
             spent=spent,
             notes=self.notes,
             log=self.log,
+            injected=injected,
         )
 
     def _restore_causes_together(self) -> None:

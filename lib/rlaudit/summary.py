@@ -126,6 +126,12 @@ def executive_summary(
                 f" Primary cause: {top['arm']} ({', '.join(top['subsystems'])}) restores "
                 f"{_pct(top['point'])} {of_gap} (95% CI {_pct(top['low'])}..{_pct(top['high'])})."
             )
+            inj = result.injected.get(top["suspects"][0], {}).get(metric)
+            if inj is not None:
+                head += (
+                    f" Put alone into the baseline, it reproduces {_pct(inj.point)} of it "
+                    f"({_pct(inj.low)}..{_pct(inj.high)})."
+                )
             if len(singles) > 1:
                 head += " Also: " + "; ".join(f"{r['arm']} {_pct(r['point'])}" for r in singles[1:4]) + "."
         else:
@@ -353,6 +359,21 @@ def attribution_section(inv: Investigation, metric: str, delta: float = attr.DEF
             for a in result.arms
         ]
     )
+    if result.injected:
+        tables["reverse check: the change alone, injected into the baseline"] = pd.DataFrame(
+            [
+                {
+                    "suspect": name,
+                    "metric": m,
+                    "share of the gap reproduced": e.point,
+                    "low": e.low,
+                    "high": e.high,
+                    "seeds": e.n,
+                }
+                for name, per in result.injected.items()
+                for m, e in per.items()
+            ]
+        )
     tables["spent"] = pd.DataFrame([result.spent])
     if result.log:
         tables["search log"] = pd.DataFrame(
