@@ -81,6 +81,13 @@ def test_variant_suspects_parse_names_and_subsystems():
         attr.variant_suspects("x@nowhere=builtin:reference", {})
 
 
+def test_effect_verdicts():
+    assert attr.Effect(0.6, 0.3, 0.9, 1).verdict(0.2) == "cause"
+    assert attr.Effect(0.12, 0.05, 0.18, 1).verdict(0.2) == "minor"
+    assert attr.Effect(0.02, -0.05, 0.1, 1).verdict(0.2) == "no effect"
+    assert attr.Effect(0.18, 0.1, 0.25, 1).verdict(0.2) == "unclear"
+
+
 def test_effect_decisions():
     assert attr.Effect(0.6, 0.3, 0.9, 4).matters(0.2) and attr.Effect(0.6, 0.3, 0.9, 4).decided(0.2)
     assert not attr.Effect(0.05, -0.1, 0.15, 4).matters(0.2) and attr.Effect(0.05, -0.1, 0.15, 4).decided(0.2)
@@ -287,6 +294,24 @@ def test_throughput_is_split_as_time_per_step_where_costs_add_up():
     assert share["a"]["low"] < 0.75 < share["a"]["high"] and share["b"]["low"] < 0.25 < share["b"]["high"]
     assert result.together["effects"]["sps"]["low"] < 1.0 < result.together["effects"]["sps"]["high"]
     assert "stays unexplained" not in result.together["note"]
+
+
+def test_a_small_measurable_share_is_minor_and_restored_with_the_causes_not_a_red_herring():
+    search = SimSearch(
+        _suspects([("a", "curriculum", 5.0), ("b", "env", 4.0), ("c", "optimizer", 3.0)]),
+        heart={},
+        sps={"a": 0.8, "b": 0.12},
+        noise=(0.3, 150.0),
+        max_seeds=5,
+    )
+    search.ends["heart.get"] = (0.5, 0.5)
+    result = search.run()
+    verdicts = {r["arm"]: r["verdict"] for r in result.ranking["sps"]}
+    assert verdicts == {"a": "cause", "b": "minor", "a + b": "cause"}  # c: not needed to explain the gap
+    assert result.together["suspects"] == ["a", "b"]  # the minor contributor is restored with the cause
+    assert result.together["effects"]["sps"]["high"] > 0.9
+    ranked = {c.subsystem: c.verdict for c in attr.rank_causes([], result)}
+    assert ranked == {"curriculum": "primary", "env": "minor"}
 
 
 def test_an_effect_on_the_threshold_stops_gaining_seeds():

@@ -429,6 +429,15 @@ class Effect:
     def matters(self, delta: float) -> bool:
         return self.low > 0.0 and self.point >= delta
 
+    def verdict(self, delta: float) -> str:
+        """``cause`` (a meaningful share), ``minor`` (a measurable share, surely below ``delta``), ``no
+        effect`` (surely below ``delta`` and not above zero), or ``unclear``."""
+        if self.matters(delta):
+            return "cause"
+        if self.high < delta:
+            return "minor" if self.low > 0.0 else "no effect"
+        return "unclear"
+
 
 @dataclass
 class Attribution:
@@ -728,6 +737,12 @@ class Search:
         effects = [self.effect(arm, m) for m in self.active_metrics]
         return all(e is not None and e.high < self.delta for e in effects)
 
+    def _fixes(self) -> list[Suspect]:
+        """The composable singles worth restoring together: the causes, and the smaller contributors (an
+        interval above zero) that together with them may close a gap."""
+        names = {s.name for s in [*self._causes(), *self._contributors()]}
+        return [s for s in self.suspects if s.name in names and s.composable]
+
     def _causes(self) -> list[Suspect]:
         by_name = {s.name: s for s in self.suspects}
         return [
@@ -800,15 +815,22 @@ class Search:
             )
             self.evaluate([self.arm([s]) for s in batch], grow=False)
             untested = [s for s in untested if s not in batch]
-        # 3. the causes together: if they close every gap, what is left is not needed to explain it
-        causes = self._causes()
-        if len(causes) >= 2:
-            together = self.arm(causes)
-            self.log.append("together (the causes found; do they close every gap?): " + together.name)
-            self.evaluate([together], grow=False)
+        # 3. the causes together: if they close every gap, what is left is not needed to explain it. The
+        # reverse check of the primary cause shares the batch (two cores).
+        fixes = self._fixes()
+        inject = self._injection_arm()
+        if len(fixes) >= 2 and self.runs_used + self.seeds0 * (1 + bool(inject)) <= self.budget:
+            together = self.arm(fixes)
+            self.log.append(
+                "together (the causes and smaller contributors found; do they close every gap?): "
+                + together.name
+            )
+            if inject is not None:
+                self.log.append(self._injection_log(inject))
+            self._grow([together, *([inject] if inject else [])], self.seeds0)
             closed = self._closes(together)
         else:
-            closed = len(causes) == 1 and self._explained(causes)
+            closed = len(fixes) == 1 and self._explained(fixes)
         if closed:
             if untested:
                 self.notes.append(
@@ -861,12 +883,11 @@ class Search:
             )
             self._grow(pending)
 
-    def _inject_first_places(self) -> None:
-        """The reverse experiment for the primary cause: the single ranked first on the primary metric (on
-        SPS when only throughput has a gap), its change alone put into the baseline, on ``seeds0`` seeds. A
-        cause that restores the gap when undone and reproduces it when injected is confirmed from both
-        sides; one that does only one of the two depends on the other changes."""
-        firsts: dict[str, Suspect] = {}
+    def _injection_arm(self) -> Arm | None:
+        """The reverse experiment for the primary cause, if it still needs running: the single ranked first
+        on the primary metric (on SPS when only throughput has a gap), its change alone put into the
+        baseline. A cause that restores the gap when undone and reproduces it when injected is confirmed
+        from both sides; one that does only one of the two depends on the other changes."""
         by_name = {s.name: s for s in self.suspects}
         for m in self.active_metrics[:1]:
             singles = [
@@ -874,18 +895,12 @@ class Search:
                 for a in self.arms.values()
                 if len(a.suspects) == 1 and a.n and (e := self.effect(a, m)) is not None
             ]
-            if singles:
-                e, a = max(singles, key=lambda ea: ea[0].point)
-                s = by_name.get(a.suspects[0])
-                if s is not None and s.injectable and e.matters(self.delta):
-                    firsts[s.name] = s
-        if not firsts:
-            return
-        if self.runs_used + self.seeds0 * len(firsts) > self.budget:
-            self.notes.append("budget spent before the first places could be injected into the baseline")
-            return
-        arms = []
-        for s in firsts.values():
+            if not singles:
+                return None
+            e, a = max(singles, key=lambda ea: ea[0].point)
+            s = by_name.get(a.suspects[0])
+            if s is None or not s.injectable or not e.matters(self.delta):
+                return None
             if s.name not in self.injections:
                 target, overrides = (
                     compose_injection(self.wb.specs["baseline"], s) if self.wb is not None else (s.name, ())
@@ -893,12 +908,25 @@ class Search:
                 self.injections[s.name] = Arm(
                     name=f"inject {s.name}", target=target, overrides=overrides, injects=(s.name,)
                 )
-            arms.append(self.injections[s.name])
-        self.log.append(
-            "injected into the baseline alone (does the first place reproduce the gap?): "
-            + ", ".join(a.name for a in arms)
-        )
-        self._grow(arms, self.seeds0)
+            arm = self.injections[s.name]
+            return arm if arm.n < self.seeds0 else None
+        return None
+
+    @staticmethod
+    def _injection_log(arm: Arm) -> str:
+        return f"injected into the baseline alone (does the primary cause reproduce the gap?): {arm.name}"
+
+    def _inject_first_places(self) -> None:
+        """Run the reverse experiment of the primary cause if the search has not yet (see
+        :meth:`_injection_arm`)."""
+        arm = self._injection_arm()
+        if arm is None:
+            return
+        if self.runs_used + self.seeds0 > self.budget:
+            self.notes.append("budget spent before the primary cause could be injected into the baseline")
+            return
+        self.log.append(self._injection_log(arm))
+        self._grow([arm], self.seeds0)
 
     def _closes(self, arm: Arm) -> bool:
         effects = [self.effect(arm, m) for m in self.active_metrics]
@@ -961,9 +989,7 @@ class Search:
                         "low": e.low,
                         "high": e.high,
                         "n": e.n,
-                        "verdict": "cause"
-                        if e.matters(self.delta)
-                        else ("no effect" if e.high < self.delta else "unclear"),
+                        "verdict": e.verdict(self.delta),
                     }
                 )
             # singles first (they name a cause), then by effect
@@ -1017,8 +1043,8 @@ class Search:
         )
 
     def _restore_causes_together(self) -> None:
-        """The interaction check: restore the composable single causes found together (if not yet done)."""
-        members = [s for s in self._causes() if s.composable]
+        """The interaction check: restore the causes and contributors found together (if not yet done)."""
+        members = self._fixes()
         if len(members) < 2:
             return
         arm = self.arm(members)
@@ -1027,14 +1053,9 @@ class Search:
         self.evaluate([arm])
 
     def _together(self, ranking: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-        """How much of each gap the single causes close when restored together."""
-        causes = {
-            r["suspects"][0]
-            for rows in ranking.values()
-            for r in rows
-            if r["single"] and r["verdict"] == "cause"
-        }
-        members = [s for s in self.suspects if s.name in causes and s.composable]
+        """How much of each gap the causes and contributors found close when restored together."""
+        members = self._fixes()
+        causes = {s.name for s in members}
         arm = self.arms.get(" + ".join(s.name for s in members)) if len(members) >= 2 else None
         if arm is None or arm.n == 0:
             return {
@@ -1101,7 +1122,7 @@ def attribution_findings(result: Attribution, delta: float = DEFAULT_DELTA) -> l
         if len(arm.suspects) != 1:
             continue
         s = by_name[arm.suspects[0]]
-        parts, matters, none = [], False, True
+        parts, matters, none, some = [], False, True, False
         for m, e in per.items():
             if not result.gaps.get(m, {}).get("measurable"):
                 continue
@@ -1110,6 +1131,7 @@ def attribution_findings(result: Attribution, delta: float = DEFAULT_DELTA) -> l
             parts.append(f"{m}: restores {e.point:.0%} {of_gap} (95% CI {e.low:.0%}..{e.high:.0%}, {seeds})")
             matters |= e.matters(delta)
             none &= e.high < delta
+            some |= e.low > 0.0
         if not parts:
             continue
         status = Status.CONFIRMED if matters else (Status.NOTED if none else Status.SUSPECT)
@@ -1130,7 +1152,15 @@ def attribution_findings(result: Attribution, delta: float = DEFAULT_DELTA) -> l
                     ci_level=0.95,
                     summary=(
                         "; ".join(parts)
-                        + ("" if matters else " — measurably no cause" if none else " — unclear")
+                        + (
+                            ""
+                            if matters
+                            else " — a small share, below what counts as a cause"
+                            if none and some
+                            else " — measurably no cause"
+                            if none
+                            else " — unclear"
+                        )
                     ),
                     details={
                         "arm": name,
@@ -1201,8 +1231,11 @@ def rank_causes(
         best = max((e["point"] for e in eff.values() if e["low"] > 0), default=None)
         if best is not None and best >= delta:
             verdict, score = "primary" if best >= 0.5 else "secondary", 10.0 + best
+        elif best is not None and all(e["high"] < delta for e in eff.values()):
+            # a small share that is surely there: real, below what counts as meaningful, never a red herring
+            verdict, score = "minor", evidence / (1.0 + evidence) + best
         elif eff and set(eff) >= every_gap and all(e["high"] < delta for e in eff.values()):
-            # measurably no share of any gap there is; with a gap too small to measure (a learning gap at
+            # measurably no share of any gap there is (nor an interval above zero); with a gap too small to measure (a learning gap at
             # the smoke profile), "no effect on SPS" does not clear a subsystem flagged for correctness
             verdict, score = "red herring", -1.0 + 0.01 * evidence
         else:

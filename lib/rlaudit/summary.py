@@ -84,7 +84,7 @@ def executive_summary(
                 "remediation": remediation,
             }
         )
-    order = [r["subsystem"] for r in rows if r["verdict"] in ("primary", "secondary")] + [
+    order = [r["subsystem"] for r in rows if r["verdict"] in ("primary", "secondary", "minor")] + [
         r["subsystem"] for r in rows if r["verdict"] in ("flagged (unmeasured)", "unclear")
     ]
     recovery = {}
@@ -134,6 +134,16 @@ def executive_summary(
                 )
             if len(singles) > 1:
                 head += " Also: " + "; ".join(f"{r['arm']} {_pct(r['point'])}" for r in singles[1:4]) + "."
+            minor = [r for r in result.ranking.get(metric, []) if r["single"] and r["verdict"] == "minor"]
+            if minor:
+                head += (
+                    " Smaller but measurable: "
+                    + "; ".join(
+                        f"{r['arm']} {_pct(r['point'])} ({_pct(r['low'])}..{_pct(r['high'])})"
+                        for r in minor[:3]
+                    )
+                    + "."
+                )
         else:
             head += " No single change restores a meaningful share on its own."
         if metric in recovery:
@@ -233,7 +243,9 @@ def forest_plot(result: attr.Attribution, delta: float = attr.DEFAULT_DELTA):  #
             continue
         y = np.arange(len(rows))[::-1]
         for yi, r in zip(y, rows, strict=True):
-            color = {"cause": "#c0392b", "no effect": "#7f8c8d", "unclear": "#e67e22"}[r["verdict"]]
+            color = {"cause": "#c0392b", "minor": "#d98880", "no effect": "#7f8c8d", "unclear": "#e67e22"}[
+                r["verdict"]
+            ]
             ax.errorbar(
                 r["point"],
                 yi,
@@ -306,7 +318,7 @@ def sps_waterfall(result: attr.Attribution):  # -> Figure
         ax.set_axis_off()
         return fig
     base, cand = gap["baseline"], gap["candidate"]
-    rows = [r for r in result.ranking.get(attr.SPS, []) if r["single"] and r["verdict"] == "cause"]
+    rows = [r for r in result.ranking.get(attr.SPS, []) if r["single"] and r["verdict"] in ("cause", "minor")]
     labels, starts, widths = ["candidate"], [0.0], [cand]
     # shares are of the CPU time per step (they add up there); each bar is the SPS gained by taking that
     # cause's time off what is left, so the steps are cumulative and end at the baseline when nothing is left
