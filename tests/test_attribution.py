@@ -83,7 +83,8 @@ def test_variant_suspects_parse_names_and_subsystems():
 
 def test_effect_verdicts():
     assert attr.Effect(0.6, 0.3, 0.9, 1).verdict(0.2) == "cause"
-    assert attr.Effect(0.12, 0.05, 0.18, 1).verdict(0.2) == "minor"
+    assert attr.Effect(0.12, 0.07, 0.18, 1).verdict(0.2) == "minor"
+    assert attr.Effect(0.07, 0.01, 0.13, 1).verdict(0.2) == "no effect"  # not surely above 5%
     assert attr.Effect(0.02, -0.05, 0.1, 1).verdict(0.2) == "no effect"
     assert attr.Effect(0.18, 0.1, 0.25, 1).verdict(0.2) == "unclear"
 

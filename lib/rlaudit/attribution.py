@@ -414,6 +414,11 @@ def compose_injection(baseline: SubjectSpec, suspect: Suspect) -> tuple[str | Su
 # ------------------------------------------------------------------------------------------------------------
 
 
+def minor_floor(delta: float) -> float:
+    """The smallest share a "minor" contributor must surely restore: a quarter of ``delta``."""
+    return delta / 4.0
+
+
 @dataclass
 class Effect:
     """Fraction of one metric's gap that an arm restores, paired by seed."""
@@ -429,13 +434,18 @@ class Effect:
     def matters(self, delta: float) -> bool:
         return self.low > 0.0 and self.point >= delta
 
+    def contributes(self, delta: float) -> bool:
+        """Surely restores more than a quarter of ``delta`` (5% of the gap by default). Below that floor,
+        throughput shares are within what separate batches of runs on one busy machine differ by."""
+        return self.low > minor_floor(delta)
+
     def verdict(self, delta: float) -> str:
-        """``cause`` (a meaningful share), ``minor`` (a measurable share, surely below ``delta``), ``no
-        effect`` (surely below ``delta`` and not above zero), or ``unclear``."""
+        """``cause`` (a meaningful share), ``minor`` (surely above :func:`minor_floor`, surely below
+        ``delta``), ``no effect`` (surely below ``delta``, not surely above the floor), or ``unclear``."""
         if self.matters(delta):
             return "cause"
         if self.high < delta:
-            return "minor" if self.low > 0.0 else "no effect"
+            return "minor" if self.contributes(delta) else "no effect"
         return "unclear"
 
 
@@ -752,15 +762,18 @@ class Search:
         ]
 
     def _contributors(self) -> list[Suspect]:
-        """Singles measured to restore some share of a gap (interval above zero), causes or not: an effect
-        below ``delta`` still counts towards explaining a gap."""
+        """Singles measured to restore some share of a gap (interval above :func:`minor_floor`), causes or
+        not: an effect below ``delta`` still counts towards explaining a gap."""
         by_name = {s.name: s for s in self.suspects}
         return [
             by_name[a.suspects[0]]
             for a in self.arms.values()
             if len(a.suspects) == 1
             and a.suspects[0] in by_name
-            and any((e := self.effect(a, m)) is not None and e.low > 0.0 for m in self.active_metrics)
+            and any(
+                (e := self.effect(a, m)) is not None and e.contributes(self.delta)
+                for m in self.active_metrics
+            )
         ]
 
     def _explained(self, causes: Sequence[Suspect]) -> bool:
@@ -770,7 +783,9 @@ class Search:
         the search half the time when an untried suspect holds close to ``delta``)."""
         for m in self.active_metrics:
             total = sum(
-                e.low for s in causes if (e := self.effect(self.arm([s]), m)) is not None and e.low > 0.0
+                e.low
+                for s in causes
+                if (e := self.effect(self.arm([s]), m)) is not None and e.contributes(self.delta)
             )
             if total < 1.0 - self.delta:
                 return False
@@ -1131,7 +1146,7 @@ def attribution_findings(result: Attribution, delta: float = DEFAULT_DELTA) -> l
             parts.append(f"{m}: restores {e.point:.0%} {of_gap} (95% CI {e.low:.0%}..{e.high:.0%}, {seeds})")
             matters |= e.matters(delta)
             none &= e.high < delta
-            some |= e.low > 0.0
+            some |= e.contributes(delta)
         if not parts:
             continue
         status = Status.CONFIRMED if matters else (Status.NOTED if none else Status.SUSPECT)
@@ -1231,7 +1246,9 @@ def rank_causes(
         best = max((e["point"] for e in eff.values() if e["low"] > 0), default=None)
         if best is not None and best >= delta:
             verdict, score = "primary" if best >= 0.5 else "secondary", 10.0 + best
-        elif best is not None and all(e["high"] < delta for e in eff.values()):
+        elif any(e["low"] > minor_floor(delta) for e in eff.values()) and all(
+            e["high"] < delta for e in eff.values()
+        ):
             # a small share that is surely there: real, below what counts as meaningful, never a red herring
             verdict, score = "minor", evidence / (1.0 + evidence) + best
         elif eff and set(eff) >= every_gap and all(e["high"] < delta for e in eff.values()):
