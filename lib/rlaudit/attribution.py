@@ -183,6 +183,11 @@ def attribution_scale(metric: str, values: np.ndarray) -> np.ndarray:
         return np.where(values > 0, 1.0 / values, np.nan)
 
 
+def gap_label(metric: str) -> str:
+    """What a share of ``metric`` is a share of, for sentences and axes (see :func:`attribution_scale`)."""
+    return "the CPU time per step lost" if metric == SPS else "the gap"
+
+
 def run_sps(run: RunData) -> float:
     """Steps per CPU-second of the training process when the recorder measured it (other load on the machine
     barely moves it, so two arms trained at different moments compare fairly), else wall-clock steps/s."""
@@ -389,24 +394,30 @@ def compose(candidate: SubjectSpec, suspects: Sequence[Suspect]) -> tuple[str | 
     removes = [f for s in suspects for f in s.remove]
     if not removes:
         return "candidate", overrides
-    text = f"{candidate.text}-{','.join(removes)}"
-    return parse_spec(
-        text, python=candidate.python or None, cwd=candidate.cwd or None, env=dict(candidate.env) or None
-    ), overrides
+    return _respec(candidate, f"{candidate.text}-{','.join(removes)}"), overrides
 
 
 def compose_injection(baseline: SubjectSpec, suspect: Suspect) -> tuple[str | SubjectSpec, tuple[str, ...]]:
     """What to run for the baseline with ``suspect``'s change put in alone: ``(target, overrides)``. A
     config change runs on the baseline itself with the candidate's values as overrides; a built-in fault is
     added to the built-in baseline's spec (``builtin:reference+<fault>``)."""
-    from rlaudit.subjects import parse_spec
-
     if not suspect.add:
         return "baseline", suspect.inject
-    text = f"{baseline.text}+{','.join(suspect.add)}"
-    return parse_spec(
-        text, python=baseline.python or None, cwd=baseline.cwd or None, env=dict(baseline.env) or None
-    ), suspect.inject
+    return _respec(baseline, f"{baseline.text}+{','.join(suspect.add)}"), suspect.inject
+
+
+def _respec(spec: SubjectSpec, text: str) -> SubjectSpec:
+    """``spec`` with its spec string changed (built-in faults added or removed), run the same way: same
+    interpreter, environment, working directory and requirements."""
+    from rlaudit.subjects import parse_spec
+
+    return parse_spec(text).replace(
+        python=spec.python,
+        requirements=spec.requirements,
+        system_site_packages=spec.system_site_packages,
+        cwd=spec.cwd,
+        env=dict(spec.env),
+    )
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -501,18 +512,20 @@ class Search:
 
     1. Baseline and candidate at ``max_seeds`` (usually cached: the trainer audit ran the same runs).
     2. Suspects the audits flagged strongly (a CONFIRMED or SUSPECT finding: ``prior >= strong_prior``) are
-       restored one at a time, strongest evidence first, until the causes found explain every gap (their
-       shares add up to ``1 - delta``).
-    3. The causes found are restored together (the interaction check). If together they close every gap,
-       the suspects not yet tried are not needed to explain it and stay unmeasured.
+       restored one at a time, strongest evidence first, until the singles explain every gap (the lower
+       bounds of their shares add up to ``1 - delta``).
+    3. The causes and smaller contributors found are restored together (the interaction check), beside the
+       reverse check of the primary cause (its change alone in the baseline). If together they close every
+       gap, the suspects not yet tried are not needed to explain it and stay unmeasured.
     4. Otherwise the remaining suspects are screened as one group (group testing); a group that matters is
        halved until its causes are isolated, a group that does not is cleared whole.
     5. The first place of each metric's ranking gains seeds until it rests on two and its interval clears the
        runner-up's (both grow while they overlap).
 
     Every arm starts with ``seeds0`` seeds and gains seeds only while an interval still straddles ``delta``
-    on a metric with a gap and ``max_seeds`` could still settle it (:meth:`_futile`), within the budget. Intervals come from
-    :func:`rlaudit.stats.fractions_restored_pooled` (paired by seed, run-to-run noise pooled over arms).
+    on a metric with a gap and ``max_seeds`` could still settle it (:meth:`_futile`), within the budget.
+    Intervals come from :func:`rlaudit.stats.fractions_restored_pooled` (paired by seed, run-to-run noise
+    pooled over arms).
 
     Args:
         wb: The workbench (its profile sets steps, seeds and the budget).
@@ -640,30 +653,32 @@ class Search:
         g = self.gap(metric)
         return g is not None and (g.low > 0.0 or g.high < 0.0)
 
+    def _fractions(self, metric: str, arms: dict[str, Arm]) -> dict[str, Effect]:
+        """The share of ``metric``'s gap each arm restores, computed together (they share the pooled
+        noise). Throughput is attributed as CPU time per step (:func:`attribution_scale`)."""
+        b, c = self._base_arms()
+        values = {k: attribution_scale(metric, a.values(metric)) for k, a in arms.items() if a.n}
+        if not values:
+            return {}
+        try:
+            iv = stats.fractions_restored_pooled(
+                attribution_scale(metric, b.values(metric)),
+                attribution_scale(metric, c.values(metric)),
+                values,
+                seed=self.seed,
+            )
+        except ValueError:
+            return {}
+        return {
+            k: Effect(point=i.point, low=i.low, high=i.high, n=int((~np.isnan(values[k])).sum()))
+            for k, i in iv.items()
+        }
+
     def _effects_for(self, metric: str) -> dict[str, Effect]:
-        """Effects of every variant arm on ``metric``, computed together (they share the pooled noise).
-        Throughput is attributed as CPU time per step (:func:`attribution_scale`)."""
+        """Effects of every variant arm on ``metric`` (cached until the next runs)."""
         if metric not in self._effects:
-            b, c = self._base_arms()
-            variants = {
-                k: attribution_scale(metric, a.values(metric))
-                for k, a in self.arms.items()
-                if k not in ("baseline", "candidate")
-            }
-            variants = {k: v for k, v in variants.items() if v.size}
-            try:
-                iv = stats.fractions_restored_pooled(
-                    attribution_scale(metric, b.values(metric)),
-                    attribution_scale(metric, c.values(metric)),
-                    variants,
-                    seed=self.seed,
-                )
-            except ValueError:
-                iv = {}
-            self._effects[metric] = {
-                k: Effect(point=i.point, low=i.low, high=i.high, n=int((~np.isnan(variants[k])).sum()))
-                for k, i in iv.items()
-            }
+            variants = {k: a for k, a in self.arms.items() if k not in ("baseline", "candidate")}
+            self._effects[metric] = self._fractions(metric, variants)
         return self._effects[metric]
 
     def effect(self, arm: Arm, metric: str) -> Effect | None:
@@ -671,25 +686,10 @@ class Search:
 
     def reproduced(self, metric: str) -> dict[str, Effect]:
         """Per injected suspect: the share of ``metric``'s gap its change reproduces in the baseline alone,
-        ``(baseline - injected) / (baseline - candidate)``, with the same pooled paired interval."""
-        b, c = self._base_arms()
-        arms = {n: a for n, a in self.injections.items() if a.n}
-        if not arms:
-            return {}
-        try:
-            iv = stats.fractions_restored_pooled(
-                attribution_scale(metric, b.values(metric)),
-                attribution_scale(metric, c.values(metric)),
-                {n: attribution_scale(metric, a.values(metric)) for n, a in arms.items()},
-                seed=self.seed,
-            )
-        except ValueError:
-            return {}
+        ``(baseline - injected) / (baseline - candidate)``: one minus the share it "restores"."""
         return {
-            n: Effect(
-                1.0 - i.point, 1.0 - i.high, 1.0 - i.low, int((~np.isnan(arms[n].values(metric))).sum())
-            )
-            for n, i in iv.items()
+            n: Effect(1.0 - e.point, 1.0 - e.high, 1.0 - e.low, e.n)
+            for n, e in self._fractions(metric, self.injections).items()
         }
 
     def _undecided(self, arm: Arm) -> bool:
@@ -748,29 +748,35 @@ class Search:
         return all(e is not None and e.high < self.delta for e in effects)
 
     def _fixes(self) -> list[Suspect]:
-        """The composable singles worth restoring together: the causes, and the smaller contributors (an
-        interval above zero) that together with them may close a gap."""
+        """The composable singles worth restoring together: the causes, and the smaller contributors
+        (:meth:`_contributors`) that together with them may close a gap."""
         names = {s.name for s in [*self._causes(), *self._contributors()]}
         return [s for s in self.suspects if s.name in names and s.composable]
 
-    def _causes(self) -> list[Suspect]:
+    def _singles(self) -> list[tuple[Suspect, Arm]]:
+        """Every suspect measured on its own, with its arm."""
         by_name = {s.name: s for s in self.suspects}
         return [
-            by_name[a.suspects[0]]
+            (by_name[a.suspects[0]], a)
             for a in self.arms.values()
-            if len(a.suspects) == 1 and a.suspects[0] in by_name and self._matters(a)
+            if len(a.suspects) == 1 and a.suspects[0] in by_name and a.n
         ]
+
+    def _ranked(self, metric: str) -> list[tuple[Effect, Suspect, Arm]]:
+        """The singles measured on ``metric``, largest share first."""
+        rows = [(e, s, a) for s, a in self._singles() if (e := self.effect(a, metric)) is not None]
+        return sorted(rows, key=lambda row: -row[0].point)
+
+    def _causes(self) -> list[Suspect]:
+        return [s for s, a in self._singles() if self._matters(a)]
 
     def _contributors(self) -> list[Suspect]:
         """Singles measured to restore some share of a gap (interval above :func:`minor_floor`), causes or
         not: an effect below ``delta`` still counts towards explaining a gap."""
-        by_name = {s.name: s for s in self.suspects}
         return [
-            by_name[a.suspects[0]]
-            for a in self.arms.values()
-            if len(a.suspects) == 1
-            and a.suspects[0] in by_name
-            and any(
+            s
+            for s, a in self._singles()
+            if any(
                 (e := self.effect(a, m)) is not None and e.contributes(self.delta)
                 for m in self.active_metrics
             )
@@ -812,7 +818,7 @@ class Search:
                     break
                 self.evaluate([self.arm([s])])
             self._confirm_first_places()
-            self._inject_first_places()
+            self._inject_primary_cause()
             self._restore_causes_together()
         return self._result()
 
@@ -871,20 +877,16 @@ class Search:
             grow: dict[str, Arm] = {}
             ties: list[str] = []
             for m in self.active_metrics:
-                singles = [
-                    (e, a)
-                    for a in self.arms.values()
-                    if len(a.suspects) == 1 and a.n and (e := self.effect(a, m)) is not None
-                ]
-                singles.sort(key=lambda ea: -ea[0].point)
-                if not singles or not singles[0][0].matters(self.delta):
+                ranked = self._ranked(m)
+                if not ranked or not ranked[0][0].matters(self.delta):
                     continue
-                (top_e, top), rest = singles[0], singles[1:]
+                (top_e, _, top), rest = ranked[0], ranked[1:]
                 if top.n < 2:
                     grow[top.name] = top
                 if rest and rest[0][0].high >= top_e.low:
-                    grow.update({top.name: top, rest[0][1].name: rest[0][1]})
-                    ties.append(f"{m}: {top.name} and {rest[0][1].name}")
+                    second = rest[0][2]
+                    grow.update({top.name: top, second.name: second})
+                    ties.append(f"{m}: {top.name} and {second.name}")
             pending = [a for a in grow.values() if a.n < self.max_seeds]
             if not pending or self.runs_used + len(pending) > self.budget:
                 self.notes.extend(
@@ -903,35 +905,27 @@ class Search:
         on the primary metric (on SPS when only throughput has a gap), its change alone put into the
         baseline. A cause that restores the gap when undone and reproduces it when injected is confirmed
         from both sides; one that does only one of the two depends on the other changes."""
-        by_name = {s.name: s for s in self.suspects}
-        for m in self.active_metrics[:1]:
-            singles = [
-                (e, a)
-                for a in self.arms.values()
-                if len(a.suspects) == 1 and a.n and (e := self.effect(a, m)) is not None
-            ]
-            if not singles:
-                return None
-            e, a = max(singles, key=lambda ea: ea[0].point)
-            s = by_name.get(a.suspects[0])
-            if s is None or not s.injectable or not e.matters(self.delta):
-                return None
-            if s.name not in self.injections:
-                target, overrides = (
-                    compose_injection(self.wb.specs["baseline"], s) if self.wb is not None else (s.name, ())
-                )
-                self.injections[s.name] = Arm(
-                    name=f"inject {s.name}", target=target, overrides=overrides, injects=(s.name,)
-                )
-            arm = self.injections[s.name]
-            return arm if arm.n < self.seeds0 else None
-        return None
+        ranked = self._ranked(self.active_metrics[0]) if self.active_metrics else []
+        if not ranked:
+            return None
+        e, s, _ = ranked[0]
+        if not s.injectable or not e.matters(self.delta):
+            return None
+        if s.name not in self.injections:
+            target, overrides = (
+                compose_injection(self.wb.specs["baseline"], s) if self.wb is not None else (s.name, ())
+            )
+            self.injections[s.name] = Arm(
+                name=f"inject {s.name}", target=target, overrides=overrides, injects=(s.name,)
+            )
+        arm = self.injections[s.name]
+        return arm if arm.n < self.seeds0 else None
 
     @staticmethod
     def _injection_log(arm: Arm) -> str:
         return f"injected into the baseline alone (does the primary cause reproduce the gap?): {arm.name}"
 
-    def _inject_first_places(self) -> None:
+    def _inject_primary_cause(self) -> None:
         """Run the reverse experiment of the primary cause if the search has not yet (see
         :meth:`_injection_arm`)."""
         arm = self._injection_arm()
@@ -1141,9 +1135,10 @@ def attribution_findings(result: Attribution, delta: float = DEFAULT_DELTA) -> l
         for m, e in per.items():
             if not result.gaps.get(m, {}).get("measurable"):
                 continue
-            of_gap = "of the CPU time per step lost" if m == SPS else "of the gap"
             seeds = "1 seed" if e.n == 1 else f"{e.n} seeds"
-            parts.append(f"{m}: restores {e.point:.0%} {of_gap} (95% CI {e.low:.0%}..{e.high:.0%}, {seeds})")
+            parts.append(
+                f"{m}: restores {e.point:.0%} of {gap_label(m)} (95% CI {e.low:.0%}..{e.high:.0%}, {seeds})"
+            )
             matters |= e.matters(delta)
             none &= e.high < delta
             some |= e.contributes(delta)

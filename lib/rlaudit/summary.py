@@ -121,10 +121,9 @@ def executive_summary(
         head = f"{label}: baseline {gap['baseline']:.3g}, candidate {gap['candidate']:.3g}."
         if singles:
             top = singles[0]
-            of_gap = "of the CPU time per step lost" if metric == attr.SPS else "of the gap"
             head += (
                 f" Primary cause: {top['arm']} ({', '.join(top['subsystems'])}) restores "
-                f"{_pct(top['point'])} {of_gap} (95% CI {_pct(top['low'])}..{_pct(top['high'])})."
+                f"{_pct(top['point'])} of {attr.gap_label(metric)} (95% CI {_pct(top['low'])}..{_pct(top['high'])})."
             )
             inj = result.injected.get(top["suspects"][0], {}).get(metric)
             if inj is not None:
@@ -257,11 +256,7 @@ def forest_plot(result: attr.Attribution, delta: float = attr.DEFAULT_DELTA):  #
         ax.set_yticks(y, [r["arm"] if len(r["arm"]) < 48 else r["arm"][:45] + "..." for r in rows])
         for x, style in ((0, "-"), (delta, ":"), (1, "--")):
             ax.axvline(x, color="black", linestyle=style, linewidth=0.8)
-        ax.set_xlabel(
-            "fraction of the CPU time per step lost, restored"
-            if m == attr.SPS
-            else f"fraction of the {METRIC_LABEL.get(m, m)} gap restored"
-        )
+        ax.set_xlabel(f"fraction of {attr.gap_label(m)} restored")  # the title names the metric
         ax.set_title(METRIC_LABEL.get(m, m))
     fig.tight_layout()
     return fig
