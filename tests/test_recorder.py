@@ -144,6 +144,27 @@ def test_clip_grad_norm_is_wrapped_while_watching_and_restored(tmp_path: Path, h
     np.testing.assert_allclose(updates.grad_norm_clipped, 0.1, rtol=1e-4)
 
 
+def test_post_clip_norm_is_measured_when_one_clip_does_not_cover_every_gradient(tmp_path: Path) -> None:
+    model = nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    rec = Recorder(tmp_path)
+    rec.watch(model, opt)
+    truth = []
+    for _ in range(2):
+        opt.zero_grad()
+        model(torch.ones(2, 3)).pow(2).sum().backward()
+        for layer in model:  # each layer clipped on its own, as actor and critic often are
+            nn.utils.clip_grad_norm_(layer.parameters(), 0.01)
+        truth.append(
+            float(torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in model.parameters()])))
+        )
+        opt.step()
+    rec.close()
+    updates = read_table(tmp_path / "updates")
+    np.testing.assert_allclose(updates.grad_norm_clipped, truth, rtol=1e-5)
+    assert truth[0] == pytest.approx(0.01 * 2**0.5, rel=1e-3)  # not the last clip's 0.01
+
+
 def test_cpu_steps_per_second_leave_out_the_warm_up_before_the_first_update(tmp_path: Path) -> None:
     model = nn.Linear(2, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)

@@ -302,14 +302,26 @@ class Recorder:
 
         return hook
 
-    def _clipped(self, parameters: list[Any], total_norm: Any, max_norm: float | None = None) -> None:
+    def _clipped(
+        self, parameters: list[Any], total_norm: Any, max_norm: float | None = None, norm_type: Any = 2.0
+    ) -> None:
         """Called by the ``clip_grad_norm_`` wrapper: keep the pre-clip norm if these are our parameters, and
         the post-clip norm that clipping implies (every gradient scaled by ``min(1, max / (norm + 1e-6))``,
-        as torch does), which saves a second pass over the gradients on every optimizer step."""
-        if parameters and id(parameters[0]) in self._param_ids:
-            self._clip_pre = float(total_norm)
-            if max_norm is not None and math.isfinite(self._clip_pre):
-                self._clip_post = self._clip_pre * min(1.0, float(max_norm) / (self._clip_pre + 1e-6))
+        as torch does), which saves a second pass over the gradients on every optimizer step.
+
+        That shortcut holds only for one L2 clip over every watched parameter. Several clips before one
+        step (actor and critic clipped apart), a partial one, or another norm leave the post-clip norm to be
+        measured over all gradients at the step."""
+        if not parameters or id(parameters[0]) not in self._param_ids:
+            return
+        first = self._clip_pre is None
+        self._clip_pre = float(total_norm)
+        whole = first and float(norm_type) == 2.0 and self._param_ids <= {id(p) for p in parameters}
+        self._clip_post = (
+            self._clip_pre * min(1.0, float(max_norm) / (self._clip_pre + 1e-6))
+            if whole and max_norm is not None and math.isfinite(self._clip_pre)
+            else None
+        )
 
     def _pre_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         torch = self._torch
@@ -325,7 +337,7 @@ class Recorder:
                 pre = float(torch.linalg.vector_norm(torch.stack(norms))) if norms else float("nan")
             # measure with the hooks from the next step on only if the wrapper did not report this one
             self._hooks_measure = self._clip_pre is None
-            post = self._clip_post if self._clip_pre is not None else None
+            post = self._clip_post
             self._clip_pre = self._clip_post = None
             if post is None:  # not clipped through clip_grad_norm_ (or clipped elsewhere): measure it
                 grads = [p.grad.detach() for _, p in present]
@@ -501,8 +513,9 @@ def _watch_clipping(recorder: Recorder) -> None:
         def clip_grad_norm_(parameters: Any, max_norm: float, *args: Any, **kwargs: Any) -> Any:
             params = [parameters] if isinstance(parameters, torch.Tensor) else list(parameters)
             total = original(params, max_norm, *args, **kwargs)
+            norm_type = args[0] if args else kwargs.get("norm_type", 2.0)
             for watcher in _CLIP_WATCHERS:
-                watcher._clipped(params, total, max_norm)
+                watcher._clipped(params, total, max_norm, norm_type)
             return total
 
         _ORIGINAL_CLIP = original
