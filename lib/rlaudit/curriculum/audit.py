@@ -415,15 +415,30 @@ def scaling(wb: Workbench, *, seed: int = 0) -> Section:
 # ---------------------------------------------------------------------------------------------------------
 
 
+def calibrated(blocks: pd.DataFrame, values: np.ndarray, *, seconds: bool) -> np.ndarray:
+    """Per-block costs in calibration units when the blocks carry ``calib_seconds`` (a fixed workload timed
+    right after each block), so a machine that is slower for a while is not charged for it. With
+    ``seconds`` they are scaled back by this side's median calibration (for a trend within one side); without,
+    they stay in calibration units (for a ratio between two sides measured at different moments). A block
+    whose calibration timed zero counts at the median."""
+    values = np.asarray(values, dtype=float)
+    if "calib_seconds" not in blocks:
+        return values
+    calib = blocks["calib_seconds"].to_numpy(dtype=float)
+    positive = calib[calib > 0]
+    if not positive.size:
+        return values
+    median = float(np.median(positive))
+    return values / np.where(calib > 0, calib, median) * (median if seconds else 1.0)
+
+
 def growth(blocks: pd.DataFrame, column: str) -> dict[str, Any]:
     """Trend of a per-call cost over blocks: Mann-Kendall, Theil-Sen slope, growth over the run.
 
     The cost is taken in calibration units when the blocks carry ``calib_seconds`` (a fixed workload timed
     right after each block), so a machine that gets busier during the run does not read as a trend.
     """
-    y = blocks[column].to_numpy(dtype=float)
-    if "calib_seconds" in blocks:
-        y = y / blocks["calib_seconds"].to_numpy(dtype=float) * float(blocks["calib_seconds"].median())
+    y = calibrated(blocks, blocks[column].to_numpy(dtype=float), seconds=True)
     x = blocks["episodes"].to_numpy(dtype=float)
     t = stats.trend_test(y, x)
     med = float(np.median(y))
@@ -575,13 +590,9 @@ def overhead(wb: Workbench, *, seed: int = 0) -> Section:
         episodes = env[s].table("episodes")
         steps = env[s].table("steps")
         per_ep = (blocks["sample_seconds"] + blocks["update_seconds"]).to_numpy()
-        # the side-by-side ratio in calibration units (a fixed workload timed after each block), so a side
-        # measured while the machine ran slower is not charged for it; the table keeps microseconds
-        if "calib_seconds" in blocks:
-            calib = blocks["calib_seconds"].to_numpy(dtype=float)
-            per_episode[s] = per_ep / np.where(calib > 0, calib, np.nan)
-        else:
-            per_episode[s] = per_ep
+        # the side-by-side ratio in calibration units, so a side measured while the machine ran slower is
+        # not charged for it; the table keeps microseconds
+        per_episode[s] = calibrated(blocks, per_ep, seconds=False)
         eps_per_step = len(episodes) / max(1, len(steps))
         step_cost = float(steps["seconds"].median())
         cost = float(np.median(per_ep)) * eps_per_step
