@@ -93,14 +93,14 @@ def fingerprint_details(spec: SubjectSpec) -> dict[str, Any]:
         "env": dict(sorted(spec.env.items())),
         "code": hasher(spec),
     }
-    requirements = getattr(spec, "requirements", "")
+    requirements = spec.requirements
     if requirements:
         # Only for subjects with a requirements file, so the fingerprints of all others stay as they were.
         # The venv's path is not known before it is built; what it is built from is: the base interpreter
         # (``python`` above), the file's content and whether it sees the base's packages.
         details["venv"] = {
             "requirements_sha256": _file_digest(Path(requirements)),
-            "system_site_packages": bool(getattr(spec, "system_site_packages", False)),
+            "system_site_packages": spec.system_site_packages,
         }
     return details
 

@@ -508,12 +508,11 @@ def discover_notebooks(notebooks_dir: str | Path, subset: str = "") -> list[Path
     return sorted(chosen)
 
 
-# papermill's command line, started without the optional IRI format checker of jsonschema: when the
-# rfc3987-syntax package is installed, importing it compiles a grammar that costs about 3 s of CPU in every
-# papermill process (nbformat imports jsonschema); notebook validation never uses that format.
-_PAPERMILL_MAIN = (
-    "import sys; sys.modules['rfc3987_syntax'] = None; from papermill.cli import papermill; papermill()"
-)
+# Papermill processes (one per notebook, or one per lane) start without the optional IRI format checker of
+# jsonschema: when the rfc3987-syntax package is installed, importing it compiles a grammar that costs about
+# 3 s of CPU in every papermill process (nbformat imports jsonschema); notebook validation never uses it.
+_NO_IRI_CHECKER = "import sys; sys.modules['rfc3987_syntax'] = None; "
+_PAPERMILL_MAIN = _NO_IRI_CHECKER + "from papermill.cli import papermill; papermill()"
 
 
 def papermill_command(run: NotebookRun, parameters: Mapping[str, Any], cwd: Path) -> list[str]:
@@ -655,7 +654,7 @@ subject fingerprint) carry over. A lane whose kernel dies gets a new kernel for 
 
 _ACTIVE_LANES: _Lanes | None = None
 
-_LANE_MAIN = "import sys; sys.modules['rfc3987_syntax'] = None; from rlaudit.report import lane_main; sys.exit(lane_main())"
+_LANE_MAIN = _NO_IRI_CHECKER + "from rlaudit.report import lane_main; sys.exit(lane_main())"
 
 # Run in a lane's kernel once, after it started: keep idle workers between the notebooks' workbenches.
 _LANE_SETUP = "import rlaudit.workbench as _w\n_w.keep_workers(4)\ndel _w\n"

@@ -325,11 +325,6 @@ def _execute(job: ProbeJob, subject: _Subject) -> ProbeResult:
         return _failed(job, subject, error=exc, seconds=time.perf_counter() - start)
 
 
-def _being_computed(store: ArtifactStore, job: ProbeJob) -> bool:
-    """True when some process or thread is computing ``job``'s artifact now (its cache lock is held)."""
-    return store.busy(store.key(job.fingerprint, job.probe, job.version, job.params))
-
-
 def _failed(
     job: ProbeJob,
     subject: _Subject,
@@ -615,12 +610,15 @@ class Workbench:
         when nothing else is left. Results come back in the order of ``items``.
         """
         pending = list(range(len(items)))
+        keys = [
+            subject.store.key(job.fingerprint, job.probe, job.version, job.params) for job, subject in items
+        ]
         claim_lock = threading.Lock()
 
         def claim() -> int:
             with claim_lock:
                 for pos, i in enumerate(pending):
-                    if not _being_computed(items[i][1].store, items[i][0]):
+                    if not items[i][1].store.busy(keys[i]):  # some process or thread computes it now
                         return pending.pop(pos)
                 return pending.pop(0)
 
