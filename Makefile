@@ -19,6 +19,9 @@ OUT ?= reports
 FRESH ?=
 EXECUTOR ?= local
 RAY_ADDR ?= auto
+METRIC ?=
+VARIANTS ?=
+CHANGES ?= auto
 
 # Prefer the venv's kernelspec over any user-level "python3" kernel, so papermill and nbval run the
 # notebooks with this environment's interpreter.
@@ -30,6 +33,8 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  \033[36m%-15s\033[0m %s\n", $$1, $$2}'
 	@echo "  variables: BASELINE=$(BASELINE) CANDIDATE=$(CANDIDATE) PAIR=$(PAIR) PROFILE=$(PROFILE) JOBS=$(JOBS)"
+	@echo "             METRIC=NAME[:lower] (primary metric) VARIANTS='name=spec, ...' (extra attribution arms)"
+	@echo "             CHANGES=auto|off (culprit commit and hunk search between two versions of one source)"
 	@echo "             FRESH=1 (recompute) EXECUTOR=local|ray RAY_ADDR=auto|host:port|ray://host:port (docs/RAY.md)"
 
 $(STAMP): pyproject.toml
@@ -44,6 +49,7 @@ setup: $(STAMP) ## create .venv and install rlaudit with everything it needs (re
 
 report: setup ## run every audit on BASELINE vs CANDIDATE and render reports/index.html
 	$(BIN)/rlaudit report --baseline "$(BASELINE)" --candidate "$(CANDIDATE)" $(if $(PAIR),--pair "$(PAIR)") \
+		$(if $(METRIC),--metric "$(METRIC)") $(if $(VARIANTS),--variants "$(VARIANTS)") --changes $(CHANGES) \
 		--profile $(PROFILE) -j $(JOBS) --out $(OUT) $(if $(FRESH),--fresh) \
 		--executor $(EXECUTOR) --ray-address "$(RAY_ADDR)"
 
@@ -60,7 +66,7 @@ test-notebooks: setup ## notebooks only, under nbval at the smoke profile
 	$(TEST_ENV) $(BIN)/python -m pytest notebooks --nbval-lax -p no:cacheprovider -q
 
 lab: setup ## open the notebooks in JupyterLab
-	$(BIN)/jupyter lab notebooks/
+	RLAUDIT_WORKDIR=$(CURDIR) $(BIN)/jupyter lab notebooks/
 
 lint: setup ## ruff lint and format check
 	$(BIN)/ruff check lib tests notebooks

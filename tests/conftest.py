@@ -5,7 +5,8 @@
 - ``toy_subject`` / ``broken_subject``: copies of the toy subject files in a temporary directory (outside
   any git checkout, so their fingerprints depend on nothing but themselves).
 
-``tests/fixtures`` is put on ``sys.path`` so tests can ``import toy_probes``.
+``tests/fixtures`` is put on ``sys.path`` so tests can ``import toy_probes``, and ``tests/`` so that the
+helpers the test modules share are importable as ``support`` (never copied into a test module).
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ from pathlib import Path
 
 import pytest
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
-if str(FIXTURES) not in sys.path:
-    sys.path.insert(0, str(FIXTURES))
+TESTS = Path(__file__).resolve().parent
+FIXTURES = TESTS / "fixtures"
+for _path in (FIXTURES, TESTS):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
 
 
 @pytest.fixture

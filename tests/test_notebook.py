@@ -171,10 +171,12 @@ def test_session_creates_the_workbench_lazily_once(monkeypatch: pytest.MonkeyPat
         return FakeWorkbench()
 
     monkeypatch.setattr(rn, "_new_workbench", factory)
-    session = rn.Session("agents", "builtin:reference", "builtin:regressed", "smoke", pair_file="p.yaml")
+    session = rn.Session(
+        "agents", "builtin:reference", "builtin:regressed", "smoke", pair_file="p.yaml", metric="length:lower"
+    )
     assert made == []
     assert session.wb is session.wb
-    assert made == [("builtin:reference", "builtin:regressed", "smoke", False, "p.yaml")]
+    assert made == [("builtin:reference", "builtin:regressed", "smoke", False, "p.yaml", "length:lower")]
 
 
 def test_session_keeps_findings_and_saves_them_with_metadata(

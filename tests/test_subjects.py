@@ -368,3 +368,28 @@ def test_new_subject_writes_a_loadable_template(tmp_path: Path, monkeypatch: pyt
     with pytest.raises(ValueError, match="--force"):
         run_new_subject(args)
     monkeypatch.delitem(sys.modules, module.__name__, raising=False)
+
+
+def test_relative_paths_resolve_against_the_directory_the_user_ran_the_command_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`make report BASELINE=data/x/subject.py` runs its notebooks in notebooks/; the path still means
+    "from where I typed it" (RLAUDIT_WORKDIR, which the CLI sets)."""
+    project = tmp_path / "project"
+    (project / "data" / "v1").mkdir(parents=True)
+    (project / "data" / "v1" / "subject.py").write_text("def config():\n    return {}\n")
+    (project / "data" / "setup.yaml").write_text("algo: ppo\n")
+    (project / "pair.yaml").write_text("baseline: data/v1/subject.py\ncandidate: data/v1/subject.py\n")
+    elsewhere = tmp_path / "notebooks"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.setenv("RLAUDIT_WORKDIR", str(project))
+    spec = parse_spec("data/v1/subject.py")
+    assert spec.target == str(project / "data" / "v1" / "subject.py")
+    assert spec.label == "data/v1/subject.py"
+    assert parse_spec("sb3:data/setup.yaml").target == str(project / "data" / "setup.yaml")
+    baseline, _ = load_pair_file("pair.yaml")
+    assert baseline.target == spec.target
+    monkeypatch.delenv("RLAUDIT_WORKDIR")
+    with pytest.raises(FileNotFoundError, match="looked for"):
+        parse_spec("data/v1/subject.py")

@@ -4,7 +4,8 @@ rlaudit faults [--json]                       the built-in fault catalog
 rlaudit train SPEC --steps N --seed S --out DIR
 rlaudit bench env|trainer|recorder|sb3|report
 rlaudit audit --baseline A --candidate B [--subsystems a,b] [--profile P] --json FILE
-rlaudit report [--baseline A] [--candidate B] [--profile P] [--out DIR] [-j N] [--fresh]
+rlaudit report [--baseline A] [--candidate B] [--metric M] [--variants V] [--changes auto|off] [--profile P]
+               [--out DIR] [-j N] [--fresh]
 rlaudit new-subject DIR
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -34,6 +36,12 @@ def _pair_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--candidate", default=DEFAULT_CANDIDATE, help="spec of the setup that got worse")
     p.add_argument("--pair", default="", help="YAML file declaring both subjects (overrides the specs)")
     p.add_argument("--profile", default=None, help="smoke | standard | thorough (default: standard)")
+    p.add_argument(
+        "--metric",
+        default="",
+        help="primary metric NAME (or NAME:lower for a cost) overriding what the subjects declare in "
+        "metrics(); default: their declaration, else the episodic return",
+    )
     p.add_argument("--fresh", action="store_true", help="ignore cached artifacts and recompute")
     p.add_argument("-j", "--jobs", type=int, default=2, help="parallel jobs (default 2)")
     p.add_argument("--executor", default="local", choices=["local", "ray"], help="where jobs run")
@@ -74,6 +82,19 @@ def build_parser() -> argparse.ArgumentParser:
     _pair_arguments(p)
     p.add_argument("--out", default=None, help="report directory (default: reports/)")
     p.add_argument("--notebooks", default="", help="comma-separated subset, e.g. 07_optimizer,15_summary")
+    p.add_argument(
+        "--variants",
+        default="",
+        help="extra arms for attribution: 'name=spec, name@subsystem=spec' (a fix commit as git:repo@sha, "
+        "any subject)",
+    )
+    p.add_argument(
+        "--changes",
+        default="auto",
+        choices=["auto", "off"],
+        help="search the code changes between two versions of one source for the culprit commit and hunk "
+        "(auto: when both sides are git refs of one repository or two directories of one package)",
+    )
 
     p = sub.add_parser("new-subject", help="write a subject.py template to investigate your own trainer")
     p.add_argument("dir", help="directory to write subject.py into")
@@ -87,6 +108,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.verb:
         parser.print_help()
         return 2
+    # Relative paths the user typed (subjects, sb3: files, pair files, git: repositories) mean "from here",
+    # also inside the notebooks that `rlaudit report` runs in notebooks/.
+    os.environ.setdefault("RLAUDIT_WORKDIR", os.getcwd())
     module_name, func_name = _HANDLERS[args.verb].split(":")
     handler = getattr(importlib.import_module(module_name), func_name)
     try:

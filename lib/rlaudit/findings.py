@@ -110,6 +110,11 @@ class Finding:
         remediation: One actionable step ("Restore `anneal_lr` in the trainer loop").
         figures: Names of figures in the notebook that show the evidence.
         notebook: The notebook the finding came from (``"07_optimizer"``); filled in when saved.
+        role: ``"mechanism"`` (a difference that can be a cause: a layer, a term, a schedule, a reward) or
+            ``"symptom"`` (a gap every cause produces: learning, speed); set by the check that made it
+            (:mod:`rlaudit.checks`). Symptoms set the gap attribution explains; mechanisms are ranked.
+        reads: Subsystems whose changes this finding's inputs also carry (a curriculum change alters which
+            tasks the environment is asked for); a flag here may be their echo.
     """
 
     id: str
@@ -121,6 +126,8 @@ class Finding:
     remediation: str = ""
     figures: list[str] = field(default_factory=list)
     notebook: str = ""
+    role: str = ""
+    reads: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.status = Status(self.status)

@@ -595,7 +595,9 @@ def audit_section(id: str, subsystem: str, hypothesis: str, title: str | None = 
 # ----------------------------------------------------------------------------------------------------------
 
 
-def _new_workbench(baseline: str, candidate: str, profile: str, fresh: bool, pair_file: str) -> Any:
+def _new_workbench(
+    baseline: str, candidate: str, profile: str, fresh: bool, pair_file: str, metric: str = ""
+) -> Any:
     from rlaudit.workbench import Workbench
 
     kwargs: dict[str, Any] = {
@@ -603,6 +605,7 @@ def _new_workbench(baseline: str, candidate: str, profile: str, fresh: bool, pai
         "candidate": candidate,
         "profile": profile,
         "fresh": fresh,
+        "metric": metric,
     }
     if pair_file:
         kwargs["pair_file"] = pair_file
@@ -619,6 +622,12 @@ def _fingerprints(wb: Any) -> dict[str, str]:
         if value:
             out[side] = str(value)
     return out
+
+
+def _metric_of(wb: Any) -> dict[str, Any] | None:
+    """The workbench's primary metric as a dict, if it was resolved (never starts a worker for it)."""
+    metric = getattr(wb, "_metric", None)
+    return metric.to_dict() if hasattr(metric, "to_dict") else None
 
 
 def _findings_frame(frame: Any, caption: str) -> Any:
@@ -666,6 +675,8 @@ class Session:
         notebook: Name of the notebook (default ``NN_<subsystem>``), used for the JSON file and findings.
         workbench: A ready workbench to use instead of creating one (tests, or sharing one).
         quiet: Do not display anything (for scripts that only want the JSON).
+        metric: The primary metric (``NAME`` or ``NAME:lower``), overriding what the subjects declare in
+            ``metrics()``; empty: their declaration, else the episodic return (:mod:`rlaudit.metrics`).
 
     Attributes:
         findings: Every finding added so far, in order.
@@ -685,6 +696,7 @@ class Session:
         notebook: str | None = None,
         workbench: Any = None,
         quiet: bool = False,
+        metric: str = "",
     ) -> None:
         from rlaudit.paths import reports_dir
         from rlaudit.profiles import get_profile
@@ -707,6 +719,7 @@ class Session:
         self.findings: list[Finding] = []
         self.sections: list[dict[str, Any]] = []
         self.quiet = quiet
+        self.requested_metric = str(metric or "")
         self._wb = workbench
         self._started = time.time()
         self._last = time.perf_counter()
@@ -723,7 +736,12 @@ class Session:
         if self._wb is None:
             started = time.perf_counter()
             self._wb = _new_workbench(
-                self.baseline, self.candidate, self.profile.name, self.fresh, self.pair_file
+                self.baseline,
+                self.candidate,
+                self.profile.name,
+                self.fresh,
+                self.pair_file,
+                self.requested_metric,
             )
             if not self.quiet:
                 prints = _fingerprints(self._wb)
@@ -738,6 +756,11 @@ class Session:
         return self._wb
 
     @property
+    def metric(self) -> Any:
+        """The primary :class:`rlaudit.metrics.Metric` of this investigation (see :attr:`Workbench.metric`)."""
+        return self.wb.metric
+
+    @property
     def parameters(self) -> dict[str, Any]:
         """The notebook's parameters as given (what the findings JSON records and the summary matches on)."""
         return {
@@ -746,6 +769,7 @@ class Session:
             "profile": self.requested_profile,
             "pair_file": self.pair_file,
             "fresh": self.fresh,
+            "metric": self.requested_metric,
         }
 
     @property
@@ -808,6 +832,7 @@ class Session:
             "parameters": self.parameters,
             "subjects": self.labels,
             "fingerprints": _fingerprints(self._wb) if self._wb is not None else {},
+            "metric": _metric_of(self._wb),
             "profile": self.profile.name,
             "profile_settings": dataclasses.asdict(self.profile),
             "versions": versions(),

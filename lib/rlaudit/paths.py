@@ -5,7 +5,9 @@ Environment variables override the defaults (useful in tests and CI):
 
 - ``RLAUDIT_HOME``: the project root (default: the checkout that contains this package, else the cwd);
 - ``RLAUDIT_CACHE``: the artifact cache (default ``<home>/data/cache``);
-- ``RLAUDIT_REPORTS``: where reports and findings go (default ``<home>/reports``).
+- ``RLAUDIT_REPORTS``: where reports and findings go (default ``<home>/reports``);
+- ``RLAUDIT_WORKDIR``: the directory the user ran the command from, against which relative subject paths
+  resolve (``rlaudit`` sets it for the notebooks it starts; default: the current directory).
 """
 
 from __future__ import annotations
@@ -36,6 +38,17 @@ def cache_dir() -> Path:
 def reports_dir() -> Path:
     env = os.environ.get("RLAUDIT_REPORTS")
     return Path(env).resolve() if env else home() / "reports"
+
+
+def user_dir() -> Path:
+    """The directory relative subject paths are resolved against: where the user typed the command.
+
+    ``rlaudit report`` runs its notebooks in ``notebooks/``; the paths the user gave (a ``subject.py``, an
+    ``sb3:`` file, a pair file, a ``git:`` repository) are meant relative to where they ran ``make`` or
+    ``rlaudit``, which the CLI passes on as ``RLAUDIT_WORKDIR``.
+    """
+    env = os.environ.get("RLAUDIT_WORKDIR")
+    return Path(env).expanduser().absolute() if env else Path.cwd()
 
 
 def notebooks_dir() -> Path:

@@ -1425,11 +1425,12 @@ def write_index(
 
 
 def _parameters(args: Any) -> dict[str, Any]:
+    from rlaudit.paths import user_dir
     from rlaudit.profiles import get_profile
 
     pair = str(getattr(args, "pair", "") or "")
     if pair:
-        pair_path = Path(pair).expanduser()
+        pair_path = user_dir() / Path(pair).expanduser()
         if not pair_path.exists():
             raise FileNotFoundError(
                 f"pair file {pair} does not exist; pass a YAML file declaring both subjects"
@@ -1441,6 +1442,16 @@ def _parameters(args: Any) -> dict[str, Any]:
         "profile": get_profile(getattr(args, "profile", None)).name,
         "pair_file": pair,
         "fresh": bool(getattr(args, "fresh", False)),
+        "metric": str(getattr(args, "metric", "") or ""),
+    }
+
+
+def _summary_parameters(args: Any, parameters: Mapping[str, Any]) -> dict[str, Any]:
+    """The summary's parameters: the pair's, plus the variant arms and the change-set search switch."""
+    return {
+        **parameters,
+        "variants": str(getattr(args, "variants", "") or ""),
+        "changes": str(getattr(args, "changes", "") or "auto"),
     }
 
 
@@ -1456,6 +1467,11 @@ def _command_line(parameters: Mapping[str, Any], jobs: int, notebooks: str) -> s
     ]
     if parameters.get("pair_file"):
         words += ["--pair", parameters["pair_file"]]
+    for key in ("metric", "variants"):
+        if parameters.get(key):
+            words += [f"--{key}", str(parameters[key])]
+    if parameters.get("changes") not in (None, "", "auto"):
+        words += ["--changes", str(parameters["changes"])]
     words += ["--profile", parameters["profile"], "-j", str(jobs)]
     if parameters.get("fresh"):
         words.append("--fresh")
@@ -1541,9 +1557,12 @@ def run_report(args: Any) -> int:
             f"  [{done}/{len(runs)}] {run.name:<18} {format_seconds(run.seconds):>8}  {flag} · worst {verdict}"
         )
 
+    summary_parameters = _summary_parameters(args, parameters)
+
     def start(run: NotebookRun, run_env: Mapping[str, str]) -> NotebookRun:
         _print(f"  started {run.name}")
-        return execute(run, parameters, nb_dir, run_env)
+        given = summary_parameters if _is_summary(run.name) else parameters
+        return execute(run, given, nb_dir, run_env)
 
     global _ACTIVE_LANES
     lanes = _Lanes(jobs, nb_dir, env, out / "logs") if shared_kernels() else None
@@ -1586,7 +1605,7 @@ def run_report(args: Any) -> int:
         "versions": versions(),
         "started": started,
         "wall_seconds": time.perf_counter() - wall_start,
-        "command": _command_line(parameters, jobs, getattr(args, "notebooks", "") or ""),
+        "command": _command_line(summary_parameters, jobs, getattr(args, "notebooks", "") or ""),
     }
     index = write_index(out, overview, runs, info)
     wall = time.perf_counter() - wall_start
@@ -1782,6 +1801,7 @@ def run_audit(args: Any) -> int:
         parameters["profile"],
         parameters["fresh"],
         parameters["pair_file"],
+        parameters["metric"],
     )
     findings = sort_findings(run_audits(wb, wanted or None, progress=lambda line: _print("  " + line)))
     _print()

@@ -44,6 +44,7 @@ CAPABILITIES: tuple[str, ...] = (
     "load_checkpoint",
     "log_dir",
     "config_keys",
+    "metrics",
 )
 """Everything a subject may expose; a probe's ``requires`` names a subset (ARCHITECTURE.md section 1)."""
 
@@ -182,8 +183,9 @@ def parse_spec(
             environment from, based on ``python`` (see :attr:`SubjectSpec.requirements`). Its existence is
             checked when the worker starts, not here.
         system_site_packages: Whether that environment sees the base interpreter's packages (default False).
-        base_dir: Directory that relative paths are resolved against (default: the current directory;
-            :func:`load_pair_file` passes the YAML file's directory).
+        base_dir: Directory that relative paths are resolved against (default:
+            :func:`rlaudit.paths.user_dir`, where the user ran the command; :func:`load_pair_file` passes
+            the YAML file's directory).
 
     Returns:
         The parsed spec.
@@ -192,7 +194,9 @@ def parse_spec(
         ValueError: The string has none of the known forms, or names a scheme nobody registered.
         FileNotFoundError: A path it names (subject file, YAML, interpreter, cwd) does not exist.
     """
-    base = Path(base_dir).expanduser() if base_dir else Path.cwd()
+    from rlaudit.paths import user_dir
+
+    base = Path(base_dir).expanduser() if base_dir else user_dir()
     base = base.absolute()
     if isinstance(text, SubjectSpec):
         spec = text
@@ -446,7 +450,10 @@ def load_pair_file(path: str | Path) -> tuple[SubjectSpec, SubjectSpec]:
     """
     import yaml
 
+    from rlaudit.paths import user_dir
+
     path = Path(path).expanduser()
+    path = path if path.is_absolute() else user_dir() / path
     if not path.is_file():
         raise FileNotFoundError(
             f"pair file {path} not found; expected a YAML file with baseline: and candidate:"

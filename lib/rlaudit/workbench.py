@@ -365,6 +365,9 @@ class Workbench:
         timeout: Seconds a probe call may take; default ``RLAUDIT_PROBE_TIMEOUT`` or the profile's.
         memory_mb: Per-worker address-space limit in MiB (default ``RLAUDIT_WORKER_MEMORY_MB`` or none).
         load_timeout: Seconds a worker may take to start and import its subject.
+        metric: The primary metric, overriding what the subjects declare (``"NAME"`` or
+            ``"NAME:lower"``); empty: the subjects' ``metrics()``, else the episodic return
+            (:mod:`rlaudit.metrics`).
 
     Raises:
         ValueError / FileNotFoundError: A spec, pair file or profile is wrong (the message says how).
@@ -383,7 +386,11 @@ class Workbench:
         timeout: float | None = None,
         memory_mb: float | None = None,
         load_timeout: float | None = None,
+        metric: str = "",
     ) -> None:
+        self.metric_override = str(metric or "").strip()
+        self._metric: Any = None
+        self.metric_notes: list[str] = []
         self.profile: Profile = profile if isinstance(profile, Profile) else get_profile(profile)
         if pair_file:
             base_spec, cand_spec = load_pair_file(pair_file)
@@ -468,6 +475,28 @@ class Workbench:
             finally:
                 subject.release(client)
         return subject.capabilities
+
+    @property
+    def metric(self) -> Any:
+        """The primary :class:`rlaudit.metrics.Metric` every audit measures the learning gap on.
+
+        Resolved once from the override, else both subjects' ``metrics()`` (read by a cached probe), else the
+        episodic return; :attr:`metric_notes` says how it was chosen.
+        """
+        if self._metric is None:
+            from rlaudit import metrics
+
+            declared: dict[str, Any] = {}
+            pair = self.run(metrics.declared)
+            for side in ("baseline", "candidate"):
+                result = pair[side]
+                if result.ok and result.result.get("metrics"):
+                    declared[side] = [metrics.Metric(**m) for m in result.result["metrics"]]
+                elif result.error is not None and not result.missing:
+                    self.metric_notes.append(f"the {side}'s metrics() failed: {result.error.message}")
+            self._metric, notes = metrics.resolve(declared, self.metric_override)
+            self.metric_notes.extend(notes)
+        return self._metric
 
     def __repr__(self) -> str:
         return (

@@ -13,8 +13,9 @@ import pandas as pd
 import pytest
 from gymnasium import spaces
 
+from rlaudit import stats, timing
 from rlaudit.demo.faults import CATALOG
-from rlaudit.env import analysis, audit
+from rlaudit.env import audit
 from rlaudit.env.rollout import (
     EpisodeTracker,
     Policy,
@@ -259,17 +260,17 @@ def test_throughput_ratio_of_a_twice_slower_candidate() -> None:
     ratios = audit.throughput_ratios(audit.throughput_table(frames), seed=0)
     row = ratios.iloc[0]
     assert abs(row["ratio"] - 0.5) < 0.02 and row["ci_high"] < 1
-    assert analysis.slower(analysis.stats.Interval(row["ratio"], row["ci_low"], row["ci_high"]))
+    assert timing.slower(stats.Interval(row["ratio"], row["ci_low"], row["ci_high"]))
 
 
 def test_bootstrap_diff_and_ratio_of_ratios_reproduce_with_a_seed() -> None:
     a, b = np.arange(10.0), np.arange(10.0) + 5
-    iv = analysis.bootstrap_diff(a, b, seed=1)
-    assert iv.point == -5.0 and iv == analysis.bootstrap_diff(a, b, seed=1) and iv.high < 0
-    r = analysis.ratio_of_ratios([4.0] * 5, [1.0] * 5, [2.0] * 5, [1.0] * 5, seed=0)
-    assert r.point == 2.0 and analysis.costlier(r, 1.5)
-    assert not analysis.slower(analysis.stats.Interval(0.95, 0.8, 1.1))
-    assert analysis.faster(analysis.stats.Interval(1.5, 1.3, 1.7))
+    iv = stats.bootstrap_diff(a, b, seed=1)
+    assert iv.point == -5.0 and iv == stats.bootstrap_diff(a, b, seed=1) and iv.high < 0
+    r = timing.ratio_of_ratios([4.0] * 5, [1.0] * 5, [2.0] * 5, [1.0] * 5, seed=0)
+    assert r.point == 2.0 and timing.costlier(r, 1.5)
+    assert not timing.slower(stats.Interval(0.95, 0.8, 1.1))
+    assert timing.faster(stats.Interval(1.5, 1.3, 1.7))
 
 
 def reference_rollout(tmp_path: Any, seed: int, policy: str) -> pd.DataFrame:

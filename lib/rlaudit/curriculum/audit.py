@@ -21,6 +21,7 @@ from rlaudit.env import probes as env_probes
 from rlaudit.env.analysis import fmt, pct, rollout_params, run_pair, sizes
 from rlaudit.findings import Evidence, Finding, Severity, Status
 from rlaudit.notebook import Section, audit_section
+from rlaudit.timing import calibrated
 from rlaudit.workbench import Pair, Workbench
 
 SUBSYSTEM = "curriculum"
@@ -413,23 +414,6 @@ def scaling(wb: Workbench, *, seed: int = 0) -> Section:
 # ---------------------------------------------------------------------------------------------------------
 # Cost over time at a fixed pool size
 # ---------------------------------------------------------------------------------------------------------
-
-
-def calibrated(blocks: pd.DataFrame, values: np.ndarray, *, seconds: bool) -> np.ndarray:
-    """Per-block costs in calibration units when the blocks carry ``calib_seconds`` (a fixed workload timed
-    right after each block), so a machine that is slower for a while is not charged for it. With
-    ``seconds`` they are scaled back by this side's median calibration (for a trend within one side); without,
-    they stay in calibration units (for a ratio between two sides measured at different moments). A block
-    whose calibration timed zero counts at the median."""
-    values = np.asarray(values, dtype=float)
-    if "calib_seconds" not in blocks:
-        return values
-    calib = blocks["calib_seconds"].to_numpy(dtype=float)
-    positive = calib[calib > 0]
-    if not positive.size:
-        return values
-    median = float(np.median(positive))
-    return values / np.where(calib > 0, calib, median) * (median if seconds else 1.0)
 
 
 def growth(blocks: pd.DataFrame, column: str) -> dict[str, Any]:

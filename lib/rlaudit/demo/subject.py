@@ -146,6 +146,13 @@ class BuiltinSubject:
             resolved["trainer"] = self._resolve(self._config_overrides)["trainer"]
         return resolved
 
+    def metrics(self) -> list[dict[str, Any]]:
+        """The arena's hearts per episode decide (cases 000/001), then the shaped return."""
+        return [
+            {"name": "heart.get", "direction": "higher", "source": "episode", "primary": True},
+            {"name": "return", "direction": "higher", "source": "episode"},
+        ]
+
     def config_keys(self) -> dict[str, list[str]]:
         return {k: list(v) for k, v in CONFIG_KEYS.items()}
 

@@ -8,21 +8,11 @@ side by side, and the decision rules that turn an interval into a verdict. Runs 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from rlaudit import stats
 from rlaudit.profiles import Profile
-
-# A timing difference counts only when its interval excludes "no difference" AND it exceeds this factor
-# (a ratio must be below 1/1.15 or above 1.15): two identical setups on a busy shared machine routinely
-# differ by a few percent, never by this much once measurements are repeated and normalized.
-PRACTICAL_RATIO = 1.15
-# A larger, confirmed slowdown: the whole interval lies below this ratio.
-CONFIRMED_RATIO = 0.75
 
 
 @dataclass(frozen=True)
@@ -147,89 +137,6 @@ def rollout_params(profile: Profile, seed: int, policy: str = "random") -> dict[
 # ---------------------------------------------------------------------------------------------------------
 # Intervals
 # ---------------------------------------------------------------------------------------------------------
-
-
-def bootstrap_diff(
-    a: Sequence[float],
-    b: Sequence[float],
-    stat: Callable[[np.ndarray], float] = np.mean,
-    *,
-    n_boot: int = 2000,
-    level: float = 0.95,
-    seed: int,
-) -> stats.Interval:
-    """Interval of ``stat(a) - stat(b)`` for two independent samples (each resampled on its own).
-
-    Args:
-        a: Sample A, shape (n,) (e.g. the candidate's episode lengths).
-        b: Sample B, shape (m,).
-        stat: Statistic of a 1-D array.
-        seed: Seed of the resampling (intervals reproduce to the last digit).
-
-    Returns:
-        ``Interval(stat(a) - stat(b), low, high)`` (percentile bootstrap).
-    """
-    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if len(x) == 0 or len(y) == 0:
-        raise ValueError(f"both samples need values, got {len(x)} and {len(y)}")
-    rng = stats.as_generator(seed)
-    point = float(stat(x) - stat(y))
-    ia = rng.integers(0, len(x), size=(n_boot, len(x)))
-    ib = rng.integers(0, len(y), size=(n_boot, len(y)))
-    if stat is np.mean:
-        boot = x[ia].mean(axis=1) - y[ib].mean(axis=1)
-    elif stat is np.median:
-        boot = np.median(x[ia], axis=1) - np.median(y[ib], axis=1)
-    else:
-        boot = np.array([stat(x[i]) - stat(y[j]) for i, j in zip(ia, ib, strict=True)])
-    alpha = 1.0 - level
-    low, high = np.quantile(boot, [alpha / 2, 1 - alpha / 2])
-    return stats.Interval(point, float(low), float(high))
-
-
-def ratio_of_ratios(
-    a_num: Sequence[float],
-    a_den: Sequence[float],
-    b_num: Sequence[float],
-    b_den: Sequence[float],
-    *,
-    n_boot: int = 2000,
-    level: float = 0.95,
-    seed: int,
-) -> stats.Interval:
-    """Interval of ``(median(a_num) / median(a_den)) / (median(b_num) / median(b_den))``.
-
-    Each side's ratio is measured inside one process (e.g. a step that resets over a step that does not),
-    so a machine that is busier for one side than the other cancels out; the four samples are resampled
-    independently.
-    """
-    groups = [np.asarray(g, dtype=float) for g in (a_num, a_den, b_num, b_den)]
-    if any(len(g) == 0 for g in groups):
-        raise ValueError("every group needs at least one measurement")
-    rng = stats.as_generator(seed)
-    meds = [np.median(g[rng.integers(0, len(g), size=(n_boot, len(g)))], axis=1) for g in groups]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        boot = (meds[0] / meds[1]) / (meds[2] / meds[3])
-        point = (np.median(groups[0]) / np.median(groups[1])) / (np.median(groups[2]) / np.median(groups[3]))
-    boot = boot[np.isfinite(boot)]
-    alpha = 1.0 - level
-    low, high = np.quantile(boot, [alpha / 2, 1 - alpha / 2]) if boot.size else (math.nan, math.nan)
-    return stats.Interval(float(point), float(low), float(high))
-
-
-def slower(interval: stats.Interval, practical: float = PRACTICAL_RATIO) -> bool:
-    """True when a candidate/baseline speed ratio is credibly below 1 by more than the practical margin."""
-    return interval.high < 1.0 and interval.point < 1.0 / practical
-
-
-def faster(interval: stats.Interval, practical: float = PRACTICAL_RATIO) -> bool:
-    """True when a candidate/baseline speed ratio is credibly above 1 by more than the practical margin."""
-    return interval.low > 1.0 and interval.point > practical
-
-
-def costlier(interval: stats.Interval, practical: float = 1.5) -> bool:
-    """True when a candidate/baseline cost ratio is credibly above ``practical`` (its lower bound too)."""
-    return interval.low > practical
 
 
 def fmt(value: Any, digits: int = 3) -> str:

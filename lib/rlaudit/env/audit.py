@@ -16,22 +16,11 @@ import pandas as pd
 
 from rlaudit import stats
 from rlaudit.env import plots, probes
-from rlaudit.env.analysis import (
-    CONFIRMED_RATIO,
-    PRACTICAL_RATIO,
-    bootstrap_diff,
-    costlier,
-    faster,
-    fmt,
-    pct,
-    ratio_of_ratios,
-    rollout_params,
-    run_pair,
-    sizes,
-    slower,
-)
+from rlaudit.env.analysis import fmt, pct, rollout_params, run_pair, sizes
 from rlaudit.findings import Evidence, Finding, Severity, Status
 from rlaudit.notebook import Section, audit_section
+from rlaudit.stats import bootstrap_diff
+from rlaudit.timing import CONFIRMED_RATIO, PRACTICAL_RATIO, costlier, faster, ratio_of_ratios, slower
 from rlaudit.workbench import Pair, Workbench
 
 SUBSYSTEM = "env"

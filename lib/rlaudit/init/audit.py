@@ -18,13 +18,13 @@ import pandas as pd
 
 from rlaudit import stats
 from rlaudit.agents import align as al
-from rlaudit.findings import Evidence, Finding, Severity, Status
+from rlaudit.checks import Check, check
+from rlaudit.findings import Finding, Severity, Status
 from rlaudit.init import probes
 from rlaudit.init.schemes import Scheme, infer_scheme, matches_ppo
-from rlaudit.notebook import Section, audit_section
+from rlaudit.notebook import Section
 from rlaudit.workbench import Pair, Workbench
 
-SUBSYSTEM = "init"
 SCALE_RATIO = 2.0
 """Logit or value scales at init differing by more than this factor (and outside the CI of 1) are SUSPECT."""
 ENTROPY_GAP = 0.01
@@ -163,19 +163,22 @@ def _short(scheme: Scheme | None) -> str:
     return scheme.detail
 
 
-@audit_section("init/schemes", SUBSYSTEM, "Both setups initialize every layer with the same scheme and gain")
-def schemes(wb: Workbench) -> Section:
+@check(
+    "init/schemes",
+    "Both setups initialize every layer with the same scheme and gain",
+    title="Initialization schemes, layer by layer",
+    needs=init_pair,
+    reads=("agents",),
+)
+def schemes(c: Check, pair: Pair) -> Section:
     """Per parameter over several seeds: statistics, singular values, the inferred scheme and gain."""
-    hypothesis = "Both setups initialize every layer with the same scheme and gain"
-    pair = init_pair(wb)
-    if (f := pair.guard("init/schemes", SUBSYSTEM, hypothesis)) is not None:
-        return Section.of(f, "Initialization schemes")
     pa, pb = pd.DataFrame(pair.baseline.json("params")), pd.DataFrame(pair.candidate.json("params"))
     ta, tb = pair.baseline.json("tree"), pair.candidate.json("tree")
     table = compare_init(ta, tb, pa, pb)
     shown = table.drop(columns=["_scheme_b", "_scheme_c"])
     differ = table[~table["same"]]
-    n_seeds = len(seeds_for(wb))
+    n_seeds = len(seeds_for(c.wb))
+    sides = {"baseline": _scheme_summary(table, "scheme b"), "candidate": _scheme_summary(table, "scheme c")}
     findings: list[Finding] = []
     if len(differ):
         by_role: dict[str, list[str]] = {}
@@ -187,23 +190,17 @@ def schemes(wb: Workbench) -> Section:
         ]
         ppo_lost = bool(((table["ppo b"] == True) & (table["ppo c"] == False)).any())  # noqa: E712
         findings.append(
-            Finding(
-                id="init/schemes",
-                subsystem=SUBSYSTEM,
-                hypothesis=hypothesis,
-                status=Status.SUSPECT,
-                severity=Severity.HIGH if ppo_lost or len(differ) > 2 else Severity.MEDIUM,
-                evidence=Evidence(
-                    baseline=_scheme_summary(table, "scheme b"),
-                    candidate=_scheme_summary(table, "scheme c"),
-                    effect=float(len(differ)),
-                    effect_label="parameters initialized differently",
-                    summary=f"{len(differ)} of {len(table)} parameters initialized differently: "
-                    + "; ".join(phrases)
-                    + (" — the candidate lost the PPO initialization" if ppo_lost else "")
-                    + f" (over {n_seeds} seeds)",
-                    details={"parameters": shown[~shown["same"]].to_dict("records")},
-                ),
+            c.finding(
+                Status.SUSPECT,
+                Severity.HIGH if ppo_lost or len(differ) > 2 else Severity.MEDIUM,
+                **sides,
+                effect=float(len(differ)),
+                effect_label="parameters initialized differently",
+                summary=f"{len(differ)} of {len(table)} parameters initialized differently: "
+                + "; ".join(phrases)
+                + (" — the candidate lost the PPO initialization" if ppo_lost else "")
+                + f" (over {n_seeds} seeds)",
+                details={"parameters": shown[~shown["same"]].to_dict("records")},
                 remediation="Initialize the candidate like the baseline in make_policy: "
                 + "; ".join(
                     f"{r['parameter']}: {r['_scheme_b'].detail}"
@@ -220,48 +217,39 @@ def schemes(wb: Workbench) -> Section:
         )
     else:
         both_ppo = all(v is not False for v in table["ppo b"])
-        summary = "same init: " + "; ".join(f"{k} {v}" for k, v in _scheme_summary(table, "scheme b").items())
+        summary = "same init: " + "; ".join(f"{k} {v}" for k, v in sides["baseline"].items())
         summary += f" over {n_seeds} seeds" + (" (the PPO scheme)" if both_ppo else "")
         findings.append(
-            Finding(
-                id="init/schemes",
-                subsystem=SUBSYSTEM,
-                hypothesis=hypothesis,
-                status=Status.CLEARED,
-                evidence=Evidence(
-                    baseline=_scheme_summary(table, "scheme b"),
-                    candidate=_scheme_summary(table, "scheme c"),
-                    effect=0.0,
-                    effect_label="parameters initialized differently",
-                    summary=summary,
-                ),
+            c.finding(
+                Status.CLEARED,
+                **sides,
+                effect=0.0,
+                effect_label="parameters initialized differently",
+                summary=summary,
             )
         )
         off = table[table["ppo b"] == False]  # noqa: E712
         if len(off):
             findings.append(
-                Finding(
+                c.finding(
+                    Status.NOTED,
+                    Severity.LOW,
                     id="init/ppo-details",
-                    subsystem=SUBSYSTEM,
-                    hypothesis="Both setups use the PPO initialization (orthogonal √2 hidden, 0.01 policy head, "
-                    "1.0 value head, zero biases)",
-                    status=Status.NOTED,
-                    severity=Severity.LOW,
-                    evidence=Evidence(
-                        baseline=_scheme_summary(off, "scheme b"),
-                        candidate=_scheme_summary(off, "scheme c"),
-                        summary=f"both sides deviate from the PPO initialization in the same way for {len(off)} "
-                        "parameters: "
-                        + "; ".join(f"{k} {v}" for k, v in _scheme_summary(off, "scheme b").items()),
-                    ),
-                    remediation="Not a difference between the setups; consider the PPO scheme if both train poorly.",
+                    hypothesis="Both setups use the PPO initialization (orthogonal √2 hidden, 0.01 policy "
+                    "head, 1.0 value head, zero biases)",
+                    baseline=_scheme_summary(off, "scheme b"),
+                    candidate=_scheme_summary(off, "scheme c"),
+                    summary=f"both sides deviate from the PPO initialization in the same way for {len(off)} "
+                    "parameters: "
+                    + "; ".join(f"{k} {v}" for k, v in _scheme_summary(off, "scheme b").items()),
+                    remediation="Not a difference between the setups; consider the PPO scheme if both train "
+                    "poorly.",
                 )
             )
     from rlaudit.init import plots
 
-    return Section(
-        title="Initialization schemes, layer by layer",
-        findings=findings,
+    return c.section(
+        findings,
         tables={
             "parameters (b = baseline, c = candidate)": shown,
             "statistics per parameter (mean over seeds)": parameter_statistics(pa, pb),
@@ -273,7 +261,7 @@ def schemes(wb: Workbench) -> Section:
             ),
         },
         notes=[
-            f"{n_seeds} fresh networks per side (torch seeds {seeds_for(wb)}). Orthogonal: every singular value "
+            f"{n_seeds} fresh networks per side (torch seeds {seeds_for(c.wb)}). Orthogonal: every singular value "
             "equals the gain (a one-row layer: the same norm at every seed); uniform vs normal from the kurtosis "
             "(1.8 vs 3); gains from the bound or std relative to the fan-in (Kaiming) or fan-in + fan-out (Xavier)."
         ],
@@ -326,13 +314,15 @@ def scale_comparison(a: np.ndarray, b: np.ndarray, seed: int = 0) -> dict[str, A
     return {"ratio": ratio, "ci": (low, high), "flag": bool(far and (low > 1.0 or high < 1.0))}
 
 
-@audit_section("init/policy-at-init", SUBSYSTEM, "Both policies start out alike on real observations")
-def policy_at_init(wb: Workbench) -> Section:
+@check(
+    "init/policy-at-init",
+    "Both policies start out alike on real observations (entropy, logit scale, value scale)",
+    title="The policy at initialization",
+    needs=init_pair,
+    reads=("agents",),
+)
+def policy_at_init(c: Check, pair: Pair) -> Section:
     """Entropy relative to log|A|, logit scale, value output mean and std of freshly built networks."""
-    hypothesis = "Both policies start out alike on real observations (entropy, logit scale, value scale)"
-    pair = init_pair(wb)
-    if (f := pair.guard("init/policy-at-init", SUBSYSTEM, hypothesis)) is not None:
-        return Section.of(f, "The policy at initialization")
     oa, ob = pd.DataFrame(pair.baseline.json("outputs")), pd.DataFrame(pair.candidate.json("outputs"))
     for df in (oa, ob):
         for c in df.columns:
@@ -387,50 +377,36 @@ def policy_at_init(wb: Workbench) -> Section:
         "logit std": mb["logit_std"],
         "value std": mb["value_std"],
     }
+    common = {
+        "baseline": evidence_a,
+        "candidate": evidence_b,
+        "effect": logits["ratio"],
+        "effect_label": "logit-scale ratio (candidate / baseline)",
+        "ci": logits["ci"],
+    }
     if problems:
-        finding = Finding(
-            id="init/policy-at-init",
-            subsystem=SUBSYSTEM,
-            hypothesis=hypothesis,
-            status=Status.SUSPECT,
-            severity=Severity.MEDIUM,
-            evidence=Evidence(
-                baseline=evidence_a,
-                candidate=evidence_b,
-                effect=logits["ratio"],
-                effect_label="logit-scale ratio (candidate / baseline)",
-                ci=logits["ci"],
-                ci_level=0.95 if logits["ci"] else None,
-                summary="the freshly built policies differ: "
-                + "; ".join(problems)
-                + f" (mean over {len(oa)} seeds; a 0.01-gain policy head starts near-uniform, entropy ≈ log|A|)"
-                + knock_on,
-            ),
+        finding = c.finding(
+            Status.SUSPECT,
+            Severity.MEDIUM,
+            **common,
+            summary="the freshly built policies differ: "
+            + "; ".join(problems)
+            + f" (mean over {len(oa)} seeds; a 0.01-gain policy head starts near-uniform, entropy ≈ log|A|)"
+            + knock_on,
             remediation="Restore the baseline's head initialization (policy head gain 0.01, value head 1.0) so "
             "the candidate starts from the same near-uniform policy and value scale.",
             figures=["parameters (b = baseline, c = candidate)"],
         )
     else:
-        finding = Finding(
-            id="init/policy-at-init",
-            subsystem=SUBSYSTEM,
-            hypothesis=hypothesis,
-            status=Status.CLEARED,
-            evidence=Evidence(
-                baseline=evidence_a,
-                candidate=evidence_b,
-                effect=logits["ratio"],
-                effect_label="logit-scale ratio (candidate / baseline)",
-                ci=logits["ci"],
-                ci_level=0.95 if logits["ci"] else None,
-                summary=f"both policies start alike: entropy {ma['entropy_ratio']:.4f} | {mb['entropy_ratio']:.4f} "
-                f"of log|A|{f' (|A| = {n_actions})' if n_actions else ''}, logit std {ma['logit_std']:.3g} | "
-                f"{mb['logit_std']:.3g}, value std {ma['value_std']:.3g} | {mb['value_std']:.3g}",
-            ),
+        finding = c.finding(
+            Status.CLEARED,
+            **common,
+            summary=f"both policies start alike: entropy {ma['entropy_ratio']:.4f} | {mb['entropy_ratio']:.4f} "
+            f"of log|A|{f' (|A| = {n_actions})' if n_actions else ''}, logit std {ma['logit_std']:.3g} | "
+            f"{mb['logit_std']:.3g}, value std {ma['value_std']:.3g} | {mb['value_std']:.3g}",
         )
-    return Section(
-        title="The policy at initialization",
-        findings=[finding],
+    return c.section(
+        finding,
         tables={"at init (mean over seeds)": table, "per seed (baseline)": oa, "per seed (candidate)": ob},
         notes=[
             "Each fresh network is run on the same raw observations from a seeded random-policy rollout; "

@@ -123,6 +123,43 @@ class RunData:
     def log_dir(self) -> Path | None:
         return self.path(self.result.get("log_dir"))
 
+    def metric(self, metric: Any) -> pd.DataFrame:
+        """The metric over this run: ``step``, ``value`` (empty when the run never reported it).
+
+        An ``episode`` metric comes from the episodes table (one row per finished episode); a ``scalar``
+        metric, or an episode statistic the episodes do not carry, from the logged scalar of that name (or one
+        ending in ``/<name>``, as ``env/heart.get`` for ``heart.get``).
+
+        Args:
+            metric: A :class:`rlaudit.metrics.Metric`, or a name (read as an episode statistic first).
+        """
+        name = str(getattr(metric, "name", metric))
+        source = getattr(metric, "source", "episode")
+        episodes = self.table("episodes") if source == "episode" else pd.DataFrame()
+        if not episodes.empty and name in episodes and "step" in episodes:
+            out = episodes[["step", name]].rename(columns={name: "value"})
+            out["value"] = pd.to_numeric(out["value"], errors="coerce")
+            return out.dropna().reset_index(drop=True)
+        scalars = self.table("scalars")
+        if not scalars.empty:
+            names = [n for n in dict.fromkeys(scalars["name"]) if str(n) == name or str(n).endswith("/" + name)]
+            if names:
+                part = scalars[scalars["name"] == (name if name in names else names[0])]
+                return part[["step", "value"]].reset_index(drop=True)
+        return pd.DataFrame(columns=["step", "value"])
+
+    def final(self, metric: Any, tail: float = 0.25) -> float:
+        """The metric's mean over the last ``tail`` of the run's steps (the last 10 points when that window is
+        empty); NaN when the run never reported it."""
+        series = self.metric(metric)
+        if series.empty:
+            return float("nan")
+        end = float(self.summary.get("steps") or series["step"].max())
+        window = series[series["step"] >= (1.0 - tail) * end]
+        if window.empty:
+            window = series.tail(10)
+        return float(window["value"].mean())
+
     @property
     def sps(self) -> float | None:
         value = self.summary.get("sps") or self.result.get("summary", {}).get("sps")

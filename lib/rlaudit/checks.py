@@ -1,0 +1,395 @@
+"""One idiom for a check: declared once, its body only compares and decides.
+
+A check tests one hypothesis about one subsystem. It is declared once, next to its body::
+
+    @check(
+        "env/reset-cost",
+        "A step that resets episodes costs the same, relative to a plain step, in both environments",
+        probe=probes.rollout,
+        params=lambda wb, seed=0: rollout_params(wb.profile, seed),
+        reads=("curriculum",),
+    )
+    def reset_cost(c: Check, pair: Pair) -> Section:
+        ...                                   # compare the two sides' artifacts
+        return c.section([c.finding(Status.CLEARED, summary="...")], tables={...})
+
+and called like any audit: ``reset_cost(wb, seed=0) -> Section``. The decorator does everything around the
+comparison, the same way for every check:
+
+1. gathers the evidence: ``probe`` run on both sides with ``params(wb, **kwargs)`` (with a progress bar), or
+   ``needs(wb, **kwargs)`` for anything else (training runs, several probes);
+2. guards it: a side that lacks a capability gives SKIPPED naming it, a probe that failed gives ERROR with
+   its traceback (``guard(id, subsystem, hypothesis)`` on the evidence, as :class:`rlaudit.workbench.Pair`
+   has it);
+3. calls the body with a :class:`Check` (the declaration, the workbench, finding and section builders) and
+   the evidence;
+4. turns what the body raised into a finding: :class:`Missing` (a table, a logged scalar, episodes the
+   subject did not produce) into SKIPPED naming the missing piece and how to add it, anything else into
+   ERROR, so that one broken check never takes a notebook down.
+
+Every finding a check makes carries its ``role`` (``symptom`` for a learning or speed gap that every cause
+produces, ``mechanism`` for a difference that can be a cause) and ``reads`` (the other subsystems whose
+changes this check also sees), which the ranking uses to discount echoes of an upstream change.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import sys
+import traceback
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+from rlaudit.findings import SUBSYSTEMS, Evidence, Finding, Severity, Status
+from rlaudit.notebook import Section, as_section
+
+SIDES = ("baseline", "candidate")
+SYMPTOM = "symptom"
+MECHANISM = "mechanism"
+
+
+class Missing(Exception):
+    """Raised by a check (or its ``needs``) when a subject did not produce something the check needs.
+
+    It becomes a SKIPPED finding that names the missing piece and how to add it, never an ERROR: the subject is
+    not broken, it just does not expose this.
+
+    Args:
+        what: What is missing, e.g. ``"episodes reporting `return`"``.
+        how: How to add it, e.g. ``"call recorder.episode(step=..., **{'return': R})" in train()``.
+        sides: The sides that lack it (default: unknown, not named).
+    """
+
+    def __init__(self, what: str, how: str, sides: Sequence[str] = ()) -> None:
+        super().__init__(what)
+        self.what = what
+        self.how = how
+        self.sides = tuple(sides)
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """A check's declaration.
+
+    Attributes:
+        id: The main finding id, ``"<subsystem>/<slug>"``.
+        subsystem: The subsystem (the id's prefix).
+        hypothesis: The hypothesis in one sentence; ``{name}`` fields are filled from the call's keyword
+            arguments and ``{metric}`` from the workbench's primary metric.
+        title: The section heading (default: the hypothesis).
+        role: ``"mechanism"`` (a difference that can be a cause) or ``"symptom"`` (a gap every cause
+            produces: learning, speed).
+        reads: Subsystems whose changes this check's inputs also carry (a curriculum change alters which
+            tasks the env is asked for), so a flag here may be their echo.
+        qualname: The body's module and name (for error reports).
+    """
+
+    id: str
+    subsystem: str
+    hypothesis: str
+    title: str = ""
+    role: str = MECHANISM
+    reads: tuple[str, ...] = ()
+    qualname: str = ""
+
+
+REGISTRY: dict[str, CheckSpec] = {}
+"""Check id -> declaration, for every check imported so far (the ranking looks up ``role`` and ``reads``)."""
+
+
+@dataclass
+class Check:
+    """What a check's body receives besides its evidence: the declaration and builders of its results.
+
+    Attributes:
+        spec: The declaration.
+        wb: The workbench of the pair under investigation (profile, labels, primary metric).
+        params: The keyword arguments the check was called with.
+    """
+
+    spec: CheckSpec
+    wb: Any
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    @property
+    def subsystem(self) -> str:
+        return self.spec.subsystem
+
+    @property
+    def hypothesis(self) -> str:
+        return _fill(self.spec.hypothesis, self.wb, self.params)
+
+    @property
+    def title(self) -> str:
+        return _fill(self.spec.title, self.wb, self.params) if self.spec.title else self.hypothesis
+
+    @property
+    def profile(self) -> Any:
+        return self.wb.profile
+
+    def finding(
+        self,
+        status: Status,
+        severity: Severity = Severity.INFO,
+        *,
+        summary: str = "",
+        baseline: Any = None,
+        candidate: Any = None,
+        effect: float | None = None,
+        effect_label: str = "",
+        ci: tuple[float, float] | Sequence[float] | None = None,
+        ci_level: float | None = None,
+        test: dict[str, Any] | None = None,
+        details: dict[str, Any] | None = None,
+        remediation: str = "",
+        figures: Iterable[str] = (),
+        id: str | None = None,
+        hypothesis: str | None = None,
+        role: str | None = None,
+        reads: Iterable[str] | None = None,
+    ) -> Finding:
+        """A finding of this check (its id, subsystem and hypothesis unless given).
+
+        ``ci_level`` defaults to 0.95 when an interval is given.
+        """
+        finding = Finding(
+            id=id or self.id,
+            subsystem=self.subsystem,
+            hypothesis=hypothesis or self.hypothesis,
+            status=status,
+            severity=severity,
+            evidence=Evidence(
+                baseline=baseline,
+                candidate=candidate,
+                effect=effect,
+                effect_label=effect_label,
+                ci=tuple(ci) if ci is not None else None,  # type: ignore[arg-type]
+                ci_level=ci_level if ci_level is not None else (0.95 if ci is not None else None),
+                test=test,
+                summary=summary,
+                details=dict(details or {}),
+            ),
+            remediation=remediation,
+            figures=list(figures),
+        )
+        return self._stamp(finding, role=role, reads=reads)
+
+    def skipped(self, what: str, how: str, sides: Sequence[str] = ()) -> Finding:
+        """SKIPPED: a subject did not produce ``what``; ``how`` says how to add it."""
+        who = f"{' and '.join(sides)}: " if sides else ""
+        finding = Finding(
+            id=self.id,
+            subsystem=self.subsystem,
+            hypothesis=self.hypothesis,
+            status=Status.SKIPPED,
+            severity=Severity.INFO,
+            evidence=Evidence(
+                summary=f"{who}no {what}" if not what.startswith(("no ", "nothing")) else f"{who}{what}",
+                details={"missing": what, "sides": list(sides)},
+            ),
+            remediation=how,
+        )
+        return self._stamp(finding)
+
+    def missing(self, what: str, how: str, sides: Sequence[str] = ()) -> NoReturn:
+        """Stop the check with SKIPPED (see :class:`Missing`)."""
+        raise Missing(what, how, sides)
+
+    def section(
+        self,
+        findings: Finding | Iterable[Finding],
+        *,
+        tables: Mapping[str, Any] | None = None,
+        figures: Mapping[str, Any] | None = None,
+        notes: str | Sequence[str] = (),
+        title: str | None = None,
+    ) -> Section:
+        """This check's section: its findings with the tables and figures that show the evidence."""
+        items = [findings] if isinstance(findings, Finding) else list(findings)
+        return Section(
+            title=title or self.title,
+            findings=[self._stamp(f) for f in items],
+            tables=dict(tables or {}),
+            figures=dict(figures or {}),
+            notes=[notes] if isinstance(notes, str) and notes else list(notes or []),
+        )
+
+    def _stamp(
+        self, finding: Finding, *, role: str | None = None, reads: Iterable[str] | None = None
+    ) -> Finding:
+        if not finding.role:
+            finding.role = role or self.spec.role
+        if reads is not None:
+            finding.reads = sorted(set(reads))
+        elif not finding.reads and self.spec.reads:
+            finding.reads = list(self.spec.reads)
+        return finding
+
+
+def _fill(text: str, wb: Any, params: Mapping[str, Any]) -> str:
+    if "{" not in text:
+        return text
+    values = dict(params)
+    metric = getattr(wb, "metric", None)
+    values.setdefault("metric", getattr(metric, "name", metric) or "the primary metric")
+    try:
+        return text.format_map(values)
+    except (KeyError, IndexError, ValueError):
+        return text
+
+
+def _accepted(fn: Callable[..., Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The keyword arguments ``fn`` accepts (all of them when it takes ``**kwargs``)."""
+    params = inspect.signature(fn).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return dict(kwargs)
+    names = {p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+    return {k: v for k, v in kwargs.items() if k in names}
+
+
+def _guard(evidence: Any, spec: CheckSpec, hypothesis: str) -> Finding | None:
+    """SKIPPED/ERROR from the evidence's own guard (a Pair, or a list of them), else None."""
+    items = evidence if isinstance(evidence, list | tuple) else [evidence]
+    for item in items:
+        guard = getattr(item, "guard", None)
+        if callable(guard):
+            finding = guard(spec.id, spec.subsystem, hypothesis)
+            if finding is not None:
+                return finding
+    return None
+
+
+def run_probe(wb: Any, probe: Callable[..., Any], desc: str, **params: Any) -> Any:
+    """``wb.run(probe, **params)`` on both sides, with a progress bar named ``desc`` (same cache entries)."""
+    from rlaudit.workbench import Pair
+
+    run_each = getattr(wb, "run_each", None)
+    if run_each is None:
+        return wb.run(probe, **params)
+    baseline, candidate = run_each(probe, [("baseline", params), ("candidate", params)], desc=desc)
+    return Pair(baseline=baseline, candidate=candidate)
+
+
+def check(
+    id: str,
+    hypothesis: str,
+    *,
+    title: str = "",
+    probe: Callable[..., Any] | None = None,
+    params: Callable[..., Mapping[str, Any]] | None = None,
+    needs: Callable[..., Any] | None = None,
+    desc: str = "",
+    role: str = MECHANISM,
+    reads: Iterable[str] = (),
+) -> Callable[[Callable[..., Any]], Callable[..., Section]]:
+    """Declare a check (see the module docstring).
+
+    Args:
+        id: The main finding id, ``"<subsystem>/<slug>"``.
+        hypothesis: One sentence; may hold ``{metric}`` and ``{<keyword argument>}`` fields.
+        title: Section heading (default: the hypothesis).
+        probe: The probe to run on both sides; its parameters come from ``params``.
+        params: ``params(wb, **kwargs) -> dict`` of the probe's parameters (default: the call's keyword
+            arguments the probe accepts).
+        needs: Instead of ``probe``: ``needs(wb, **kwargs)`` returns the evidence (a Pair, a list of Pairs,
+            or anything the body takes). It may raise :class:`Missing`.
+        desc: Progress-bar label of the probe (default: the check id).
+        role: ``"mechanism"`` or ``"symptom"`` (see :class:`CheckSpec`).
+        reads: Subsystems whose changes this check's inputs carry.
+
+    Returns:
+        A decorator turning ``body(c: Check, evidence, **kwargs)`` (or ``body(c, **kwargs)`` with neither
+        ``probe`` nor ``needs``) into ``check_fn(wb, **kwargs) -> Section``.
+    """
+    subsystem = id.split("/", 1)[0]
+    if subsystem not in SUBSYSTEMS:
+        raise ValueError(f"check id {id!r} must start with a subsystem ({', '.join(SUBSYSTEMS)})")
+    if probe is not None and needs is not None:
+        raise ValueError(f"check {id!r}: give probe= or needs=, not both")
+    unknown = sorted(set(reads) - set(SUBSYSTEMS))
+    if unknown:
+        raise ValueError(f"check {id!r} reads unknown subsystem(s) {', '.join(unknown)}")
+
+    def gather(wb: Any, kwargs: Mapping[str, Any]) -> Any:
+        if needs is not None:
+            return needs(wb, **_accepted(needs, kwargs))
+        if probe is None:
+            return None
+        given = params(wb, **_accepted(params, kwargs)) if params is not None else _accepted(probe, kwargs)
+        return run_probe(wb, probe, desc or id, **given)
+
+    def decorate(body: Callable[..., Any]) -> Callable[..., Section]:
+        spec = CheckSpec(
+            id=id,
+            subsystem=subsystem,
+            hypothesis=hypothesis,
+            title=title,
+            role=role,
+            reads=tuple(sorted(set(reads))),
+            qualname=f"{body.__module__}.{body.__qualname__}",
+        )
+        REGISTRY[id] = spec
+        takes_evidence = probe is not None or needs is not None
+
+        @functools.wraps(body)
+        def run(wb: Any, /, **kwargs: Any) -> Section:
+            c = Check(spec, wb, dict(kwargs))
+            before = _open_figure_numbers()
+            try:
+                if takes_evidence:
+                    evidence = gather(wb, kwargs)
+                    stop = _guard(evidence, spec, c.hypothesis)
+                    if stop is not None:
+                        return c.section(stop)
+                    result = body(c, evidence, **_accepted(body, kwargs))
+                else:
+                    result = body(c, **_accepted(body, kwargs))
+                if result is None:
+                    raise TypeError(f"check {spec.qualname} returned None; expected a Section or findings")
+                section = as_section(result, c.title)
+                for finding in section.findings:
+                    c._stamp(finding)
+                return section
+            except Missing as gap:
+                _close_new_figures(before)
+                return c.section(c.skipped(gap.what, gap.how, gap.sides))
+            except Exception as exc:  # one broken check must not take the notebook down
+                _close_new_figures(before)
+                finding = Finding.error(spec.id, spec.subsystem, c.hypothesis, "audit", exc)
+                finding.evidence.details["traceback"] = traceback.format_exc()
+                finding.evidence.details["audit"] = spec.qualname
+                return c.section(
+                    finding,
+                    notes=[f"The check `{body.__qualname__}` raised {type(exc).__name__}; the rest runs on."],
+                )
+
+        run.spec = spec  # type: ignore[attr-defined]
+        return run
+
+    return decorate
+
+
+def _open_figure_numbers() -> set[int]:
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    return set(pyplot.get_fignums()) if pyplot is not None else set()
+
+
+def _close_new_figures(before: set[int]) -> None:
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is not None:
+        for number in _open_figure_numbers() - before:
+            pyplot.close(number)
+
+
+def spec_of(finding_id: str) -> CheckSpec | None:
+    """The declaration of the check that made a finding id (exact id, else the longest id prefix)."""
+    if finding_id in REGISTRY:
+        return REGISTRY[finding_id]
+    matches = [s for k, s in REGISTRY.items() if finding_id.startswith(k)]
+    return max(matches, key=lambda s: len(s.id)) if matches else None

@@ -1,0 +1,51 @@
+"""Verdicts on a difference: different, equivalent (TOST), or inconclusive with the seeds that settle it."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from rlaudit import evidence as ev
+from rlaudit.findings import Status
+
+
+@pytest.mark.parametrize(
+    ("point", "low", "high", "kind"),
+    [
+        (-0.5, -0.7, -0.3, ev.DIFFERENT),  # clear of 0 and beyond the margin
+        (0.02, -0.05, 0.08, ev.EQUIVALENT),  # the whole interval inside ±0.1
+        (-0.459, -1.39, 0.175, ev.INCONCLUSIVE),  # the issue's "no learning gap beyond 10%" case
+        (0.05, 0.01, 0.09, ev.EQUIVALENT),  # clear of 0 but practically nothing
+        (0.08, 0.02, 0.14, ev.INCONCLUSIVE),  # clear of 0, inside the margin, interval not
+        (math.nan, 0.0, 1.0, ev.INCONCLUSIVE),
+    ],
+)
+def test_judge_reads_an_interval_against_a_margin(point: float, low: float, high: float, kind: str) -> None:
+    assert ev.judge(point, low, high, 0.1).kind == kind
+
+
+def test_inconclusive_says_how_many_seeds_would_settle_it() -> None:
+    j = ev.judge(-0.459, -1.39, 0.175, 0.1, needed=23)
+    assert j.status() is Status.NOTED and j.settle() == "about 23 seeds per side would settle it"
+    assert ev.judge(0.0, -0.01, 0.01, 0.1, needed=23).needed is None
+
+
+def test_judge_ratio_is_symmetric_on_the_log_scale() -> None:
+    assert ev.judge_ratio(2.0, 1.8, 2.2, 1.15).different
+    assert ev.judge_ratio(0.5, 1 / 2.2, 1 / 1.8, 1.15).different
+    assert ev.judge_ratio(1.02, 0.95, 1.08, 1.15).equivalent
+    assert ev.judge_ratio(1.1, 0.8, 1.4, 1.15).inconclusive
+
+
+def test_equivalence_seeds_follow_the_normal_approximation() -> None:
+    # 2 (z_.95 + z_.9)^2 = 2 (1.645 + 1.282)^2 = 17.1 -> 18 for sd = margin
+    assert ev.equivalence_seeds(1.0, 1.0) == 18
+    assert ev.equivalence_seeds(1.0, 2.0) == 5
+    assert ev.equivalence_seeds(1.0, 1.0, diff=1.5) is None
+
+
+def test_numbers_read_compactly() -> None:
+    assert ev.fmt(0.00025) == "0.00025" and ev.fmt(12345.6) == "12,346" and ev.fmt(None) == "n/a"
+    assert ev.estimate(0.5, 0.25, 0.75) == "0.5 [0.25, 0.75]" and ev.ratio(1.5, 1.2, 1.8) == "×1.5 [1.2, 1.8]"
+    assert ev.pct(-0.12, signed=True) == "-12%" and ev.versus(3.2, 1.1, "ms") == "3.2 ms vs 1.1 ms"
