@@ -142,7 +142,9 @@ class RunData:
             return out.dropna().reset_index(drop=True)
         scalars = self.table("scalars")
         if not scalars.empty:
-            names = [n for n in dict.fromkeys(scalars["name"]) if str(n) == name or str(n).endswith("/" + name)]
+            names = [
+                n for n in dict.fromkeys(scalars["name"]) if str(n) == name or str(n).endswith("/" + name)
+            ]
             if names:
                 part = scalars[scalars["name"] == (name if name in names else names[0])]
                 return part[["step", "value"]].reset_index(drop=True)
