@@ -334,3 +334,13 @@ def test_explore_curves_offers_widgets_when_interactive(monkeypatch: pytest.Monk
     controls = box.children[0].children
     assert [c.description for c in controls] == ["metric", "seed", "smoothing"]
     assert list(controls[1].options) == ["all", 0, 1]
+
+
+def test_a_section_without_a_table_shows_why_instead_of_raising() -> None:
+    skipped = Finding.skipped("curriculum/scaling", "curriculum", "h", {"candidate": ["make_curriculum"]})
+    section = rn.Section("Scaling", findings=[skipped])
+    shown = section.table("cost exponents")
+    assert "no table “cost exponents”" in repr(shown) and "`make_curriculum`" in repr(shown)
+    assert "SKIPPED" in shown._repr_html_()
+    full = rn.Section("Scaling", tables={"cost exponents": [1, 2]})
+    assert full.table("cost exponents") == [1, 2]

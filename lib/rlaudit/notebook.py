@@ -507,6 +507,21 @@ class Section:
                 _close_figure(fig)
             print(self.to_text())
 
+    def table(self, name: str) -> Any:
+        """One of this section's tables, or, when the check could not produce it, a note saying why.
+
+        Notebook cells show tables through this rather than ``section.tables[name]``: a check that was
+        SKIPPED (the subject lacks a capability) or hit an ERROR has no tables, and the cell must still run.
+        """
+        if name in self.tables:
+            return self.tables[name]
+        worst = min(self.findings, key=lambda f: f.status.rank, default=None)
+        reason = (
+            f"{worst.status.value}: {worst.evidence.summary or worst.hypothesis}" if worst else "no findings"
+        )
+        text = f"no table “{name}” ({reason})"
+        return _HTML(f'<p class="rl-muted">{html.escape(text)}</p>', text)
+
     def explore(self, table: str, **kwargs: Any) -> Any:
         """:func:`explore_curves` over one of this section's tables (widgets in JupyterLab, else a figure)."""
         if table not in self.tables:
