@@ -12,8 +12,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from rlaudit import report
 from rlaudit.findings import Evidence, Finding, Status, load_findings, save_findings
+from rlaudit.report import commands, costs, execution, index, lanes, overview
 
 PARAMETERS = """baseline: str = "builtin:reference"  # spec of the setup that trained well
 candidate: str = "builtin:regressed"  # spec of the setup that got worse
@@ -91,20 +91,20 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_report_survives_a_failing_notebook_and_marks_it_error(
     home: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch, kernels: str
 ) -> None:
-    monkeypatch.setenv(report.KERNELS_VARIABLE, kernels)
+    monkeypatch.setenv(lanes.KERNELS_VARIABLE, kernels)
     nbformat.write(_notebook(*AGENTS_CELLS), home / "notebooks" / "01_agents.ipynb")
     nbformat.write(_notebook(*TRAINER_CELLS), home / "notebooks" / "02_trainer.ipynb")
     out = home / "reports"
     # A stale findings file from an earlier run must not stand in for the failing notebook's verdict.
     save_findings(out / "findings" / "02_trainer.json", [], {"parameters": {}})
 
-    code = report.run_report(_args(out))
+    code = commands.run_report(_args(out))
 
     assert code != 0
-    index = (out / "index.html").read_text()
+    index_html = (out / "index.html").read_text()
     for page in ("01_agents", "02_trainer"):
         assert (out / f"{page}.html").exists(), page
-        assert f'href="{page}.html"' in index
+        assert f'href="{page}.html"' in index_html
     # The failing notebook is rendered with its error (code hidden), and the index names it as ERROR.
     trainer_page = (out / "02_trainer.html").read_text()
     assert "trainer probe exploded" in trainer_page
@@ -113,12 +113,12 @@ def test_report_survives_a_failing_notebook_and_marks_it_error(
     assert [f.status for f in trainer_findings] == [Status.ERROR]
     assert "RuntimeError: trainer probe exploded" in trainer_findings[0].evidence.summary
     assert meta["failed"] is True
-    assert "trainer/notebook-failed" in index
-    assert "RuntimeError: trainer probe exploded" in index
+    assert "trainer/notebook-failed" in index_html
+    assert "RuntimeError: trainer probe exploded" in index_html
     # The other notebook's findings and page are all there; its suspect leads the executive summary.
     agents_page = (out / "01_agents.html").read_text()
     assert "hidden sizes match (128, 128)" in agents_page
-    summary_part = index.split('id="grid"')[0]
+    summary_part = index_html.split('id="grid"')[0]
     assert "activation changed from tanh to relu" in summary_part
     assert "Restore tanh" in summary_part
     printed = capsys.readouterr().out
@@ -132,7 +132,9 @@ def test_summary_runs_last_after_every_other_notebook_finished(
         nbformat.write(_notebook("pass"), home / "notebooks" / f"{name}.ipynb")
     events: list[tuple[str, str]] = []
 
-    def fake_execute(run, parameters, cwd, env):  # stands in for papermill: no kernels in this test
+    def fake_execute(
+        run, parameters, cwd, env, lanes=None
+    ):  # stands in for papermill: no kernels in this test
         events.append(("start", run.name))
         if run.name == "15_summary":
             assert {p.name for p in run.findings_path.parent.glob("*.json")} == {
@@ -151,8 +153,8 @@ def test_summary_runs_last_after_every_other_notebook_finished(
         return run
 
     monkeypatch.delenv("RLAUDIT_JOBS", raising=False)
-    monkeypatch.setattr(report, "execute", fake_execute)
-    code = report.run_report(_args(home / "reports", jobs=3))
+    monkeypatch.setattr(commands, "execute", fake_execute)
+    code = commands.run_report(_args(home / "reports", jobs=3))
     assert code == 1  # 05_env saved no findings
     assert events[-2:] == [("start", "15_summary"), ("end", "15_summary")]
     env_findings, _ = load_findings(home / "reports" / "findings" / "05_env.json")
@@ -179,7 +181,7 @@ def test_lanes_share_a_kernel_reset_between_notebooks_and_replace_a_dead_one(
         "15_summary": [RECORD.format(name="15_summary")],
     }
     for name, body in cells.items():
-        sub = report.subsystem_of(name)
+        sub = overview.subsystem_of(name)
         ran = (
             f'session.add(Finding(id="{sub}/ran", subsystem="{sub}", hypothesis="It runs", status="CLEARED", '
             'evidence=Evidence(summary="ran")))'
@@ -189,9 +191,9 @@ def test_lanes_share_a_kernel_reset_between_notebooks_and_replace_a_dead_one(
         )
         nbformat.write(nb, home / "notebooks" / f"{name}.ipynb")
     monkeypatch.delenv("RLAUDIT_JOBS", raising=False)
-    monkeypatch.delenv(report.KERNELS_VARIABLE, raising=False)
+    monkeypatch.delenv(lanes.KERNELS_VARIABLE, raising=False)
     out = home / "reports"
-    assert report.run_report(_args(out, jobs=1)) == 1  # 01_agents' kernel died
+    assert commands.run_report(_args(out, jobs=1)) == 1  # 01_agents' kernel died
     rec = {name: json.loads((out / f"{name}.record.json").read_text()) for name in cells}
     # One lane: the notebooks ran in the order of their expected costs, in one kernel until it died.
     assert rec["02_trainer"]["pid"] == rec["04_checkpointing"]["pid"] == rec["01_agents"]["pid"]
@@ -207,19 +209,19 @@ def test_lanes_share_a_kernel_reset_between_notebooks_and_replace_a_dead_one(
 
 def test_schedule_starts_the_longest_first_and_learns_costs(tmp_path: Path) -> None:
     runs = [_run(tmp_path, name, 0) for name in ("01_a", "02_b", "03_c")]
-    names = lambda costs: [r.name for r in report.schedule(runs, costs)]  # noqa: E731
+    names = lambda hints: [r.name for r in costs.schedule(runs, hints)]  # noqa: E731
     assert names({"01_a": 1.0, "02_b": 5.0, "03_c": 2.0}) == ["02_b", "03_c", "01_a"]
     assert names({"01_a": 1.0, "02_b": 5.0}) == ["02_b", "03_c", "01_a"]  # unknown counts as the longest
-    assert report.expected_costs(tmp_path, "smoke") == report.COST_HINTS
+    assert costs.expected_costs(tmp_path, "smoke") == costs.COST_HINTS
     runs[0].cpu_seconds, runs[1].cpu_seconds = 9.0, 0.5
-    report.save_costs(tmp_path, "smoke", runs[:2])
-    costs = report.expected_costs(tmp_path, "smoke")
-    assert costs["01_a"] == 9.0 and costs["02_b"] == 0.5 and "03_c" not in costs
-    assert report.expected_costs(tmp_path, "standard") == report.COST_HINTS  # per profile
+    costs.save_costs(tmp_path, "smoke", runs[:2])
+    learned = costs.expected_costs(tmp_path, "smoke")
+    assert learned["01_a"] == 9.0 and learned["02_b"] == 0.5 and "03_c" not in learned
+    assert costs.expected_costs(tmp_path, "standard") == costs.COST_HINTS  # per profile
 
 
-def _run(tmp_path: Path, name: str, returncode: int) -> report.NotebookRun:
-    return report.NotebookRun(
+def _run(tmp_path: Path, name: str, returncode: int) -> execution.NotebookRun:
+    return execution.NotebookRun(
         name=name,
         source=tmp_path / f"{name}.ipynb",
         output=tmp_path / "out" / f"{name}.ipynb",
@@ -232,7 +234,7 @@ def _run(tmp_path: Path, name: str, returncode: int) -> report.NotebookRun:
 
 
 def test_settle_turns_missing_findings_into_an_error(tmp_path: Path) -> None:
-    run = report.settle(_run(tmp_path, "05_env", 0), {"baseline": "a", "candidate": "b"})
+    run = execution.settle(_run(tmp_path, "05_env", 0), {"baseline": "a", "candidate": "b"})
     assert run.outcome == "no findings"
     findings, meta = load_findings(run.findings_path)
     assert [(f.id, f.status) for f in findings] == [("env/findings-missing", Status.ERROR)]
@@ -243,7 +245,7 @@ def test_settle_keeps_a_successful_notebooks_findings(tmp_path: Path) -> None:
     run = _run(tmp_path, "05_env", 0)
     cleared = Finding(id="env/x", subsystem="env", hypothesis="h", status="CLEARED", notebook="05_env")
     save_findings(run.findings_path, [cleared], {})
-    report.settle(run, {})
+    execution.settle(run, {})
     assert run.outcome == "ok"
     assert [f.id for f in run.findings] == ["env/x"]
 
@@ -261,7 +263,7 @@ def test_settle_names_the_failed_cell_from_the_executed_notebook(tmp_path: Path)
     ]
     run.output.parent.mkdir(parents=True)
     nbformat.write(nb, run.output)
-    report.settle(run, {})
+    execution.settle(run, {})
     assert run.outcome == "failed"
     assert run.error == "code cell 2: ZeroDivisionError: division by zero"
     (finding,) = run.findings
@@ -272,18 +274,18 @@ def test_settle_names_the_failed_cell_from_the_executed_notebook(tmp_path: Path)
 def test_discover_notebooks_selects_by_name_number_or_subsystem(tmp_path: Path) -> None:
     for name in ("01_agents", "07_optimizer", "15_summary", "notes"):
         (tmp_path / f"{name}.ipynb").write_text("{}")
-    names = lambda subset: [p.stem for p in report.discover_notebooks(tmp_path, subset)]  # noqa: E731
+    names = lambda subset: [p.stem for p in execution.discover_notebooks(tmp_path, subset)]  # noqa: E731
     assert names("") == ["01_agents", "07_optimizer", "15_summary"]
     assert names("optimizer,15") == ["07_optimizer", "15_summary"]
     assert names("01_agents.ipynb") == ["01_agents"]
     with pytest.raises(ValueError, match="available: 01_agents, 07_optimizer, 15_summary"):
-        report.discover_notebooks(tmp_path, "loss")
+        execution.discover_notebooks(tmp_path, "loss")
 
 
 def test_papermill_gets_typed_parameters_and_python3_kernel(tmp_path: Path) -> None:
     run = _run(tmp_path, "01_agents", 0)
     params = {"baseline": "123", "fresh": True, "pair_file": ""}
-    cmd = report.papermill_command(run, params, tmp_path)
+    cmd = execution.papermill_command(run, params, tmp_path)
     assert cmd[cmd.index("--kernel") + 1] == "python3"
     assert json.loads(cmd[cmd.index("--parameters_yaml") + 1]) == params  # "123" stays a string
 
@@ -291,8 +293,8 @@ def test_papermill_gets_typed_parameters_and_python3_kernel(tmp_path: Path) -> N
 def test_notebook_environment_pins_threads_only_in_parallel(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RLAUDIT_TORCH_THREADS", raising=False)
     monkeypatch.delenv("RLAUDIT_JOBS", raising=False)
-    assert "RLAUDIT_TORCH_THREADS" not in report.notebook_environment(1)
-    env = report.notebook_environment(2, probe_jobs=1, fresh_since=12.5)
+    assert "RLAUDIT_TORCH_THREADS" not in execution.notebook_environment(1)
+    env = execution.notebook_environment(2, probe_jobs=1, fresh_since=12.5)
     assert env["RLAUDIT_TORCH_THREADS"] == "1"
     assert env["RLAUDIT_JOBS"] == "1"
     assert env["RLAUDIT_FRESH_SINCE"] == "12.5"
@@ -305,7 +307,7 @@ def _finding(subsystem: str, status: str, notebook: str, **kw: object) -> Findin
 
 
 def test_status_grid_takes_the_worst_status_per_subsystem() -> None:
-    grid = report.status_grid(
+    grid = overview.status_grid(
         [
             _finding("agents", "CLEARED", "01_agents"),
             _finding("agents", "SUSPECT", "01_agents"),
@@ -315,7 +317,7 @@ def test_status_grid_takes_the_worst_status_per_subsystem() -> None:
     assert grid.loc["agents", "worst"] == "SUSPECT"
     assert grid.loc["agents", "CLEARED"] == 1 and grid.loc["agents", "SUSPECT"] == 1
     assert grid.loc["env", "worst"] == "CLEARED"
-    assert grid.loc["loss", "worst"] == report.NOT_RUN
+    assert grid.loc["loss", "worst"] == overview.NOT_RUN
     assert list(grid.index[:2]) == ["agents", "trainer"] and len(grid) == 14
 
 
@@ -326,14 +328,14 @@ def test_collect_findings_leaves_out_other_pairs_and_the_summary(tmp_path: Path)
     save_findings(tmp_path / "05_env.json", [_finding("env", "CONFIRMED", "05_env")], theirs)
     save_findings(tmp_path / "15_summary.json", [], ours)
     (tmp_path / "attribution.json").write_text(json.dumps({"causes": [{"cause": "lr", "fraction": 0.8}]}))
-    overview = report.collect_findings(
+    found = overview.collect_findings(
         tmp_path, parameters={"baseline": "a", "candidate": "b", "pair_file": ""}
     )
-    assert list(overview.metas) == ["01_agents"]
-    assert [f.subsystem for f in overview.findings] == ["agents"]
-    assert "05_env.json" in overview.skipped
-    assert overview.attribution == {"causes": [{"cause": "lr", "fraction": 0.8}]}
-    assert "<td>lr</td><td>0.8</td>" in report.attribution_html(overview.attribution)
+    assert list(found.metas) == ["01_agents"]
+    assert [f.subsystem for f in found.findings] == ["agents"]
+    assert "05_env.json" in found.skipped
+    assert found.attribution == {"causes": [{"cause": "lr", "fraction": 0.8}]}
+    assert "<td>lr</td><td>0.8</td>" in index.attribution_html(found.attribution)
 
 
 def test_write_index_puts_flagged_findings_first_and_renders_attribution(tmp_path: Path) -> None:
@@ -352,18 +354,18 @@ def test_write_index_puts_flagged_findings_first_and_renders_attribution(tmp_pat
         json.dumps({"summary": "the schedule explains 80% of the gap"})
     )
     (tmp_path / "07_optimizer.html").write_text("<html></html>")
-    overview = report.collect_findings(findings_dir, exclude=(), parameters=params)
-    index = report.write_index(
-        tmp_path, overview, [], {"parameters": params, "wall_seconds": 3.0}
+    found = overview.collect_findings(findings_dir, exclude=(), parameters=params)
+    index_html = index.write_index(
+        tmp_path, found, [], {"parameters": params, "wall_seconds": 3.0}
     ).read_text()
-    summary, _ = index.split('id="grid"')
+    summary, _ = index_html.split('id="grid"')
     assert "learning rate never decays" in summary and "Restore the schedule" in summary
     assert "ratio 0.4 [0.3, 0.5] (95% CI)" in summary
     assert 'href="07_optimizer.html"' in summary
     assert "the schedule explains 80% of the gap" in summary
     assert "✅ agents" in summary  # cleared subsystems are listed
     assert "1 confirmed finding in optimizer; 1 of 14 subsystems cleared" in summary
-    assert "<script" not in index  # self-contained: no scripts, CSS inline
+    assert "<script" not in index_html  # self-contained: no scripts, CSS inline
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -435,12 +437,12 @@ def test_run_audit_writes_json_and_fails_only_when_everything_errored(
     monkeypatch.setitem(audits.AUDITS, "trainer", "rlaudit.no_such_room:audit_all")
     out = tmp_path / "audit.json"
     args = _args(tmp_path, subsystems="agents,trainer", json_out=str(out))
-    assert report.run_audit(args) == 0
+    assert commands.run_audit(args) == 0
     findings, meta = load_findings(out)
     assert [f.status for f in findings] == [Status.SUSPECT, Status.ERROR]
     assert meta["fingerprints"] == {"baseline": "f1", "candidate": "f2"}
     assert "SUSPECT" in capsys.readouterr().out
 
-    assert report.run_audit(_args(tmp_path, subsystems="trainer", json_out=str(out))) == 1
+    assert commands.run_audit(_args(tmp_path, subsystems="trainer", json_out=str(out))) == 1
     with pytest.raises(ValueError, match="unknown optimiser"):
-        report.run_audit(_args(tmp_path, subsystems="optimiser", json_out=str(out)))
+        commands.run_audit(_args(tmp_path, subsystems="optimiser", json_out=str(out)))

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from rlaudit import report
 from rlaudit.findings import SUBSYSTEMS, Evidence, Finding, Severity, Status, notebook_name, save_findings
+from rlaudit.report import index, overview
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -88,12 +88,12 @@ def rendered_index(tmp_path: Path) -> Path:
     (findings_dir / "attribution.json").write_text(json.dumps(attribution))
     out = tmp_path / "report"
     out.mkdir()
-    overview = report.collect_findings(findings_dir)
+    found = overview.collect_findings(findings_dir)
     info = {
         "parameters": {"baseline": "builtin:reference", "candidate": "builtin:regressed"},
         "profile": "smoke",
     }
-    return report.write_index(out, overview, [], info)
+    return index.write_index(out, found, [], info)
 
 
 def test_index_shows_summary_grid_and_figures_in_chromium(rendered_index: Path) -> None:

@@ -1,0 +1,53 @@
+"""Rendering each executed notebook to its HTML page (nbconvert, code hidden), with a banner linking the index."""
+
+from __future__ import annotations
+
+import html
+import re
+import time
+
+from rlaudit.report.execution import NotebookRun, log_tail
+from rlaudit.report.overview import format_seconds, worst_status
+
+
+def _banner(run: NotebookRun) -> str:
+    worst = worst_status(run.findings)
+    status = f"{worst.mark} {worst.value}" if worst else "no findings"
+    note = f" · {html.escape(run.error)}" if run.error else ""
+    return (
+        '<div style="font-family: system-ui, sans-serif; font-size: 14px; padding: 8px 16px; '
+        'background: #f5f7ff; border-bottom: 1px solid #c7d2fe;">'
+        f'<a href="index.html" style="color: #4338ca;">← report index</a> · <b>{html.escape(run.name)}</b> · '
+        f"{html.escape(status)} · {format_seconds(run.seconds)}{note}</div>"
+    )
+
+
+def render(run: NotebookRun) -> NotebookRun:
+    """Render the executed notebook to HTML with the code hidden (outputs, findings and figures shown).
+
+    A notebook papermill never wrote (the kernel did not start) becomes a page with the log's tail.
+    """
+    started = time.perf_counter()
+    run.html.parent.mkdir(parents=True, exist_ok=True)
+    page = None
+    if run.output.exists():
+        try:
+            import nbformat
+            from nbconvert import HTMLExporter
+
+            nb = nbformat.read(str(run.output), as_version=4)
+            exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
+            page, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": run.name}})
+        except Exception as exc:  # a corrupt notebook still gets a page
+            run.error = run.error or f"rendering failed: {exc}"
+            page = None
+    if page is None:
+        page = (
+            f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(run.name)}</title></head><body>"
+            f"<h1>{html.escape(run.name)}</h1><p>The notebook produced no output to render. "
+            f"{html.escape(run.error)}</p><pre>{html.escape(log_tail(run.log, 80))}</pre></body></html>"
+        )
+    page = re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + _banner(run), page, count=1)
+    run.html.write_text(page, encoding="utf-8")
+    run.render_seconds = time.perf_counter() - started
+    return run
