@@ -17,6 +17,9 @@ phases     name, count, seconds: total wall time in each (nested) phase, by full
 memory     step, seconds, rss_bytes
 =========  =====================================================================================
 
+The optional ``minibatches`` table (step, epoch, minibatch, position, index) says which samples formed each
+minibatch of the first :data:`MINIBATCH_UPDATES` updates, when the trainer calls :meth:`Recorder.minibatch`.
+
 ``summary.json`` (steps, seconds, sps, updates, episodes, torch_threads) is written by :meth:`Recorder.close`.
 Tables are rewritten atomically at most every ``flush_seconds`` (checked on each recorder call) and at close,
 so a crash loses at most the last interval and a reader never sees a half-written file.
@@ -60,7 +63,13 @@ import numpy as np
 
 from rlaudit.io import atomic_write_text, write_table
 
-_TABLES = ("scalars", "episodes", "updates", "layers", "phases", "memory")
+_TABLES = ("scalars", "episodes", "updates", "layers", "phases", "memory", "minibatches")
+
+MINIBATCH_UPDATES = 2
+"""Updates whose minibatch composition :meth:`Recorder.minibatch` keeps (the first ones reported). How a
+trainer forms minibatches is structural, the same at every update, so two updates show it at little cost."""
+MINIBATCH_MAX_INDICES = 1_000_000
+"""At most this many sample indices are kept in all (8 MB), whatever the trainer reports."""
 
 
 def rss_bytes() -> int:
@@ -153,6 +162,11 @@ class Recorder:
         self._param_ids: set[int] = set()
         self._n_updates = 0
         self._pending: dict[str, Any] | None = None
+        # minibatch composition: (step, epoch, minibatch, indices) and the (step, epoch, count) of the last call
+        self._minibatches: list[tuple[int, int, int, np.ndarray]] = []
+        self._mb_updates = 0
+        self._mb_indices = 0
+        self._mb_last: tuple[int, int, int] | None = None
 
     # -- public API ------------------------------------------------------------------------------------------
 
@@ -229,6 +243,37 @@ class Recorder:
         self._memory["seconds"].append(time.perf_counter() - self._t0)
         self._memory["rss_bytes"].append(rss_bytes())
         self._maybe_flush()
+
+    def minibatch(self, epoch: int, indices: Any) -> None:
+        """Record which samples of the current update's batch form one minibatch (optional).
+
+        Call it once per minibatch, in the order the minibatches are used, with the minibatch's sample
+        indices into the update's flattened batch (``b_inds[start:end]``, as in CleanRL). An update is the run
+        of calls made at one environment step (a new one also starts when ``epoch`` goes back down). Only the
+        first :data:`MINIBATCH_UPDATES` updates are kept; later calls return at once, so the call can stay in
+        the hot loop. The trainer audit reads coverage per epoch, reshuffling between epochs and how
+        contiguous each minibatch is from the ``minibatches`` table.
+
+        Args:
+            epoch: The epoch within the update (0-based).
+            indices: ``(minibatch_size,)`` integer sample indices (numpy array, list or CPU/GPU tensor).
+        """
+        step, epoch = self._step, int(epoch)
+        last = self._mb_last
+        if last is None or step != last[0] or epoch < last[1]:
+            if self._mb_updates >= MINIBATCH_UPDATES:
+                return
+            self._mb_updates += 1
+            last = (step, epoch, 0)
+        count = last[2] + 1 if epoch == last[1] else 1
+        self._mb_last = (step, epoch, count)
+        if self._mb_indices >= MINIBATCH_MAX_INDICES:
+            return
+        if hasattr(indices, "detach"):
+            indices = indices.detach().cpu().numpy()
+        values = np.asarray(indices, dtype=np.int64).reshape(-1).copy()
+        self._mb_indices += len(values)
+        self._minibatches.append((step, epoch, count - 1, values))
 
     def phase_totals(self) -> dict[str, tuple[int, float]]:
         """``{phase path: (count, seconds)}`` recorded so far (the phases table as a mapping)."""
@@ -408,6 +453,19 @@ class Recorder:
             "rss_bytes": np.asarray(self._memory["rss_bytes"], dtype=np.int64),
         }
 
+    def _table_minibatches(self) -> dict[str, np.ndarray]:
+        parts = self._minibatches
+        sizes = [len(values) for *_, values in parts]
+        return {
+            "step": np.repeat(np.asarray([p[0] for p in parts], dtype=np.int64), sizes),
+            "epoch": np.repeat(np.asarray([p[1] for p in parts], dtype=np.int64), sizes),
+            "minibatch": np.repeat(np.asarray([p[2] for p in parts], dtype=np.int64), sizes),
+            "position": np.concatenate(
+                [np.arange(n, dtype=np.int64) for n in sizes] or [np.zeros(0, np.int64)]
+            ),
+            "index": np.concatenate([p[3] for p in parts] or [np.zeros(0, np.int64)]),
+        }
+
     def _table_episodes(self) -> dict[str, np.ndarray]:
         return _rows_to_columns(self._episodes, first=("step", "env"), ints=("step", "env"))
 
@@ -465,6 +523,9 @@ class NullRecorder:
         return self._phase
 
     def sample_memory(self, step: int) -> None:
+        pass
+
+    def minibatch(self, epoch: int, indices: Any) -> None:
         pass
 
     def phase_totals(self) -> dict[str, tuple[int, float]]:
