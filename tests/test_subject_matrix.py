@@ -1,0 +1,91 @@
+"""The whole report on subjects that are not built in: zero ERROR notebooks, zero ERROR findings, and
+everything a subject cannot offer SKIPPED with the missing piece named.
+
+Pairs: the built-in pair, the cartpole example, the SB3 example, a subject with only ``config`` and
+``train``, and one with only ``config``. Reports run at the smoke profile in the shared test cache, so the
+runs the notebooks and other tests made are reused.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from support.reports import ROOT, ReportRun, report
+
+FIXTURES = ROOT / "tests" / "fixtures"
+CACHE_KEY = "RLAUDIT_TEST_CACHE"
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return os.environ.get(CACHE_KEY) or str(tmp_path_factory.mktemp("matrix-cache"))
+
+
+def _minimal_pair(tmp: Path, fixture: str) -> tuple[str, str]:
+    """Two versions of a fixture subject in sibling directories; the candidate's learning rate is zeroed."""
+    sides = []
+    for name in ("v1", "v2"):
+        directory = tmp / name
+        directory.mkdir(parents=True, exist_ok=True)
+        target = directory / "subject.py"
+        shutil.copyfile(FIXTURES / fixture, target)
+        if name == "v2":
+            target.write_text(target.read_text().replace('"learning_rate": 0.1', '"learning_rate": 0.0'))
+        sides.append(str(target))
+    return sides[0], sides[1]
+
+
+def _assert_clean(run: ReportRun) -> None:
+    assert not run.failed_notebooks, run.explain()
+    assert run.returncode == 0, run.explain()
+    assert not run.with_status("ERROR"), run.explain()
+    assert len(run.findings) == 15, f"notebooks that saved findings: {sorted(run.findings)}\n{run.explain()}"
+
+
+def _assert_skips_name_the_missing_piece(run: ReportRun) -> None:
+    for finding in run.with_status("SKIPPED"):
+        said = finding["evidence"].get("summary", "") + finding.get("remediation", "")
+        assert "`" in said or "no " in said, f"{finding['id']} does not name what is missing: {said}"
+
+
+@pytest.mark.parametrize(
+    ("name", "baseline", "candidate"),
+    [
+        ("builtin", "builtin:reference", "builtin:regressed"),
+        ("cartpole", "data/examples/cartpole/v1/subject.py", "data/examples/cartpole/v2/subject.py"),
+        (
+            "sb3",
+            "sb3:data/examples/sb3/ppo_cartpole.yaml",
+            "sb3:data/examples/sb3/ppo_cartpole_regressed.yaml",
+        ),
+    ],
+)
+def test_a_full_report_has_no_error(
+    name: str, baseline: str, candidate: str, cache: str, tmp_path: Path
+) -> None:
+    run = report(baseline, candidate, tmp_path / name, cache)
+    _assert_clean(run)
+    _assert_skips_name_the_missing_piece(run)
+
+
+def test_a_subject_with_only_config_and_train_is_audited_where_it_can_be(cache: str, tmp_path: Path) -> None:
+    baseline, candidate = _minimal_pair(tmp_path, "minimal_train_subject.py")
+    run = report(baseline, candidate, tmp_path / "out", cache)
+    _assert_clean(run)
+    _assert_skips_name_the_missing_piece(run)
+    checked = {f["subsystem"] for f in run.all_findings() if f["status"] not in ("SKIPPED",)}
+    assert {"config", "trainer"} <= checked, run.explain()
+    assert any("make_env" in f["evidence"].get("summary", "") for f in run.with_status("SKIPPED"))
+
+
+def test_a_subject_with_only_config_is_skipped_everywhere_else(cache: str, tmp_path: Path) -> None:
+    baseline, candidate = _minimal_pair(tmp_path, "config_only_subject.py")
+    run = report(baseline, candidate, tmp_path / "out", cache)
+    _assert_clean(run)
+    _assert_skips_name_the_missing_piece(run)
+    outside = [f for f in run.all_findings() if f["subsystem"] != "config" and f["status"] != "SKIPPED"]
+    assert not outside, "\n".join(f"{f['id']}: {f['status']}" for f in outside)
