@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from support.invariants import asymmetric_severities, estimates_outside_their_interval
 from support.reports import ROOT, ReportRun, report
 
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -44,6 +45,9 @@ def _assert_clean(run: ReportRun) -> None:
     assert run.returncode == 0, run.explain()
     assert not run.with_status("ERROR"), run.explain()
     assert len(run.findings) == 15, f"notebooks that saved findings: {sorted(run.findings)}\n{run.explain()}"
+    # every finding of a real report: a point estimate inside its own interval, symmetric evidence rated alike
+    assert not estimates_outside_their_interval(run.all_findings())
+    assert not asymmetric_severities(run.all_findings())
 
 
 def _assert_skips_name_the_missing_piece(run: ReportRun) -> None:

@@ -1,0 +1,65 @@
+"""Properties every finding must have, whatever audit made it (checked on the findings real reports produce)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+SIDES = ("baseline", "candidate")
+
+
+def _get(finding: Any, key: str) -> Any:
+    return finding.get(key) if isinstance(finding, Mapping) else getattr(finding, key)
+
+
+def _evidence(finding: Any) -> Mapping[str, Any]:
+    ev = _get(finding, "evidence")
+    return ev if isinstance(ev, Mapping) else vars(ev)
+
+
+def estimates_outside_their_interval(findings: Iterable[Any]) -> list[str]:
+    """Findings whose effect lies outside its own confidence interval (beyond rounding)."""
+    bad = []
+    for f in findings:
+        ev = _evidence(f)
+        effect, ci = ev.get("effect"), ev.get("ci")
+        if effect is None or ci is None or None in ci:
+            continue
+        low, high = float(ci[0]), float(ci[1])
+        if not all(math.isfinite(v) for v in (float(effect), low, high)):
+            continue
+        slack = 1e-9 + 1e-6 * max(abs(low), abs(high), abs(float(effect)))
+        if not low - slack <= float(effect) <= high + slack:
+            bad.append(f"{_get(f, 'id')}: effect {effect} outside [{low}, {high}]")
+    return bad
+
+
+def _side_of(finding_id: str) -> tuple[str, str] | None:
+    for side in SIDES:
+        if finding_id.endswith(f"-{side}"):
+            return finding_id[: -len(side) - 1], side
+    return None
+
+
+def asymmetric_severities(findings: Iterable[Any]) -> list[str]:
+    """Per-side findings (``<id>-baseline`` / ``<id>-candidate``) that say the same of each side but were
+    given different severities."""
+    by_check: dict[str, dict[str, Any]] = {}
+    for f in findings:
+        split = _side_of(str(_get(f, "id")))
+        if split:
+            by_check.setdefault(split[0], {})[split[1]] = f
+    bad = []
+    for check, sides in by_check.items():
+        if len(sides) < 2:
+            continue
+        a, b = sides["baseline"], sides["candidate"]
+        ea, eb = _evidence(a), _evidence(b)
+        same_status = _get(a, "status") == _get(b, "status")
+        mirrored = ea.get("baseline") == eb.get("candidate") and ea.get("candidate") == eb.get("baseline")
+        if same_status and mirrored and _get(a, "severity") != _get(b, "severity"):
+            bad.append(
+                f"{check}: {_get(a, 'severity')} for the baseline, {_get(b, 'severity')} for the candidate"
+            )
+    return bad
