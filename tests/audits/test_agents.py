@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import math
 import textwrap
-from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 import pytest
 import torch
@@ -16,15 +15,6 @@ from rlaudit.agents import align as al
 from rlaudit.agents.nets import describe_modules, find_heads, parse_extra_repr, trace_forward
 
 torch.set_num_threads(1)
-
-
-def flagged(sections: Iterable[Any]) -> list[Any]:
-    """SUSPECT/CONFIRMED findings of Sections (as in tests/audits/conftest.py, whose helpers are not importable)."""
-    return [f for s in sections for f in s.findings if f.status.is_flag]
-
-
-def describe(findings: Iterable[Any]) -> str:
-    return "\n".join(f"{f.id}: {f.headline}" for f in findings)
 
 
 TOY_SUBJECT = textwrap.dedent(
@@ -171,21 +161,27 @@ def test_trace_finds_heads_input_layer_and_shared_trunk() -> None:
     assert [c["out_shape"] for c in trace.calls] == [[5, 8], [5, 8], [5, 4], [5, 1]]
 
 
-def test_input_resize_that_follows_the_observation_is_a_knock_on() -> None:
-    from rlaudit.agents.audit import compare_trees
+def tree(obs: int, widths: tuple[int, ...] = (16,), act: str = "Tanh", n_actions: int = 3) -> dict:
+    """A ``tree.json`` of one actor block: obs -> widths... -> n_actions."""
+    names = [f"actor.{2 * i}" for i in range(len(widths) + 1)]
+    recs = mlp(names, [obs, *widths, n_actions], act=act)
+    for i, r in enumerate(recs):
+        r["order"] = i
+        r["n_params"] = 0
+    total = sum(math.prod(shape) for r in recs for shape in r["params"].values())
+    return {
+        "modules": recs,
+        "order": [r["path"] for r in recs],
+        "obs_consumers": ["actor.0"],
+        "heads": {"policy": names[-1], "value": None},
+        "obs_size": obs,
+        "n_actions": n_actions,
+        "blocks": {"actor": total, "total": total},
+    }
 
-    def tree(obs: int) -> dict:
-        recs = mlp(["actor.0", "actor.2"], [obs, 16, 3])
-        for i, r in enumerate(recs):
-            r["order"] = i
-        return {
-            "modules": recs,
-            "order": [r["path"] for r in recs],
-            "obs_consumers": ["actor.0"],
-            "heads": {"policy": "actor.2", "value": None},
-            "obs_size": obs,
-            "n_actions": 3,
-        }
+
+def test_input_resize_that_follows_the_observation_is_a_knock_on() -> None:
+    from rlaudit.agents.trees import compare_trees
 
     cmp = compare_trees(tree(10), tree(40))
     assert cmp["real"] == []
@@ -194,18 +190,37 @@ def test_input_resize_that_follows_the_observation_is_a_knock_on() -> None:
     assert cmp["knock_on"] == [] and cmp["real"] == []  # same layers: nothing resized
 
 
+def test_changed_quantities_name_width_depth_activation_and_parameters() -> None:
+    from rlaudit.agents.trees import changed_quantities
+
+    # 10->64->64->3 = 704 + 4160 + 195 = 5059 parameters; 10->16->16->3 = 176 + 272 + 51 = 499
+    assert changed_quantities(tree(10, (64, 64)), tree(10, (16, 16))) == [
+        "hidden width 64 → 16",
+        "parameters 5,059 → 499",
+    ]
+    assert changed_quantities(tree(10, (64, 64)), tree(10, (64, 64), act="ReLU")) == [
+        "activation Tanh → ReLU"
+    ]
+    assert (
+        changed_quantities(tree(10, (64, 64)), tree(10, (64, 64, 64)))[0] == "hidden layers per block 2 → 3"
+    )
+    assert changed_quantities(tree(10, (64, 64)), tree(10, (64, 64))) == []
+
+
 @pytest.mark.parametrize("fault", ["agents.hidden_size", "agents.activation"])
-def test_agents_faults_are_flagged(make_wb, fault: str) -> None:
+def test_agents_faults_are_flagged_with_the_changed_quantity(make_wb, flagged, describe, fault: str) -> None:
     from rlaudit import agents
 
     sections = agents.audit_all(make_wb(f"builtin:reference+{fault}"))
-    found = [f for f in flagged(sections) if f.subsystem == "agents"]
+    found = flagged(sections, "agents")
     assert found, f"{fault} not flagged; findings:\n{describe(f for s in sections for f in s.findings)}"
-    assert any(f.id == "agents/architecture" for f in found)
+    arch = next(f for f in found if f.id == "agents/architecture")
+    expected = {"agents.hidden_size": "hidden width 64 → 16", "agents.activation": "activation Tanh → ReLU"}
+    assert arch.evidence.summary.startswith(expected[fault]), arch.evidence.summary
 
 
 @pytest.mark.expensive  # a knock-on check beyond the detection matrix: one more subject
-def test_frame_stacking_is_a_noted_knock_on_in_agents(make_wb) -> None:
+def test_frame_stacking_is_a_noted_knock_on_in_agents(make_wb, flagged, describe) -> None:
     from rlaudit import agents
 
     sections = agents.audit_all(make_wb("builtin:reference+spaces.frame_stack"))
@@ -215,7 +230,7 @@ def test_frame_stacking_is_a_noted_knock_on_in_agents(make_wb) -> None:
     assert noted and "observation" in noted[0].evidence.summary
 
 
-def test_reference_against_itself_is_quiet(make_wb) -> None:
+def test_reference_against_itself_is_quiet(make_wb, flagged, describe) -> None:
     from rlaudit import agents
 
     sections = agents.audit_all(make_wb("builtin:reference"))
@@ -225,13 +240,9 @@ def test_reference_against_itself_is_quiet(make_wb) -> None:
     assert arch.status.value == "CLEARED" and "2 hidden layers of 64" in arch.evidence.summary
 
 
-def test_toy_subject_with_only_a_network_is_audited(make_wb, toy_spec: str) -> None:
+def test_toy_subject_with_only_a_network_is_audited(make_wb, describe, toy_spec: str) -> None:
     from rlaudit import agents
 
     sections = agents.audit_all(make_wb(toy_spec, baseline=toy_spec))
     findings = [f for s in sections for f in s.findings]
     assert all(f.status.value == "CLEARED" for f in findings), describe(findings)
-
-
-def test_subject_file_exists(toy_spec: str) -> None:
-    assert Path(toy_spec).read_text().count("def make_policy") == 1

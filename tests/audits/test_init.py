@@ -3,23 +3,12 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-from typing import Any
 
 import numpy as np
 import pytest
 
 from rlaudit.init.probes import fans, head_outputs, param_stats
 from rlaudit.init.schemes import infer_scheme, matches_ppo, name_gain
-
-
-def flagged(sections: Iterable[Any]) -> list[Any]:
-    """SUSPECT/CONFIRMED findings of Sections (as in tests/audits/conftest.py, whose helpers are not importable)."""
-    return [f for s in sections for f in s.findings if f.status.is_flag]
-
-
-def describe(findings: Iterable[Any]) -> str:
-    return "\n".join(f"{f.id}: {f.headline}" for f in findings)
 
 
 def rows_for(mats: list[np.ndarray]) -> list[dict]:
@@ -117,27 +106,42 @@ def test_scale_comparison_needs_a_practical_and_certain_difference() -> None:
     from rlaudit.init.audit import scale_comparison
 
     same = scale_comparison(np.array([1.0, 1.1, 0.9]), np.array([1.0, 1.1, 0.9]))
-    assert same == {"ratio": 1.0, "ci": (1.0, 1.0), "flag": False}
+    assert same["ratio"] == 1.0 and same["ci"] == (1.0, 1.0) and same["kind"] == "equivalent"
     big = scale_comparison(np.array([0.01, 0.011, 0.009]), np.array([0.3, 0.33, 0.27]))
-    assert big["flag"] and 25 < big["ratio"] < 35
+    assert big["flag"] and big["kind"] == "different" and 25 < big["ratio"] < 35
     modest = scale_comparison(np.array([1.0, 1.1, 0.9]), np.array([1.5, 1.6, 1.4]))
     assert not modest["flag"]  # ×1.5: real but below the practical threshold
+    assert modest["kind"] == "equivalent"  # and the whole interval lies within ×2
 
 
-def test_dropped_orthogonal_init_is_flagged(make_wb) -> None:
+def test_a_scale_near_the_margin_is_inconclusive_and_says_how_many_seeds_would_settle_it() -> None:
+    from rlaudit.init.audit import scale_comparison
+
+    # ×1.7 with a wide spread over three seeds: neither beyond ×2 nor shown within it
+    near = scale_comparison(np.array([1.0, 1.3, 0.7]), np.array([1.7, 2.4, 1.0]))
+    assert not near["flag"] and near["kind"] == "inconclusive"
+    assert near["ci"][0] <= near["ratio"] <= near["ci"][1]
+    assert near["needed"] is not None and near["needed"] > 3
+
+
+def test_dropped_orthogonal_init_is_flagged(make_wb, flagged, describe) -> None:
     from rlaudit import init
 
     sections = init.audit_all(make_wb("builtin:reference+init.orthogonal_dropped"))
-    found = [f for f in flagged(sections) if f.subsystem == "init"]
+    found = flagged(sections, "init")
     ids = {f.id for f in found}
     assert "init/schemes" in ids, describe(f for s in sections for f in s.findings)
     assert "init/policy-at-init" in ids
     schemes = next(f for f in found if f.id == "init/schemes")
-    assert "PyTorch default" in schemes.evidence.summary
+    assert "hidden: orthogonal √2 → PyTorch default" in schemes.evidence.summary
+    at_init = next(f for f in found if f.id == "init/policy-at-init")
+    assert "logit scale ×" in at_init.evidence.summary and at_init.reads == ["agents"]
 
 
 @pytest.mark.parametrize("seeds", [3, pytest.param(6, marks=pytest.mark.expensive)])
-def test_reference_against_itself_is_quiet_over_several_seeds(audit_cache: str, seeds: int) -> None:
+def test_reference_against_itself_is_quiet_over_several_seeds(
+    audit_cache: str, flagged, describe, seeds: int
+) -> None:
     from rlaudit import init
     from rlaudit.profiles import get_profile
     from rlaudit.workbench import Workbench
@@ -151,7 +155,7 @@ def test_reference_against_itself_is_quiet_over_several_seeds(audit_cache: str, 
 
 
 @pytest.mark.expensive  # a knock-on check beyond the detection matrix: one more subject
-def test_hidden_size_change_keeps_the_init_cleared(make_wb) -> None:
+def test_hidden_size_change_keeps_the_init_cleared(make_wb, flagged, describe) -> None:
     from rlaudit import init
 
     sections = init.audit_all(make_wb("builtin:reference+agents.hidden_size"))

@@ -18,7 +18,10 @@ import pandas as pd
 
 from rlaudit import stats
 from rlaudit.agents import align as al
+from rlaudit.agents import trees as tr
+from rlaudit.agents.audit import network_params
 from rlaudit.checks import Check, check
+from rlaudit.evidence import equivalence_seeds, fmt, judge_ratio, ratio
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.init import probes
 from rlaudit.init.schemes import Scheme, infer_scheme, matches_ppo
@@ -32,20 +35,15 @@ ENTROPY_GAP = 0.01
 measurably less uniform."""
 
 
+def init_params(wb: Workbench) -> dict[str, Any]:
+    """Parameters of :func:`rlaudit.init.probes.init_stats`: the profile's seed count, at least 3 (schemes of
+    one-row layers need 2) and at most 8, on the observations the agents audit uses."""
+    return network_params(wb, at_least=3, at_most=8)
+
+
 def seeds_for(wb: Workbench) -> list[int]:
-    """Init seeds: the profile's seed count, at least 3 (schemes of one-row layers need 2) and at most 8."""
-    return list(range(max(3, min(int(wb.profile.seeds), 8))))
-
-
-def init_pair(wb: Workbench) -> Pair:
-    """The :func:`rlaudit.init.probes.init_stats` probe on both sides (cached)."""
-    return wb.run(
-        probes.init_stats,
-        seeds=seeds_for(wb),
-        env_seed=0,
-        rollout_steps=int(wb.profile.rollout_steps),
-        batch=512,
-    )
+    """Init seeds (see :func:`init_params`)."""
+    return init_params(wb)["seeds"]
 
 
 def roles(tree: dict[str, Any]) -> dict[str, str]:
@@ -87,9 +85,7 @@ def compare_init(tree_a: dict, tree_b: dict, params_a: pd.DataFrame, params_b: p
     Columns: parameter (baseline name), candidate (its name), role, shape b/c, scheme b/c (phrase), gain b/c,
     std b/c, same, ppo b/c (True/False/None).
     """
-    from rlaudit.agents.audit import ordered
-
-    ra, rb = ordered(tree_a), ordered(tree_b)
+    ra, rb = tr.ordered(tree_a), tr.ordered(tree_b)
     pairs = al.align(ra, rb)
     sa, sb = infer_all(params_a), infer_all(params_b)
     std_a = params_a.groupby("name")["std"].mean()
@@ -167,7 +163,9 @@ def _short(scheme: Scheme | None) -> str:
     "init/schemes",
     "Both setups initialize every layer with the same scheme and gain",
     title="Initialization schemes, layer by layer",
-    needs=init_pair,
+    probe=probes.init_stats,
+    params=init_params,
+    desc="init: fresh networks",
     reads=("agents",),
 )
 def schemes(c: Check, pair: Pair) -> Section:
@@ -275,8 +273,8 @@ def parameter_statistics(params_a: pd.DataFrame, params_b: pd.DataFrame) -> pd.D
     frames = []
     for side, df in (("baseline", params_a), ("candidate", params_b)):
         num = df[["name", "shape", *cols]].copy()
-        for c in cols:
-            num[c] = pd.to_numeric(num[c], errors="coerce")
+        for col in cols:
+            num[col] = pd.to_numeric(num[col], errors="coerce")
         agg = num.groupby(["name", "shape"], sort=False)[cols].mean().reset_index()
         agg.insert(0, "side", side)
         frames.append(agg)
@@ -286,104 +284,144 @@ def parameter_statistics(params_a: pd.DataFrame, params_b: pd.DataFrame) -> pd.D
 def output_stats(outputs: pd.DataFrame) -> dict[str, float]:
     """Means over seeds of the probe's ``outputs`` columns."""
     return {
-        c: float(pd.to_numeric(outputs[c], errors="coerce").mean()) for c in outputs.columns if c != "seed"
+        col: float(pd.to_numeric(outputs[col], errors="coerce").mean())
+        for col in outputs.columns
+        if col != "seed"
     }
 
 
+def _log_spread(a: np.ndarray, b: np.ndarray) -> float:
+    """Pooled per-seed standard deviation of ``log(a)`` and ``log(b)`` (positive values only; NaN below two)."""
+    la, lb = np.log(a[a > 0]), np.log(b[b > 0])
+    if min(len(la), len(lb)) < 2:
+        return float("nan")
+    return float(np.sqrt((np.var(la, ddof=1) + np.var(lb, ddof=1)) / 2))
+
+
 def scale_comparison(a: np.ndarray, b: np.ndarray, seed: int = 0) -> dict[str, Any]:
-    """Ratio of means ``b / a`` with a bootstrap 95% interval, and whether it is a practical difference.
+    """Ratio of means ``b / a`` with a bootstrap 95% interval, judged against ×``SCALE_RATIO``.
 
     Args:
         a: Baseline per-seed values, (n,).
         b: Candidate per-seed values, (m,).
 
     Returns:
-        ``{"ratio", "ci", "flag"}``; flag when the ratio is beyond ×``SCALE_RATIO`` either way and the
-        interval excludes 1. ``ratio`` is None when a side has no finite positive values.
+        ``{"ratio", "ci", "flag", "kind", "needed"}``: flag when the ratio is beyond ×``SCALE_RATIO`` either way and the
+        interval excludes 1; ``kind`` is the :func:`rlaudit.evidence.judge_ratio` verdict (``different``,
+        ``equivalent`` when the whole interval lies within ×``SCALE_RATIO``, ``inconclusive``). ``ratio`` is
+        None (and ``kind`` inconclusive) when a side has no finite positive values; ``needed``: seeds per side
+        that would settle an inconclusive comparison (:func:`rlaudit.evidence.equivalence_seeds` on the log
+        scale), when known.
     """
     a = np.asarray(a, dtype=float)
     b = np.asarray(b, dtype=float)
     a, b = a[np.isfinite(a)], b[np.isfinite(b)]
     if len(a) == 0 or len(b) == 0 or a.mean() <= 0 or b.mean() <= 0:
-        return {"ratio": None, "ci": None, "flag": False}
+        return {"ratio": None, "ci": None, "flag": False, "kind": "inconclusive", "needed": None}
     if np.array_equal(a, b):
-        return {"ratio": 1.0, "ci": (1.0, 1.0), "flag": False}
+        return {"ratio": 1.0, "ci": (1.0, 1.0), "flag": False, "kind": "equivalent", "needed": None}
     iv = stats.bootstrap_ratio_ci(b, a, np.mean, n_boot=2000, seed=seed)
-    ratio, low, high = float(iv[0]), float(iv[1]), float(iv[2])
-    far = ratio > SCALE_RATIO or ratio < 1.0 / SCALE_RATIO
-    return {"ratio": ratio, "ci": (low, high), "flag": bool(far and (low > 1.0 or high < 1.0))}
+    # seeds that would show equivalence on the log scale, from the per-seed spread of both sides
+    sd = _log_spread(a, b)
+    needed = equivalence_seeds(sd, math.log(SCALE_RATIO), math.log(iv.point)) if iv.point > 0 else None
+    verdict = judge_ratio(iv.point, iv.low, iv.high, SCALE_RATIO, needed=needed)
+    return {
+        "ratio": float(iv.point),
+        "ci": (float(iv.low), float(iv.high)),
+        "flag": verdict.different,
+        "kind": verdict.kind,
+        "needed": verdict.needed,
+    }
+
+
+def _knock_on_text(tree_a: dict[str, Any], tree_b: dict[str, Any]) -> str:
+    """A clause naming the architecture change when the networks differ (empty when they do not)."""
+    cmp = tr.compare_trees(tree_a, tree_b)
+    arch = tr.changed_quantities(tree_a, tree_b) or tr.changes(cmp)
+    if not arch:
+        return ""
+    return (
+        f" — the networks also differ in architecture ({'; '.join(arch[:2])}{' ...' if len(arch) > 2 else ''}, "
+        "see 01_agents), so part of this follows from that"
+    )
 
 
 @check(
     "init/policy-at-init",
     "Both policies start out alike on real observations (entropy, logit scale, value scale)",
     title="The policy at initialization",
-    needs=init_pair,
+    probe=probes.init_stats,
+    params=init_params,
+    desc="init: fresh networks",
     reads=("agents",),
 )
 def policy_at_init(c: Check, pair: Pair) -> Section:
     """Entropy relative to log|A|, logit scale, value output mean and std of freshly built networks."""
-    oa, ob = pd.DataFrame(pair.baseline.json("outputs")), pd.DataFrame(pair.candidate.json("outputs"))
-    for df in (oa, ob):
-        for c in df.columns:
-            df[c] = pd.to_numeric(df[c], errors="coerce")
+    oa = pd.DataFrame(pair.baseline.json("outputs")).apply(pd.to_numeric, errors="coerce")
+    ob = pd.DataFrame(pair.candidate.json("outputs")).apply(pd.to_numeric, errors="coerce")
+    for side, frame in (("baseline", oa), ("candidate", ob)):
+        absent = [
+            col
+            for col in ("entropy_ratio", "logit_std", "value_std")
+            if col not in frame or not frame[col].notna().any()
+        ]
+        if absent:
+            c.missing(
+                f"policy outputs at init ({', '.join(absent)})",
+                "rlaudit finds the heads by tracing make_policy's network: a layer with one output per discrete "
+                "action (policy head) and a layer with one output (value head); networks without them (e.g. "
+                "continuous actions) are compared by their schemes only",
+                sides=[side],
+            )
     ma, mb = output_stats(oa), output_stats(ob)
-    logits = scale_comparison(oa["logit_std"].to_numpy(), ob["logit_std"].to_numpy(), seed=0)
-    values = scale_comparison(oa["value_std"].to_numpy(), ob["value_std"].to_numpy(), seed=1)
+    scales = {
+        "logit scale": scale_comparison(oa["logit_std"].to_numpy(), ob["logit_std"].to_numpy(), seed=0),
+        "value std": scale_comparison(oa["value_std"].to_numpy(), ob["value_std"].to_numpy(), seed=1),
+    }
     ent_gap = (
         (mb["entropy_ratio"] - ma["entropy_ratio"])
         if math.isfinite(ma["entropy_ratio"]) and math.isfinite(mb["entropy_ratio"])
         else float("nan")
     )
-    from rlaudit.agents.audit import compare_trees, describe_change
-
-    cmp = compare_trees(pair.baseline.json("tree"), pair.candidate.json("tree"))
-    arch = [describe_change(p, cmp["a"], cmp["b"]) for p in cmp["real"]]
-    knock_on = (
-        f" — the networks also differ in architecture ({'; '.join(arch[:2])}{' ...' if len(arch) > 2 else ''}, see "
-        "01_agents), so part of this follows from that"
-        if arch
-        else ""
-    )
-    problems = []
-    if logits["flag"]:
-        problems.append(f"logit scale ×{logits['ratio']:.3g} [{logits['ci'][0]:.3g}, {logits['ci'][1]:.3g}]")
-    if values["flag"]:
-        problems.append(f"value std ×{values['ratio']:.3g} [{values['ci'][0]:.3g}, {values['ci'][1]:.3g}]")
+    problems = [
+        f"{name} {ratio(s['ratio'], *s['ci'])}" for name, s in scales.items() if s["flag"] and s["ci"]
+    ]
     if math.isfinite(ent_gap) and abs(ent_gap) > ENTROPY_GAP:
         problems.append(f"entropy {ma['entropy_ratio']:.4f} → {mb['entropy_ratio']:.4f} of log|A|")
+    open_scales = [name for name, s in scales.items() if s["kind"] == "inconclusive"]
     n_actions = (pair.baseline.json("tree") or {}).get("n_actions")
+    rows = [
+        ("entropy / log|A|", "entropy_ratio"),
+        ("entropy (nats)", "entropy"),
+        ("logit std over actions", "logit_std"),
+        ("largest |logit|", "logit_absmax"),
+        ("value mean", "value_mean"),
+        ("value std", "value_std"),
+    ]
     table = pd.DataFrame(
-        [
-            {
-                "quantity": "entropy / log|A|",
-                "baseline": ma["entropy_ratio"],
-                "candidate": mb["entropy_ratio"],
-            },
-            {"quantity": "entropy (nats)", "baseline": ma["entropy"], "candidate": mb["entropy"]},
-            {"quantity": "logit std over actions", "baseline": ma["logit_std"], "candidate": mb["logit_std"]},
-            {"quantity": "largest |logit|", "baseline": ma["logit_absmax"], "candidate": mb["logit_absmax"]},
-            {"quantity": "value mean", "baseline": ma["value_mean"], "candidate": mb["value_mean"]},
-            {"quantity": "value std", "baseline": ma["value_std"], "candidate": mb["value_std"]},
-        ]
+        [{"quantity": label, "baseline": ma.get(key), "candidate": mb.get(key)} for label, key in rows]
     )
-    evidence_a = {
-        "entropy/log|A|": round(ma["entropy_ratio"], 5),
-        "logit std": ma["logit_std"],
-        "value std": ma["value_std"],
-    }
-    evidence_b = {
-        "entropy/log|A|": round(mb["entropy_ratio"], 5),
-        "logit std": mb["logit_std"],
-        "value std": mb["value_std"],
-    }
+    logits = scales["logit scale"]
     common = {
-        "baseline": evidence_a,
-        "candidate": evidence_b,
+        "baseline": {
+            "entropy/log|A|": round(ma["entropy_ratio"], 5),
+            "logit std": ma["logit_std"],
+            "value std": ma["value_std"],
+        },
+        "candidate": {
+            "entropy/log|A|": round(mb["entropy_ratio"], 5),
+            "logit std": mb["logit_std"],
+            "value std": mb["value_std"],
+        },
         "effect": logits["ratio"],
         "effect_label": "logit-scale ratio (candidate / baseline)",
         "ci": logits["ci"],
     }
+    alike = (
+        f"entropy {ma['entropy_ratio']:.4f} | {mb['entropy_ratio']:.4f} of log|A|"
+        f"{f' (|A| = {n_actions})' if n_actions else ''}, logit std {fmt(ma['logit_std'])} | "
+        f"{fmt(mb['logit_std'])}, value std {fmt(ma['value_std'])} | {fmt(mb['value_std'])}"
+    )
     if problems:
         finding = c.finding(
             Status.SUSPECT,
@@ -392,27 +430,41 @@ def policy_at_init(c: Check, pair: Pair) -> Section:
             summary="the freshly built policies differ: "
             + "; ".join(problems)
             + f" (mean over {len(oa)} seeds; a 0.01-gain policy head starts near-uniform, entropy ≈ log|A|)"
-            + knock_on,
+            + _knock_on_text(pair.baseline.json("tree"), pair.candidate.json("tree")),
             remediation="Restore the baseline's head initialization (policy head gain 0.01, value head 1.0) so "
             "the candidate starts from the same near-uniform policy and value scale.",
             figures=["parameters (b = baseline, c = candidate)"],
         )
-    else:
+    elif open_scales:
+        needed = max((scales[name]["needed"] or 0 for name in open_scales), default=0)
         finding = c.finding(
-            Status.CLEARED,
+            Status.NOTED,
+            Severity.INFO,
             **common,
-            summary=f"both policies start alike: entropy {ma['entropy_ratio']:.4f} | {mb['entropy_ratio']:.4f} "
-            f"of log|A|{f' (|A| = {n_actions})' if n_actions else ''}, logit std {ma['logit_std']:.3g} | "
-            f"{mb['logit_std']:.3g}, value std {ma['value_std']:.3g} | {mb['value_std']:.3g}",
+            summary="inconclusive over "
+            + f"{len(oa)} seeds: "
+            + "; ".join(
+                f"{name} {ratio(scales[name]['ratio'], *(scales[name]['ci'] or (None, None)))}"
+                for name in open_scales
+            )
+            + f" is neither beyond ×{fmt(SCALE_RATIO)} nor shown within it ({alike})"
+            + (
+                f"; about {needed} seeds per side would settle it"
+                if needed
+                else "; more seeds would settle it"
+            )
+            + _knock_on_text(pair.baseline.json("tree"), pair.candidate.json("tree")),
         )
+    else:
+        finding = c.finding(Status.CLEARED, **common, summary=f"both policies start alike: {alike}")
     return c.section(
         finding,
         tables={"at init (mean over seeds)": table, "per seed (baseline)": oa, "per seed (candidate)": ob},
         notes=[
             "Each fresh network is run on the same raw observations from a seeded random-policy rollout; "
             f"intervals are bootstrap 95% CIs over the {len(oa)} seeds (ratio of means); a scale difference is "
-            f"flagged beyond ×{SCALE_RATIO:g} with an interval that excludes 1, entropy beyond {ENTROPY_GAP:g} of "
-            "log|A|."
+            f"flagged beyond ×{SCALE_RATIO:g} with an interval that excludes 1 and cleared when the whole interval "
+            f"lies within ×{SCALE_RATIO:g}; entropy is flagged beyond {ENTROPY_GAP:g} of log|A|."
         ],
     )
 
