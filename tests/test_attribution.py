@@ -8,19 +8,28 @@ import zlib
 import numpy as np
 import pytest
 
-from rlaudit import attribution as attr
 from rlaudit import stats
+from rlaudit.attribution.arms import SPS, Attribution, Effect, attribution_scale
+from rlaudit.attribution.ranking import audit_priors, knock_on, rank_causes
+from rlaudit.attribution.search import Search
+from rlaudit.attribution.suspects import (
+    Suspect,
+    builtin_fix_suspects,
+    compose,
+    compose_injection,
+    variant_suspects,
+)
 from rlaudit.findings import Evidence, Finding, Severity, Status
 from rlaudit.subjects import parse_spec
 
 
 def _suspect(name, subsystem, **kw):
-    return attr.Suspect(name=name, subsystem=subsystem, source=kw.pop("source", "fix"), **kw)
+    return Suspect(name=name, subsystem=subsystem, source=kw.pop("source", "fix"), **kw)
 
 
 def test_compose_removes_builtin_faults_and_keeps_the_candidates_environment():
     cand = parse_spec("builtin:regressed", env={"OMP_NUM_THREADS": "1"})
-    target, overrides = attr.compose(
+    target, overrides = compose(
         cand,
         [
             _suspect("a", "loss", remove=("loss.gae_bootstrap",)),
@@ -33,7 +42,7 @@ def test_compose_removes_builtin_faults_and_keeps_the_candidates_environment():
 
 def test_compose_config_restores_run_on_the_candidate_itself_with_overrides():
     cand = parse_spec("builtin:regressed")
-    target, overrides = attr.compose(
+    target, overrides = compose(
         cand, [_suspect("r", "rewards", source="config", overrides=("env.rewards.battery=0.8",))]
     )
     assert target == "candidate" and overrides == ("env.rewards.battery=0.8",)
@@ -44,7 +53,7 @@ def test_the_reverse_check_puts_one_change_into_the_baseline():
     fix = _suspect(
         "fix loss.gae_bootstrap", "loss", remove=("loss.gae_bootstrap",), add=("loss.gae_bootstrap",)
     )
-    target, overrides = attr.compose_injection(base, fix)
+    target, overrides = compose_injection(base, fix)
     assert overrides == ()
     assert target.text == "builtin:reference+loss.gae_bootstrap" and dict(target.env) == {
         "OMP_NUM_THREADS": "1"
@@ -56,47 +65,47 @@ def test_the_reverse_check_puts_one_change_into_the_baseline():
         overrides=("env.rewards.battery=0.8",),
         inject=("env.rewards.battery=0",),
     )
-    assert attr.compose_injection(base, restore) == ("baseline", ("env.rewards.battery=0",))
+    assert compose_injection(base, restore) == ("baseline", ("env.rewards.battery=0",))
     assert fix.injectable and restore.injectable and not _suspect("v", "loss", source="variant").injectable
     # a built-in fix is injectable only into a built-in baseline
-    (only_fix,) = attr.builtin_fix_suspects("builtin:reference+loss.gae_bootstrap", {}, "mine:subject.py")
+    (only_fix,) = builtin_fix_suspects("builtin:reference+loss.gae_bootstrap", {}, "mine:subject.py")
     assert only_fix.remove == ("loss.gae_bootstrap",) and not only_fix.injectable
 
 
 def test_a_named_variant_cannot_be_grouped():
     cand = parse_spec("builtin:regressed")
     v = _suspect("fix", "loss", source="variant", spec="builtin:reference")
-    assert attr.compose(cand, [v])[0].text == "builtin:reference"
+    assert compose(cand, [v])[0].text == "builtin:reference"
     with pytest.raises(ValueError, match="cannot be combined"):
-        attr.compose(cand, [v, _suspect("r", "rewards", source="config", overrides=("a=1",))])
+        compose(cand, [v, _suspect("r", "rewards", source="config", overrides=("a=1",))])
 
 
 def test_variant_suspects_parse_names_and_subsystems():
-    out = attr.variant_suspects("fix gae@loss=builtin:reference, builtin:regressed", {"loss": 3.0})
+    out = variant_suspects("fix gae@loss=builtin:reference, builtin:regressed", {"loss": 3.0})
     assert [(s.name, s.subsystem, s.spec, s.prior) for s in out] == [
         ("fix gae", "loss", "builtin:reference", 3.0),
         ("builtin:regressed", "trainer", "builtin:regressed", 0.0),
     ]
     with pytest.raises(ValueError, match="unknown subsystem"):
-        attr.variant_suspects("x@nowhere=builtin:reference", {})
+        variant_suspects("x@nowhere=builtin:reference", {})
 
 
 def test_effect_verdicts():
-    assert attr.Effect(0.6, 0.3, 0.9, 1).verdict(0.2) == "cause"
-    assert attr.Effect(0.12, 0.07, 0.18, 1).verdict(0.2) == "minor"
-    assert attr.Effect(0.07, 0.01, 0.13, 1).verdict(0.2) == "no effect"  # not surely above 5%
-    assert attr.Effect(0.02, -0.05, 0.1, 1).verdict(0.2) == "no effect"
-    assert attr.Effect(0.18, 0.1, 0.25, 1).verdict(0.2) == "unclear"
+    assert Effect(0.6, 0.3, 0.9, 1).verdict(0.2) == "cause"
+    assert Effect(0.12, 0.07, 0.18, 1).verdict(0.2) == "minor"
+    assert Effect(0.07, 0.01, 0.13, 1).verdict(0.2) == "no effect"  # not surely above 5%
+    assert Effect(0.02, -0.05, 0.1, 1).verdict(0.2) == "no effect"
+    assert Effect(0.18, 0.1, 0.25, 1).verdict(0.2) == "unclear"
 
 
 def test_effect_decisions():
-    assert attr.Effect(0.6, 0.3, 0.9, 4).matters(0.2) and attr.Effect(0.6, 0.3, 0.9, 4).decided(0.2)
-    assert not attr.Effect(0.05, -0.1, 0.15, 4).matters(0.2) and attr.Effect(0.05, -0.1, 0.15, 4).decided(0.2)
-    assert not attr.Effect(0.3, 0.05, 0.6, 2).decided(0.2)  # straddles delta: more seeds
+    assert Effect(0.6, 0.3, 0.9, 4).matters(0.2) and Effect(0.6, 0.3, 0.9, 4).decided(0.2)
+    assert not Effect(0.05, -0.1, 0.15, 4).matters(0.2) and Effect(0.05, -0.1, 0.15, 4).decided(0.2)
+    assert not Effect(0.3, 0.05, 0.6, 2).decided(0.2)  # straddles delta: more seeds
 
 
 def _result(ranking):
-    return attr.Attribution(
+    return Attribution(
         metrics=["heart.get", "sps"],
         gaps={},
         arms=[],
@@ -136,7 +145,7 @@ def test_rank_causes_puts_measured_causes_first_and_names_red_herrings():
             row("grp", ["optimizer", "checkpointing"], 0.0, -0.02, 0.03, False, "no effect"),
         ]
     }
-    causes = attr.rank_causes(flagged, _result(ranking))
+    causes = rank_causes(flagged, _result(ranking))
     assert causes[0].subsystem == "loss" and causes[0].verdict == "primary"
     verdicts = {c.subsystem: c.verdict for c in causes}
     # the audits' strongest finding (env) measurably does not matter: a red herring, ranked below
@@ -149,7 +158,7 @@ def test_audit_priors_weight_status_and_severity():
         Finding("a/x", "loss", "h", Status.CONFIRMED, Severity.HIGH, Evidence()),
         Finding("a/y", "env", "h", Status.CLEARED, Severity.INFO, Evidence()),
     ]
-    assert attr.audit_priors(f) == {"loss": 3.0 * 1.5}
+    assert audit_priors(f) == {"loss": 3.0 * 1.5}
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -157,7 +166,7 @@ def test_audit_priors_weight_status_and_severity():
 # ------------------------------------------------------------------------------------------------------------
 
 
-class SimSearch(attr.Search):
+class SimSearch(Search):
     """Search whose runs come from a model: restoring suspects closes the sum of their shares (capped at the
     whole gap; for SPS, shares of the CPU time per step, since costs add), plus noise shared by seed (paired)
     and noise of each run."""
@@ -195,9 +204,7 @@ class SimSearch(attr.Search):
 
 
 def _suspects(named):
-    return [
-        attr.Suspect(name, sub, "fix", remove=(name,), add=(name,), prior=prior) for name, sub, prior in named
-    ]
+    return [Suspect(name, sub, "fix", remove=(name,), add=(name,), prior=prior) for name, sub, prior in named]
 
 
 REGRESSED_LIKE = [
@@ -279,9 +286,9 @@ def test_throughput_is_split_as_time_per_step_where_costs_add_up():
     # halving SPS (100 -> 50 steps/s) by two costs: a = 7.5 ms of the 10 ms lost per step, b = 2.5 ms. On the
     # SPS scale a alone would restore 60% (50 -> 80) and b 14% (50 -> 57): 74% "in all", never adding up.
     costs = np.array([[1 / 100.0], [1 / 50.0], [1 / 80.0], [1 / 57.142857]])
-    assert np.allclose(attr.attribution_scale(attr.SPS, 1.0 / costs), costs)
-    assert np.isnan(attr.attribution_scale(attr.SPS, np.array([0.0, np.nan]))).all()
-    assert np.array_equal(attr.attribution_scale("heart.get", np.array([2.0])), [2.0])
+    assert np.allclose(attribution_scale(SPS, 1.0 / costs), costs)
+    assert np.isnan(attribution_scale(SPS, np.array([0.0, np.nan]))).all()
+    assert np.array_equal(attribution_scale("heart.get", np.array([2.0])), [2.0])
     search = SimSearch(
         _suspects([("a", "curriculum", 5.0), ("b", "env", 4.0)]),
         heart={},
@@ -311,15 +318,15 @@ def test_a_small_measurable_share_is_minor_and_restored_with_the_causes_not_a_re
     assert verdicts == {"a": "cause", "b": "minor", "a + b": "cause"}  # c: not needed to explain the gap
     assert result.together["suspects"] == ["a", "b"]  # the minor contributor is restored with the cause
     assert result.together["effects"]["sps"]["high"] > 0.9
-    ranked = {c.subsystem: c.verdict for c in attr.rank_causes([], result)}
+    ranked = {c.subsystem: c.verdict for c in rank_causes([], result)}
     assert ranked == {"curriculum": "primary", "env": "minor"}
 
 
 def test_an_effect_on_the_threshold_stops_gaining_seeds():
-    search = attr.Search(None, [], max_seeds=5, delta=0.2)
-    assert search._futile(attr.Effect(0.19, 0.10, 0.28, 1))  # 5 seeds would still straddle 20%
-    assert not search._futile(attr.Effect(0.35, 0.05, 0.65, 1))  # 5 seeds could settle it
-    assert search._futile(attr.Effect(0.35, 0.05, 0.65, 5))  # no seeds left
+    search = Search(None, [], max_seeds=5, delta=0.2)
+    assert search._futile(Effect(0.19, 0.10, 0.28, 1))  # 5 seeds would still straddle 20%
+    assert not search._futile(Effect(0.35, 0.05, 0.65, 1))  # 5 seeds could settle it
+    assert search._futile(Effect(0.35, 0.05, 0.65, 5))  # no seeds left
 
 
 def test_group_testing_isolates_two_causes_among_many_suspects_without_audit_evidence():
@@ -341,7 +348,7 @@ def test_a_suspect_that_is_not_a_cause_is_cleared_and_named_a_red_herring():
     for metric in ("heart.get", "sps"):
         rebuild = next(r for r in result.ranking[metric] if r["arm"] == "rebuild")
         assert rebuild["verdict"] == "no effect" and rebuild["high"] < 0.2
-    causes = attr.rank_causes([], result)
+    causes = rank_causes([], result)
     assert [c.verdict for c in causes if c.subsystem == "env"] == ["red herring"]
 
 
@@ -388,7 +395,7 @@ def test_no_effect_on_sps_does_not_clear_a_subsystem_when_the_learning_gap_is_no
     gae = next(r for r in result.ranking["sps"] if r["arm"] == "gae")
     assert gae["verdict"] == "no effect"
     flagged = [Finding("loss/advantages", "loss", "h", Status.CONFIRMED, Severity.HIGH, Evidence())]
-    verdicts = {c.subsystem: c.verdict for c in attr.rank_causes(flagged, result)}
+    verdicts = {c.subsystem: c.verdict for c in rank_causes(flagged, result)}
     assert verdicts["loss"] != "red herring" and verdicts["env"] == "primary"
 
 
@@ -402,15 +409,13 @@ def test_checks_that_measure_through_a_flagged_upstream_change_count_as_knock_on
         f("env/reset-cost"),
         f("memory/growth-sites"),
     ]
-    assert attr.knock_on(geometry) == {"env/throughput", "memory/growth-sites"}
-    assert attr.knock_on([f("env/throughput"), f("memory/growth-sites")]) == set()  # no upstream flag: real
-    assert attr.knock_on([f("trainer/geometry", Status.CLEARED), f("env/throughput")]) == set()
-    assert attr.knock_on([f("rewards/component-vanished"), f("env/equivalence")]) == {"env/equivalence"}
-    assert attr.knock_on([f("agents/architecture"), f("loss/terms"), f("loss/advantages")]) == {"loss/terms"}
+    assert knock_on(geometry) == {"env/throughput", "memory/growth-sites"}
+    assert knock_on([f("env/throughput"), f("memory/growth-sites")]) == set()  # no upstream flag: real
+    assert knock_on([f("trainer/geometry", Status.CLEARED), f("env/throughput")]) == set()
+    assert knock_on([f("rewards/component-vanished"), f("env/equivalence")]) == {"env/equivalence"}
+    assert knock_on([f("agents/architecture"), f("loss/terms"), f("loss/advantages")]) == {"loss/terms"}
     # the evidence ranking: a lone checkpointing finding outranks the echoes of a geometry change
-    ranked = [
-        c.subsystem for c in attr.rank_causes([*geometry, f("checkpointing/selection", Status.SUSPECT)])
-    ]
+    ranked = [c.subsystem for c in rank_causes([*geometry, f("checkpointing/selection", Status.SUSPECT)])]
     assert ranked.index("checkpointing") < ranked.index("memory")
 
 

@@ -16,15 +16,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rlaudit import attribution as attr
+from rlaudit.attribution.arms import DEFAULT_DELTA, DEFAULT_METRIC, Attribution
+from rlaudit.attribution.figures import curves_plot, forest_plot, sps_waterfall
+from rlaudit.attribution.ranking import METRIC_LABEL, Cause, attribution_findings, gap_label, rank_causes
+from rlaudit.attribution.search import attribute
 from rlaudit.findings import SUBSYSTEMS, Finding, Status
 from rlaudit.io import atomic_write_bytes, atomic_write_json
 from rlaudit.notebook import Section, figure_png
-from rlaudit.trainer.runs import RunData
 from rlaudit.workbench import Workbench
 
 ATTRIBUTION_FILE = "attribution.json"
-METRIC_LABEL = {attr.SPS: "steps per CPU-second"}
 
 
 def _pct(x: float | None) -> str:
@@ -43,17 +44,15 @@ def _effect_text(e: dict[str, float]) -> str:
 class Investigation:
     """Attribution results plus the executive summary built from them and the audits' findings."""
 
-    result: attr.Attribution | None
-    causes: list[attr.Cause]
+    result: Attribution | None
+    causes: list[Cause]
     summary: dict[str, Any] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
 
 
-def executive_summary(
-    findings: list[Finding], result: attr.Attribution | None, delta: float
-) -> dict[str, Any]:
+def executive_summary(findings: list[Finding], result: Attribution | None, delta: float) -> dict[str, Any]:
     """The investigation's conclusions as plain data (rendered in the notebook and in reports/index.html)."""
-    causes = attr.rank_causes(findings, result, delta)
+    causes = rank_causes(findings, result, delta)
     by_sub: dict[str, list[Finding]] = {}
     for f in findings:
         by_sub.setdefault(f.subsystem, []).append(f)
@@ -123,7 +122,7 @@ def executive_summary(
             top = singles[0]
             head += (
                 f" Primary cause: {top['arm']} ({', '.join(top['subsystems'])}) restores "
-                f"{_pct(top['point'])} of {attr.gap_label(metric)} (95% CI {_pct(top['low'])}..{_pct(top['high'])})."
+                f"{_pct(top['point'])} of {gap_label(metric)} (95% CI {_pct(top['low'])}..{_pct(top['high'])})."
             )
             inj = result.injected.get(top["suspects"][0], {}).get(metric)
             if inj is not None:
@@ -186,9 +185,9 @@ def investigate(
     wb: Workbench,
     findings: list[Finding],
     *,
-    metric: str = attr.DEFAULT_METRIC,
+    metric: str = DEFAULT_METRIC,
     variants: str = "",
-    delta: float = attr.DEFAULT_DELTA,
+    delta: float = DEFAULT_DELTA,
     budget: int = 0,
     seed: int = 0,
 ) -> Investigation:
@@ -202,143 +201,17 @@ def investigate(
         budget: Training runs attribution may use; 0 takes the profile's.
         seed: Seeds the bootstrap intervals.
     """
-    result = attr.attribute(
+    result = attribute(
         wb, findings, variants=variants, metric=metric, delta=delta, budget=budget or None, seed=seed
     )
-    own = attr.attribution_findings(result, delta)
+    own = attribution_findings(result, delta)
     summary = executive_summary([*findings, *own], result, delta)
     return Investigation(
         result=result,
-        causes=attr.rank_causes([*findings, *own], result, delta),
+        causes=rank_causes([*findings, *own], result, delta),
         summary=summary,
         findings=own,
     )
-
-
-# ------------------------------------------------------------------------------------------------------------
-# Figures
-# ------------------------------------------------------------------------------------------------------------
-
-
-def forest_plot(result: attr.Attribution, delta: float = attr.DEFAULT_DELTA):  # -> Figure
-    """Fraction of each gap restored by each arm, with 95% intervals (one panel per metric with a gap)."""
-    import matplotlib.pyplot as plt
-
-    metrics = [m for m in result.metrics if result.gaps.get(m, {}).get("measurable")]
-    fig, axes = plt.subplots(
-        1,
-        max(1, len(metrics)),
-        figsize=(
-            6 * max(1, len(metrics)),
-            0.5 + 0.45 * max(1, max((len(result.ranking.get(m, [])) for m in metrics), default=1)),
-        ),
-        squeeze=False,
-    )
-    for ax, m in zip(axes[0], metrics or [result.metric if hasattr(result, "metric") else ""], strict=False):
-        rows = result.ranking.get(m, [])
-        if not rows:
-            ax.text(0.5, 0.5, "no arms measured", ha="center", va="center")
-            ax.set_axis_off()
-            continue
-        y = np.arange(len(rows))[::-1]
-        for yi, r in zip(y, rows, strict=True):
-            color = {"cause": "#c0392b", "minor": "#d98880", "no effect": "#7f8c8d", "unclear": "#e67e22"}[
-                r["verdict"]
-            ]
-            ax.errorbar(
-                r["point"],
-                yi,
-                xerr=[[r["point"] - r["low"]], [r["high"] - r["point"]]],
-                fmt="o",
-                color=color,
-                capsize=3,
-            )
-        ax.set_yticks(y, [r["arm"] if len(r["arm"]) < 48 else r["arm"][:45] + "..." for r in rows])
-        for x, style in ((0, "-"), (delta, ":"), (1, "--")):
-            ax.axvline(x, color="black", linestyle=style, linewidth=0.8)
-        ax.set_xlabel(f"fraction of {attr.gap_label(m)} restored")  # the title names the metric
-        ax.set_title(METRIC_LABEL.get(m, m))
-    fig.tight_layout()
-    return fig
-
-
-def _binned_curve(run: RunData, metric: str, bins: int = 20) -> pd.DataFrame:
-    eps = run.table("episodes")
-    if eps.empty or metric not in eps.columns:
-        return pd.DataFrame()
-    edges = np.linspace(0, float(eps["step"].max()) + 1, bins + 1)
-    idx = np.clip(np.digitize(eps["step"], edges) - 1, 0, bins - 1)
-    df = pd.DataFrame({"bin": idx, "value": eps[metric].to_numpy()}).groupby("bin", as_index=False).mean()
-    df["step"] = (edges[df["bin"]] + edges[df["bin"] + 1]) / 2
-    return df
-
-
-def curves_plot(result: attr.Attribution, metric: str, top: int = 2):  # -> Figure
-    """Learning curves of the baseline, the candidate and the best variants (mean over seeds, 95% band)."""
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-
-    best = [r["arm"] for r in result.ranking.get(metric, []) if r["single"]][:top]
-    arms = {a.name: a for a in result.arms}
-    frames = []
-    for name in ["baseline", "candidate", *best]:
-        arm = arms.get(name)
-        if arm is None:
-            continue
-        for seed, res in enumerate(arm.results):
-            if res.ok:
-                df = _binned_curve(RunData.from_result(res, name), metric)
-                if len(df):
-                    frames.append(df.assign(arm=name, seed=seed))
-    fig, ax = plt.subplots(figsize=(8, 4))
-    if frames:
-        data = pd.concat(frames, ignore_index=True)
-        sns.lineplot(data=data, x="step", y="value", hue="arm", errorbar=("ci", 95), seed=0, ax=ax)
-    ax.set_xlabel("environment steps")
-    ax.set_ylabel(f"{metric} per episode")
-    ax.set_title(f"{metric}: baseline, candidate and the best variants")
-    fig.tight_layout()
-    return fig
-
-
-def sps_waterfall(result: attr.Attribution):  # -> Figure
-    """From the candidate's SPS to the baseline's: what each single cause restores, and what is left
-    (negative when the causes restore more than the gap)."""
-    import matplotlib.pyplot as plt
-
-    gap = result.gaps.get(attr.SPS, {})
-    fig, ax = plt.subplots(figsize=(8, 3.5))
-    if not gap or gap.get("baseline") is None or not np.isfinite(gap.get("candidate", np.nan)):
-        ax.text(0.5, 0.5, "no SPS measured", ha="center", va="center")
-        ax.set_axis_off()
-        return fig
-    base, cand = gap["baseline"], gap["candidate"]
-    rows = [r for r in result.ranking.get(attr.SPS, []) if r["single"] and r["verdict"] in ("cause", "minor")]
-    labels, starts, widths = ["candidate"], [0.0], [cand]
-    # shares are of the CPU time per step (they add up there); each bar is the SPS gained by taking that
-    # cause's time off what is left, so the steps are cumulative and end at the baseline when nothing is left
-    cost, cost_gap = 1.0 / cand, 1.0 / cand - 1.0 / base
-    level = cand
-    for r in rows:
-        cost = max(cost - r["point"] * cost_gap, 1e-12)
-        labels.append(r["arm"])
-        starts.append(level)
-        widths.append(1.0 / cost - level)
-        level = 1.0 / cost
-    labels.append("unexplained")
-    starts.append(level)
-    widths.append(base - level)
-    labels.append("baseline")
-    starts.append(0.0)
-    widths.append(base)
-    y = np.arange(len(labels))[::-1]
-    colors = ["#7f8c8d"] + ["#27ae60"] * len(rows) + ["#bdc3c7", "#2c3e50"]
-    ax.barh(y, widths, left=starts, color=colors)
-    ax.set_yticks(y, labels)
-    ax.set_xlabel("steps per CPU-second of training")
-    ax.set_title("SPS waterfall: candidate → causes restored → baseline")
-    fig.tight_layout()
-    return fig
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -346,7 +219,7 @@ def sps_waterfall(result: attr.Attribution):  # -> Figure
 # ------------------------------------------------------------------------------------------------------------
 
 
-def attribution_section(inv: Investigation, metric: str, delta: float = attr.DEFAULT_DELTA) -> Section:
+def attribution_section(inv: Investigation, metric: str, delta: float = DEFAULT_DELTA) -> Section:
     """The experiments: arms, what each restores, the figures."""
     result = inv.result
     if result is None:
