@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import types
 from pathlib import Path
@@ -13,7 +14,11 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from rlaudit.findings import Evidence, Finding, Status, load_findings, save_findings
-from rlaudit.report import commands, costs, execution, index, lanes, overview
+from rlaudit.report import commands, costs, execution, index, lanes, overview, pages
+
+# Pictographs, dingbats, arrows-as-emoji and the emoji presentation selector: code points that need an emoji
+# font (Debian's Chromium without one draws them as empty boxes).
+EMOJI = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf\u2b00-\u2bff\u23e9-\u23fa\ufe0f]")
 
 PARAMETERS = """baseline: str = "builtin:reference"  # spec of the setup that trained well
 candidate: str = "builtin:regressed"  # spec of the setup that got worse
@@ -132,9 +137,8 @@ def test_summary_runs_last_after_every_other_notebook_finished(
         nbformat.write(_notebook("pass"), home / "notebooks" / f"{name}.ipynb")
     events: list[tuple[str, str]] = []
 
-    def fake_execute(
-        run, parameters, cwd, env, lanes=None
-    ):  # stands in for papermill: no kernels in this test
+    # Stands in for papermill: no kernels in this test.
+    def fake_execute(run, parameters, cwd, env, lanes=None):
         events.append(("start", run.name))
         if run.name == "15_summary":
             assert {p.name for p in run.findings_path.parent.glob("*.json")} == {
@@ -164,9 +168,39 @@ def test_summary_runs_last_after_every_other_notebook_finished(
     assert "produced no output" in (home / "reports" / "05_env.html").read_text()
 
 
+def test_every_notebook_gets_the_metric_and_the_summary_its_arms(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("01_agents", "07_optimizer", "15_summary"):
+        nbformat.write(_notebook("pass"), home / "notebooks" / f"{name}.ipynb")
+    given: dict[str, dict] = {}
+
+    def fake_execute(run, parameters, cwd, env, lanes=None):
+        given[run.name] = dict(parameters)
+        save_findings(
+            run.findings_path, [_finding(run.subsystem, "CLEARED", run.name)], {"parameters": parameters}
+        )
+        run.returncode = 0
+        return run
+
+    monkeypatch.setattr(commands, "execute", fake_execute)
+    out = home / "reports"
+    args = _args(out, metric="heart.get:lower", variants="fix=builtin:reference", changes="off")
+    assert commands.run_report(args) == 0
+    assert {name: p["metric"] for name, p in given.items()} == dict.fromkeys(given, "heart.get:lower")
+    assert "variants" not in given["01_agents"] and "changes" not in given["07_optimizer"]
+    assert (
+        given["15_summary"]["variants"] == "fix=builtin:reference" and given["15_summary"]["changes"] == "off"
+    )
+    # The index's reproducing command line carries them too.
+    footer = (out / "index.html").read_text().split("<footer>")[1]
+    assert "--metric heart.get:lower --variants fix=builtin:reference --changes off --profile smoke" in footer
+
+
 RECORD = """import json, os
 from pathlib import Path
-record = {{"pid": os.getpid(), "jobs": os.environ.get("RLAUDIT_JOBS"), "leftover": "leftover" in globals()}}
+record = {{"pid": os.getpid(), "jobs": os.environ.get("RLAUDIT_JOBS"), "leftover": "leftover" in globals(),
+          "metric": globals().get("metric"), "variants": globals().get("variants")}}
 Path(findings_dir).parent.joinpath("{name}.record.json").write_text(json.dumps(record))"""
 
 
@@ -193,7 +227,7 @@ def test_lanes_share_a_kernel_reset_between_notebooks_and_replace_a_dead_one(
     monkeypatch.delenv("RLAUDIT_JOBS", raising=False)
     monkeypatch.delenv(lanes.KERNELS_VARIABLE, raising=False)
     out = home / "reports"
-    assert commands.run_report(_args(out, jobs=1)) == 1  # 01_agents' kernel died
+    assert commands.run_report(_args(out, jobs=1, metric="heart.get", variants="fix=builtin:reference")) == 1
     rec = {name: json.loads((out / f"{name}.record.json").read_text()) for name in cells}
     # One lane: the notebooks ran in the order of their expected costs, in one kernel until it died.
     assert rec["02_trainer"]["pid"] == rec["04_checkpointing"]["pid"] == rec["01_agents"]["pid"]
@@ -201,6 +235,9 @@ def test_lanes_share_a_kernel_reset_between_notebooks_and_replace_a_dead_one(
     assert rec["03_logging"]["pid"] == rec["15_summary"]["pid"] != rec["01_agents"]["pid"]  # a new kernel
     # The summary's environment (all -j for its own probes) was applied in the shared kernel, and undone.
     assert rec["15_summary"]["jobs"] == "1" and rec["03_logging"]["jobs"] is None
+    # Every notebook got the metric through its lane; only the summary got the variant arms.
+    assert {name: r["metric"] for name, r in rec.items()} == dict.fromkeys(rec, "heart.get")
+    assert rec["15_summary"]["variants"] == "fix=builtin:reference" and rec["03_logging"]["variants"] is None
     agents, _ = load_findings(out / "findings" / "01_agents.json")
     assert [f.id for f in agents][-1] == "agents/notebook-failed"
     for name in ("02_trainer", "04_checkpointing", "03_logging"):
@@ -269,6 +306,25 @@ def test_settle_names_the_failed_cell_from_the_executed_notebook(tmp_path: Path)
     (finding,) = run.findings
     assert finding.id == "optimizer/notebook-failed"
     assert finding.evidence.details["traceback"] == "Traceback"  # ANSI colours stripped
+
+
+def test_a_failed_notebook_renders_with_its_error_and_an_error_badge(tmp_path: Path) -> None:
+    run = _run(tmp_path, "07_optimizer", 1)
+    nb = _notebook('raise ValueError("the optimizer probe exploded")')
+    nb.cells[-1].outputs = [
+        nbformat.v4.new_output(
+            "error", ename="ValueError", evalue="the optimizer probe exploded", traceback=["ValueError: ..."]
+        )
+    ]
+    run.output.parent.mkdir(parents=True)
+    nbformat.write(nb, run.output)
+    pages.render(execution.settle(run, {}))
+    page = run.html.read_text()
+    assert "the optimizer probe exploded" in page
+    assert "raise ValueError" not in page  # code hidden, the error shown
+    banner = page.split('class="rl-banner"')[1].split("</div>")[0]
+    assert 'class="rl-badge rl-badge-ERROR"' in banner and "code cell 2: ValueError" in banner
+    assert not EMOJI.search(page)
 
 
 def test_discover_notebooks_selects_by_name_number_or_subsystem(tmp_path: Path) -> None:
@@ -363,7 +419,12 @@ def test_write_index_puts_flagged_findings_first_and_renders_attribution(tmp_pat
     assert "ratio 0.4 [0.3, 0.5] (95% CI)" in summary
     assert 'href="07_optimizer.html"' in summary
     assert "the schedule explains 80% of the gap" in summary
-    assert "✅ agents" in summary  # cleared subsystems are listed
+    # Cleared subsystems are listed, each with its badge (an ASCII mark on the verdict's colour, no emoji).
+    assert (
+        '<span class="rl-badge rl-badge-CLEARED" role="img" aria-label="CLEARED" title="CLEARED">=</span> agents'
+        in summary
+    )
+    assert not EMOJI.search(index_html), EMOJI.findall(index_html)
     assert "1 confirmed finding in optimizer; 1 of 14 subsystems cleared" in summary
     assert "<script" not in index_html  # self-contained: no scripts, CSS inline
 

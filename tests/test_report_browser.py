@@ -1,8 +1,13 @@
 """The rendered index, opened in a real browser (headless Chromium, Debian's package).
 
 A harness page loads ``index.html`` in an iframe and writes what it finds into its own DOM (which Chromium's
-``--dump-dom`` prints): the executive summary's sentences, the status grid's rows, and every figure's decoded
-size, so an image that does not decode fails the test, not just one that is missing from the markup.
+``--dump-dom`` prints): the executive summary's sentences, the status grid's rows, every figure's decoded
+size, and every verdict badge's box and computed colours, so an image that does not decode fails the test,
+not just one that is missing from the markup. A screenshot of the same harness then shows whether the badges
+are really drawn: each one's box holds its verdict's colour and a white glyph.
+
+Debian's Chromium has no emoji font unless one is installed, so an emoji verdict mark would be drawn as an
+empty box: the index must hold no emoji at all.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ import json
 import os
 import re
 import shutil
+import string
 import subprocess
 from pathlib import Path
 
@@ -26,25 +32,52 @@ pytestmark = pytest.mark.skipif(
     reason="headless Chromium is not installed (apt-get install chromium); CI sets RLAUDIT_REQUIRE_BROWSER=1",
 )
 
-HARNESS = """<!doctype html><html><body><div id="out">pending</div>
-<iframe id="f" src="index.html" style="width:1200px;height:800px"></iframe>
+# Code points that need an emoji font: pictographs, dingbats, the misc. symbols, the presentation selector.
+EMOJI = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf\u2b00-\u2bff\u23e9-\u23fa\ufe0f]")
+
+WIDTH, HEIGHT = 1200, 5000  # the harness's viewport and iframe: the screenshot's pixels are the iframe's
+
+HARNESS = string.Template("""<!doctype html><html><head><style>
+body { margin: 0; overflow: hidden; } #out { display: none; }
+iframe { position: absolute; left: 0; top: 0; border: 0; width: ${w}px; height: ${h}px; }
+</style></head><body><div id="out">pending</div>
+<iframe id="f" src="index.html" scrolling="no"></iframe>
 <script>
 document.getElementById('f').addEventListener('load', () => {
   setTimeout(() => {
     const d = document.getElementById('f').contentDocument;
+    const w = document.getElementById('f').contentWindow;
     const imgs = [...d.querySelectorAll('#summary img')].map(i => [i.naturalWidth, i.naturalHeight]);
+    const badges = [...d.querySelectorAll('.rl-badge')].map(b => {
+      const r = b.getBoundingClientRect();
+      const s = w.getComputedStyle(b);
+      return {status: b.title, text: b.textContent, x: r.left, y: r.top, w: r.width, h: r.height,
+              background: s.backgroundColor, color: s.color, font: s.fontFamily,
+              hidden: !!b.closest('details:not([open])')};
+    });
     const result = {
       title: d.querySelector('h1') ? d.querySelector('h1').textContent : null,
+      body_font: w.getComputedStyle(d.body).fontFamily,
       sentences: [...d.querySelectorAll('#summary ul.rl-summary li')].map(li => li.textContent),
       grid_rows: d.querySelectorAll('#grid table.grid tbody tr').length,
       causes_rows: d.querySelectorAll('#summary table.rl-table tbody tr').length,
       images: imgs,
+      badges: badges,
       findings_text: d.querySelector('#findings') ? d.querySelector('#findings').textContent : '',
     };
     document.getElementById('out').textContent = 'RESULT' + JSON.stringify(result) + 'END';
   }, 500);
 });
-</script></body></html>"""
+</script></body></html>""").substitute(w=WIDTH, h=HEIGHT)
+
+# One subsystem per verdict (the rest cleared), so that every badge colour is drawn.
+STATUSES = {
+    "loss": Status.CONFIRMED,
+    "optimizer": Status.SUSPECT,
+    "memory": Status.ERROR,
+    "env": Status.NOTED,
+    "logging": Status.SKIPPED,
+}
 
 
 def _png(path: Path) -> None:
@@ -63,7 +96,7 @@ def _png(path: Path) -> None:
 def rendered_index(tmp_path: Path) -> Path:
     findings_dir = tmp_path / "findings"
     for i, subsystem in enumerate(SUBSYSTEMS):
-        status = Status.CONFIRMED if subsystem == "loss" else Status.CLEARED
+        status = STATUSES.get(subsystem, Status.CLEARED)
         f = Finding(
             id=f"{subsystem}/check",
             subsystem=subsystem,
@@ -96,12 +129,9 @@ def rendered_index(tmp_path: Path) -> Path:
     return index.write_index(out, found, [], info)
 
 
-def test_index_shows_summary_grid_and_figures_in_chromium(rendered_index: Path) -> None:
-    if CHROMIUM is None:
-        pytest.fail("RLAUDIT_REQUIRE_BROWSER is set but chromium is not installed (apt-get install chromium)")
-    harness = rendered_index.parent / "harness.html"
-    harness.write_text(HARNESS)
-    proc = subprocess.run(
+def _chromium(profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    assert CHROMIUM is not None
+    return subprocess.run(
         [
             CHROMIUM,
             "--headless",
@@ -112,21 +142,93 @@ def test_index_shows_summary_grid_and_figures_in_chromium(rendered_index: Path) 
             "--disable-background-networking",
             "--disable-component-update",
             "--allow-file-access-from-files",
-            f"--user-data-dir={rendered_index.parent / 'chrome-profile'}",
+            f"--user-data-dir={profile}",
             "--virtual-time-budget=10000",
-            "--dump-dom",
-            harness.as_uri(),
+            *args,
         ],
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+def _rgb(css: str) -> tuple[int, int, int]:
+    """``"rgb(185, 28, 28)"`` -> ``(185, 28, 28)``."""
+    match = re.fullmatch(r"rgba?\((\d+), (\d+), (\d+)(?:, [\d.]+)?\)", css)
+    assert match, f"not an rgb() colour: {css!r}"
+    return int(match.group(1)), int(match.group(2)), int(match.group(3))
+
+
+@pytest.fixture
+def harness(rendered_index: Path) -> Path:
+    if CHROMIUM is None:
+        pytest.fail("RLAUDIT_REQUIRE_BROWSER is set but chromium is not installed (apt-get install chromium)")
+    path = rendered_index.parent / "harness.html"
+    path.write_text(HARNESS)
+    return path
+
+
+def _inspect(harness: Path) -> dict:
+    proc = _chromium(harness.parent / "chrome-profile", "--dump-dom", harness.as_uri())
     match = re.search(r"RESULT(.*?)END", proc.stdout, re.DOTALL)
     assert match, f"the harness never reported (exit {proc.returncode}):\n{proc.stderr[-2000:]}"
-    result = json.loads(match.group(1).replace("&quot;", '"'))
+    return json.loads(match.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+
+
+def test_index_shows_summary_grid_and_figures_in_chromium(harness: Path) -> None:
+    result = _inspect(harness)
     assert result["title"] and "candidate" in result["title"]
     assert any("primary cause" in s for s in result["sentences"])
     assert result["grid_rows"] == len(SUBSYSTEMS)
     assert result["causes_rows"] >= 1
     assert result["images"] and all(w > 0 and h > 0 for w, h in result["images"]), result["images"]
     assert "Fix the GAE bootstrap" in result["findings_text"]
+    # The inline stylesheet is applied as written (escaped quotes would drop the font stack: a serif page).
+    assert result["body_font"].startswith("system-ui"), result["body_font"]
+
+
+def test_verdict_badges_are_drawn_without_an_emoji_font(harness: Path, rendered_index: Path) -> None:
+    from PIL import Image
+
+    page = rendered_index.read_text()
+    assert not EMOJI.search(page), f"emoji in the index: {sorted(set(EMOJI.findall(page)))}"
+    result = _inspect(harness)
+    shown = [b for b in result["badges"] if not b["hidden"]]
+    # Every verdict has a badge in view (the grid alone has one per subsystem), each a box of its own colour.
+    assert {b["status"] for b in shown} >= {s.value for s in Status}, {b["status"] for b in shown}
+    for b in shown:
+        assert b["w"] >= 10 and b["h"] >= 10, b
+        assert b["text"] == Status(b["status"]).mark, b
+        assert _rgb(b["color"]) == (255, 255, 255), b
+        assert "monospace" in b["font"], b
+    colours = {b["status"]: _rgb(b["background"]) for b in shown}
+    assert len(set(colours.values())) == len(colours), colours  # one colour per verdict
+    red, green = colours["CONFIRMED"], colours["CLEARED"]
+    assert red[0] > red[1] + 80 and red[0] > red[2] + 80, red
+    assert green[1] > green[0] + 40 and green[1] > green[2] + 40, green
+
+    # The screenshot: inside each badge's box, mostly its background colour, and a white glyph on it.
+    png = harness.parent / "index.png"
+    proc = _chromium(
+        harness.parent / "chrome-profile",
+        f"--window-size={WIDTH},{HEIGHT}",
+        "--force-device-scale-factor=1",
+        "--hide-scrollbars",
+        f"--screenshot={png}",
+        harness.as_uri(),
+    )
+    assert png.exists(), f"no screenshot (exit {proc.returncode}):\n{proc.stderr[-2000:]}"
+    image = Image.open(png).convert("RGB")
+    checked = 0
+    for b in shown:
+        if b["y"] + b["h"] > image.height - 2:
+            continue
+        box = image.crop((round(b["x"]), round(b["y"]), round(b["x"] + b["w"]), round(b["y"] + b["h"])))
+        pixels = [box.getpixel((x, y)) for y in range(box.height) for x in range(box.width)]
+        near = lambda p, c: sum(abs(p[i] - c[i]) for i in range(3)) < 40  # noqa: E731
+        fill = sum(near(p, colours[b["status"]]) for p in pixels) / len(pixels)
+        glyph = sum(sum(p) > sum(colours[b["status"]]) + 240 for p in pixels)
+        assert fill > 0.35, (b, fill)
+        assert glyph >= 6, (b, glyph)  # a mark was drawn in white on the badge
+        checked += 1
+    assert checked >= len(SUBSYSTEMS), checked

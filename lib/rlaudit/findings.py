@@ -31,6 +31,9 @@ class Status(str, Enum):  # noqa: UP042 - str mixin keeps json.dumps and compari
 
     @property
     def mark(self) -> str:
+        """A one-character ASCII mark (``!`` confirmed, ``?`` suspect, ``x`` error, ``~`` noted, ``-`` skipped,
+        ``=`` cleared): every font and terminal draws it, unlike emoji, which show as empty boxes where no
+        emoji font is installed. HTML shows it inside a coloured badge (``rl-badge`` in findings.css)."""
         return _MARKS[self]
 
     @property
@@ -45,12 +48,12 @@ class Status(str, Enum):  # noqa: UP042 - str mixin keeps json.dumps and compari
 
 
 _MARKS = {
-    Status.CONFIRMED: "🔥",
-    Status.SUSPECT: "🔶",
-    Status.ERROR: "❌",
-    Status.NOTED: "⚠️",
-    Status.SKIPPED: "⏭️",
-    Status.CLEARED: "✅",
+    Status.CONFIRMED: "!",
+    Status.SUSPECT: "?",
+    Status.ERROR: "x",
+    Status.NOTED: "~",
+    Status.SKIPPED: "-",
+    Status.CLEARED: "=",  # shown equivalent: what a CLEARED verdict claims
 }
 
 

@@ -225,6 +225,17 @@ def headline_html(finding: Finding) -> str:
     return f'<span class="rl-status rl-{status}">{status}</span>: {_inline_markdown(text)}'
 
 
+def status_badge(status: Status | str) -> str:
+    """A verdict as a coloured badge holding its ASCII mark (``rl-badge`` in findings.css), named for screen
+    readers and on hover; ``"NOT RUN"`` (the status grid's placeholder) gets a grey one."""
+    value = str(getattr(status, "value", status))
+    mark = Status(value).mark if value in Status.__members__ else "·"
+    key = value.replace(" ", "_")
+    return (
+        f'<span class="rl-badge rl-badge-{key}" role="img" aria-label="{value}" title="{value}">{mark}</span>'
+    )
+
+
 def _finding_row(finding: Finding, link: Callable[[Finding], str | None] | None) -> str:
     status = finding.status.value
     meta = [html.escape(finding.id), finding.severity.value.lower()]
@@ -247,7 +258,7 @@ def _finding_row(finding: Finding, link: Callable[[Finding], str | None] | None)
     if trace:
         evidence += f"<details><summary>traceback</summary><pre>{html.escape(str(trace))}</pre></details>"
     return (
-        f'<tr class="rl-row-{status}"><td class="rl-mark" title="{status}">{finding.status.mark}</td>'
+        f'<tr class="rl-row-{status}"><td class="rl-mark">{status_badge(finding.status)}</td>'
         f'<td>{"".join(cell)}</td><td class="rl-ev">{evidence}</td>'
         f"<td>{_inline_markdown(finding.remediation)}</td></tr>"
     )

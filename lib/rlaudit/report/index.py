@@ -85,7 +85,7 @@ def write_index(
     """
     import jinja2
 
-    from rlaudit.notebook import findings_css, findings_html, versions
+    from rlaudit.notebook import findings_css, findings_html, status_badge, versions
 
     def link(f: Finding) -> str | None:
         return _page_href(out, f.notebook or notebook_name(f.subsystem))
@@ -114,7 +114,7 @@ def write_index(
                 "href": _page_href(out, nb),
                 "worst": worst,
                 "worst_key": worst_key,
-                "mark": Status(worst).mark if worst != NOT_RUN else "·",
+                "badge": status_badge(worst),
                 "counts": {s.value: int(row[s.value]) for s in Status},
                 # Findings filed under this subsystem by other notebooks (the config notebook files each
                 # changed key under its subsystem), so a reader knows which page holds the evidence.

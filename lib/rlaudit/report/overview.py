@@ -164,7 +164,7 @@ class Overview:
         return Section(title="What was cleared", notes=notes, tables={"cleared hypotheses": hypotheses})
 
     def _repr_html_(self) -> str:
-        from rlaudit.notebook import findings_css
+        from rlaudit.notebook import findings_css, status_badge
 
         if not self.metas:
             body = (
@@ -178,11 +178,11 @@ class Overview:
                 meta = self.metas[name]
                 found = groups.get(name, [])
                 worst = worst_status(found)
-                mark = f"{worst.mark} {worst.value}" if worst else "no findings"
+                verdict = f"{status_badge(worst)} {worst.value}" if worst else "no findings"
                 seconds = meta.get("duration_seconds")
                 took = format_seconds(float(seconds)) if seconds is not None else "—"
                 rows.append(
-                    f"<tr><td>{html.escape(name)}</td><td>{len(found)}</td><td>{html.escape(mark)}</td>"
+                    f"<tr><td>{html.escape(name)}</td><td>{len(found)}</td><td>{verdict}</td>"
                     f"<td>{html.escape(str(meta.get('profile', '')))}</td><td>{took}</td>"
                     f"<td>{html.escape(str(meta.get('finished', '')))}</td></tr>"
                 )
@@ -317,20 +317,21 @@ def plot_status_grid(grid: pd.DataFrame) -> Figure:
     from matplotlib.colors import to_rgba
     from matplotlib.figure import Figure
 
+    # The verdict badges' colours (findings.css), so the figure and the pages speak one palette.
     colours = {
-        "CONFIRMED": "#dc2626",
-        "SUSPECT": "#ea580c",
-        "ERROR": "#9333ea",
-        "NOTED": "#ca8a04",
-        "SKIPPED": "#64748b",
-        "CLEARED": "#16a34a",
+        "CONFIRMED": "#b91c1c",
+        "SUSPECT": "#c2410c",
+        "ERROR": "#7e22ce",
+        "NOTED": "#a16207",
+        "SKIPPED": "#475569",
+        "CLEARED": "#15803d",
     }
     statuses = [s.value for s in Status]
     counts = grid[statuses].to_numpy(dtype=float)
     image = np.ones((*counts.shape, 4))
     for j, status in enumerate(statuses):
         for i in range(counts.shape[0]):
-            image[i, j] = to_rgba(colours[status], 0.85) if counts[i, j] > 0 else to_rgba("#f3f4f6")
+            image[i, j] = to_rgba(colours[status], 0.9) if counts[i, j] > 0 else to_rgba("#f3f4f6")
     fig = Figure(figsize=(7.5, 0.38 * len(grid) + 1.2), layout="constrained")
     ax = fig.subplots()
     ax.imshow(image, aspect="auto")

@@ -11,14 +11,25 @@ from rlaudit.report.overview import format_seconds, worst_status
 
 
 def _banner(run: NotebookRun) -> str:
+    """The strip above each page: a link back to the index, the notebook's worst verdict, time and error.
+
+    It carries the findings stylesheet itself, since a notebook that failed early has no output that does.
+    """
+    from rlaudit.notebook import findings_css, status_badge
+
     worst = worst_status(run.findings)
-    status = f"{worst.mark} {worst.value}" if worst else "no findings"
+    status = (
+        f'{status_badge(worst)} <span class="rl-status rl-{worst.value}">{worst.value}</span>'
+        if worst
+        else "no findings"
+    )
     note = f" · {html.escape(run.error)}" if run.error else ""
     return (
-        '<div style="font-family: system-ui, sans-serif; font-size: 14px; padding: 8px 16px; '
+        f"<style>{findings_css()}</style>"
+        '<div class="rl-banner" style="font-family: system-ui, sans-serif; font-size: 14px; padding: 8px 16px; '
         'background: #f5f7ff; border-bottom: 1px solid #c7d2fe;">'
-        f'<a href="index.html" style="color: #4338ca;">← report index</a> · <b>{html.escape(run.name)}</b> · '
-        f"{html.escape(status)} · {format_seconds(run.seconds)}{note}</div>"
+        f'<a href="index.html" style="color: #4338ca;">&larr; report index</a> · <b>{html.escape(run.name)}</b> · '
+        f"{status} · {format_seconds(run.seconds)}{note}</div>"
     )
 
 
