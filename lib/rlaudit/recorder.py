@@ -258,12 +258,14 @@ class Recorder:
             epoch: The epoch within the update (0-based).
             indices: ``(minibatch_size,)`` integer sample indices (numpy array, list or CPU/GPU tensor).
         """
+        if self._mb_updates > MINIBATCH_UPDATES:  # past the updates kept: nothing more to do
+            return
         step, epoch = self._step, int(epoch)
         last = self._mb_last
         if last is None or step != last[0] or epoch < last[1]:
-            if self._mb_updates >= MINIBATCH_UPDATES:
-                return
             self._mb_updates += 1
+            if self._mb_updates > MINIBATCH_UPDATES:
+                return
             last = (step, epoch, 0)
         count = last[2] + 1 if epoch == last[1] else 1
         self._mb_last = (step, epoch, count)
