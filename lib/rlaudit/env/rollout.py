@@ -217,28 +217,27 @@ class Policy:
 
 
 def is_vector_env(env: Any) -> bool:
-    """True for ``gymnasium.vector.VectorEnv`` (and wrappers of one), or anything with ``num_envs`` and a
-    ``single_action_space``."""
+    """True for a Gymnasium vector env (and wrappers of one) under 1.x or 0.29, or anything with ``num_envs``
+    and a ``single_action_space``."""
     try:
         from gymnasium.vector import VectorEnv, VectorWrapper
 
         if isinstance(env, VectorEnv | VectorWrapper):
             return True
-    except ImportError:  # pragma: no cover - gymnasium is a core dependency
-        pass
+    except ImportError:  # Gymnasium 0.29 has no VectorWrapper; its vector envs say so themselves
+        if getattr(env, "is_vector_env", False) is True:
+            return True
     return hasattr(env, "num_envs") and hasattr(env, "single_action_space")
 
 
 def autoreset_mode(env: Any) -> str:
-    """One of :data:`AUTORESET_MODES`; a vector env that does not say is taken as Gymnasium's default,
-    ``next_step``."""
+    """One of :data:`AUTORESET_MODES`; a vector env that does not say is taken as its Gymnasium's default
+    (``next_step`` under 1.x, ``same_step`` under 0.29: :func:`rlaudit.gymcompat.autoreset_mode_of`)."""
     if not is_vector_env(env):
         return "single"
-    mode = (getattr(env, "metadata", None) or {}).get("autoreset_mode")
-    if mode is None:
-        return "next_step"
-    text = str(getattr(mode, "value", mode)).lower().replace("_", "").replace("-", "")
-    return {"samestep": "same_step", "nextstep": "next_step", "disabled": "disabled"}.get(text, "next_step")
+    from rlaudit.gymcompat import autoreset_mode_of
+
+    return autoreset_mode_of(env)
 
 
 def wrapper_chain(env: Any) -> list[str]:
@@ -350,9 +349,9 @@ class VecView:
                 final = done.copy()
         elif self.mode == "same_step":
             if done.any():
-                mask = info.get("_final_obs", info.get("_final_observation"))
-                has = ("final_obs" in info) or ("final_observation" in info)
-                final = (np.asarray(mask, dtype=bool).reshape(n) & done) if mask is not None else (done & has)
+                from rlaudit.gymcompat import final_observations
+
+                final = final_observations(info, n)[0] & done
         else:  # disabled: the caller resets ended environments explicitly
             if done.any():
                 final = done.copy()
@@ -389,38 +388,16 @@ def reported_episode_stats(
 ) -> list[dict[str, float]]:
     """Per environment, the numeric episode statistics the environment reported in ``info`` this step.
 
-    Reads Gymnasium's ``RecordEpisodeStatistics`` layout (``info["episode"]`` of ``(N,)`` arrays masked by
-    ``info["_episode"]``, or scalars for a single env) and the older ``info["final_info"]`` list.
+    Every layout of Gymnasium 0.29 and 1.x (see :func:`rlaudit.gymcompat.episode_stats`): a top-level
+    ``info["episode"]`` (masked by ``info["_episode"]``, or scalars for a single env), 0.29's
+    ``info["final_info"][i]["episode"]``, and 1.x SAME_STEP's ``info["final_info"]["episode"]``.
 
     Returns:
         ``num_envs`` dicts (empty where nothing was reported), e.g. ``{"r": 3.1, "l": 96, "heart.get": 2}``.
     """
-    out: list[dict[str, float]] = [{} for _ in range(num_envs)]
-    episode = info.get("episode")
-    if isinstance(episode, Mapping):
-        mask = info.get("_episode")
-        mask_arr = np.asarray(mask, dtype=bool).reshape(-1) if mask is not None else None
-        for key, values in episode.items():
-            arr = np.asarray(values)
-            if arr.dtype.kind not in "biuf":
-                continue
-            if arr.ndim == 0:
-                arr = np.full(num_envs, arr.item())
-            arr = arr.reshape(-1)
-            if len(arr) != num_envs:
-                continue
-            for i in range(num_envs):
-                if mask_arr[i] if mask_arr is not None and len(mask_arr) == num_envs else done[i]:
-                    out[i][str(key)] = float(arr[i])
-    final_info = info.get("final_info")
-    if isinstance(final_info, list | tuple | np.ndarray) and len(final_info) == num_envs:
-        for i, item in enumerate(final_info):
-            if isinstance(item, Mapping) and isinstance(item.get("episode"), Mapping):
-                for key, value in item["episode"].items():
-                    arr = np.asarray(value)
-                    if arr.dtype.kind in "biuf" and arr.size == 1:
-                        out[i].setdefault(str(key), float(arr.reshape(-1)[0]))
-    return out
+    from rlaudit.gymcompat import episode_stats
+
+    return episode_stats(info, num_envs, done)
 
 
 @dataclass

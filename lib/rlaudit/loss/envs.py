@@ -17,13 +17,17 @@ probe                  what it is                                 a failure isol
                        the action matches the sign of obs         advantages kept aligned (pi(match) -> 1)
 =====================  =========================================  ==========================================
 
-Each is a ``gymnasium.vector.VectorEnv`` with Box observations of shape (1,), Discrete actions and the SAME_STEP
-autoreset mode. Andy Jones' discount probe pays only at the end; ours pays +1 at both steps, so that a return
-bootstrapped from the wrong state (``V(s_t)`` for ``V(s_{t+1})``, case 003) makes ``V(0)`` grow towards
-``1 / (1 - gamma)`` instead of drifting slowly near its target, which a short run would miss. On the step an episode ends, the returned observation is the next episode's first one, the
-last is in ``info["final_obs"]`` (masked by ``info["_final_obs"]``), and ``info["episode"]`` holds ``r``
-(return) and ``l`` (length) masked by ``info["_episode"]``, as the arena reports them. Finished episodes are
-also kept for :meth:`ProbeVecEnv.pop_episodes`.
+Each is a ``gymnasium.vector.VectorEnv`` with Box observations of shape (1,), Discrete actions and same-step
+autoreset, under Gymnasium 1.x and 0.29 alike. Andy Jones' discount probe pays only at the end; ours pays +1
+at both steps, so that a return bootstrapped from the wrong state (``V(s_t)`` for ``V(s_{t+1})``, case 003)
+makes ``V(0)`` grow towards ``1 / (1 - gamma)`` instead of drifting slowly near its target, which a short run
+would miss. On the step an episode ends, the returned observation is the next episode's first one, and the
+info carries the last observation and the episode's ``r`` (return) and ``l`` (length) in the installed
+Gymnasium's layout (:func:`rlaudit.gymcompat.same_step_info`): under 1.x ``info["final_obs"]`` (masked by
+``info["_final_obs"]``), ``info["episode"]`` (masked by ``info["_episode"]``, as the arena reports them) and
+the same statistics in ``info["final_info"]["episode"]``; under 0.29 ``info["final_observation"]`` and
+``info["final_info"][i]["episode"]``, as a ``SyncVectorEnv`` of ``RecordEpisodeStatistics`` environments
+writes them. Finished episodes are also kept for :meth:`ProbeVecEnv.pop_episodes`.
 
 Imports numpy and gymnasium only (it runs inside subjects' processes).
 """
@@ -31,12 +35,14 @@ Imports numpy and gymnasium only (it runs inside subjects' processes).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from gymnasium import spaces
-from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space
+
+from rlaudit import gymcompat
 
 
 @dataclass(frozen=True)
@@ -120,13 +126,15 @@ class ProbeVecEnv(VectorEnv):
     float32, terminations/truncations ``(num_envs,)`` bool (episodes terminate; nothing is truncated).
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
-
     def __init__(self, probe: str, num_envs: int, seed: int | None = None) -> None:
         if probe not in PROBES:
             raise ValueError(f"unknown probe environment {probe!r}; expected one of {', '.join(PROBE_NAMES)}")
         if int(num_envs) < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs!r}")
+        # per instance: the autoreset mode's type depends on the Gymnasium installed (an enum only in 1.x)
+        self.metadata = {"autoreset_mode": gymcompat.same_step_mode(), "render_modes": []}
+        self.is_vector_env = True  # what Gymnasium 0.29's wrappers look for
+        self.closed = False
         self.spec_ = PROBES[probe]
         self.probe = probe
         self.num_envs = int(num_envs)
@@ -206,14 +214,11 @@ class ProbeVecEnv(VectorEnv):
         info: dict[str, Any] = {}
         if terminated.any():
             ids = np.flatnonzero(terminated)
-            info["final_obs"] = obs.copy()
-            info["_final_obs"] = terminated.copy()
             r = np.zeros(self.num_envs, dtype=np.float64)
             length = np.zeros(self.num_envs, dtype=np.int32)
             r[ids] = self._ret[ids]
             length[ids] = self._t[ids]
-            info["episode"] = {"r": r, "l": length}
-            info["_episode"] = terminated.copy()
+            info = gymcompat.same_step_info(obs, terminated, {"r": r, "l": length})
             self._log.append(
                 (
                     np.full(len(ids), self._vector_steps, dtype=np.int64),
@@ -243,6 +248,7 @@ class ProbeVecEnv(VectorEnv):
 
     def close(self, **kwargs: Any) -> None:
         self._log = []
+        self.closed = True
 
 
 def make_probe_env(probe: str, num_envs: int, seed: int) -> ProbeVecEnv:
