@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +14,8 @@ from rlaudit.demo.faults import CATALOG
 from rlaudit.io import read_table
 from rlaudit.probe import ProbeContext
 from rlaudit.stats import Interval
-from rlaudit.subjects import parse_spec
+from support.load import aa_spec, busy_core
+from support.probing import probe_context
 
 CURRICULUM_FAULTS = sorted(f.id for f in CATALOG.values() if f.subsystem == "curriculum")
 
@@ -52,14 +51,7 @@ class ToySubject:
 
 
 def ctx_for(subject: Any, out: Path) -> ProbeContext:
-    out.mkdir(parents=True, exist_ok=True)
-    return ProbeContext(
-        subject=subject,
-        config=subject.config(),
-        out=out,
-        spec="toy",
-        capabilities=frozenset({"config", "make_curriculum"}),
-    )
+    return probe_context(subject, out, ("config", "make_curriculum"))
 
 
 def test_synthetic_scores_are_deterministic_learning_curves() -> None:
@@ -126,19 +118,15 @@ def test_curriculum_fault_is_flagged(bench: Any, flagged: Any, describe: Any, fa
 
 
 def test_identical_pair_stays_quiet(bench: Any, flagged: Any, describe: Any) -> None:
-    wb = bench(parse_spec("builtin:reference", env={"RLAUDIT_AA_REPLICA": "1"}))
+    wb = bench(aa_spec())
     for seed in (0, 1):
         sections = audit.audit_all(wb, seed=seed)
         assert not flagged(sections), f"seed {seed}: " + describe(flagged(sections))
 
 
 def test_cost_checks_stay_quiet_with_a_busy_core(bench: Any, flagged: Any, describe: Any) -> None:
-    wb = bench(parse_spec("builtin:reference", env={"RLAUDIT_AA_REPLICA": "1"}))
-    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
+    wb = bench(aa_spec())
+    with busy_core() as proc:
         sections = [audit.scaling(wb, seed=7), audit.cost_trend(wb, seed=7), audit.overhead(wb, seed=7)]
-        assert busy.poll() is None
-    finally:
-        busy.kill()
-        busy.wait(timeout=10)
+        assert proc.poll() is None
     assert not flagged(sections), describe(flagged(sections))

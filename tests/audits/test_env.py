@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from collections.abc import Iterator
 from typing import Any
 
 import gymnasium as gym
@@ -15,7 +12,8 @@ from gymnasium import spaces
 
 from rlaudit import stats, timing
 from rlaudit.demo.faults import CATALOG
-from rlaudit.env import audit
+from rlaudit.env import audit, episodes, equivalence, resets
+from rlaudit.env import throughput as speed
 from rlaudit.env.rollout import (
     EpisodeTracker,
     Policy,
@@ -27,14 +25,10 @@ from rlaudit.env.rollout import (
     sample_actions,
     with_value,
 )
-from rlaudit.subjects import parse_spec
+from support.load import aa_spec, busy_core
+from support.probing import probe_context
 
 ENV_FAULTS = sorted(f.id for f in CATALOG.values() if f.subsystem == "env")
-
-
-def aa_spec(tag: str = "1") -> Any:
-    """The reference again under another fingerprint, so every probe really runs twice (an A/A pair)."""
-    return parse_spec("builtin:reference", env={"RLAUDIT_AA_REPLICA": tag})
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -155,9 +149,9 @@ def _digests(values: list[str]) -> dict[str, list[str]]:
 
 def test_self_consistency_finds_the_first_differing_step() -> None:
     same = {"first": _digests(["a", "b", "c"]), "second": _digests(["a", "b", "c"])}
-    assert audit.self_consistency(same) == (None, [])
+    assert equivalence.self_consistency(same) == (None, [])
     other = {"first": _digests(["a", "b", "c"]), "second": _digests(["a", "x", "c"])}
-    step, fields = audit.self_consistency(other)
+    step, fields = equivalence.self_consistency(other)
     assert step == 2 and "reward" in fields and "obs" in fields
 
 
@@ -168,9 +162,9 @@ def test_structural_differences_name_shapes_and_env_counts() -> None:
         "action_space": {"repr": "D(5)"},
     }
     other = {**facts, "num_envs": 2, "observation_space": {"shape": [40], "kind": "Box"}}
-    out = audit.structural_differences(facts, other)
+    out = equivalence.structural_differences(facts, other)
     assert any("num_envs 4 vs 2" in o for o in out) and any("[10] vs [40]" in o for o in out)
-    assert audit.structural_differences(facts, dict(facts)) == []
+    assert equivalence.structural_differences(facts, dict(facts)) == []
 
 
 def test_divergence_table_reports_the_first_step_per_field() -> None:
@@ -186,7 +180,7 @@ def test_divergence_table_reports_the_first_step_per_field() -> None:
     b["reward"][2, 1] = 0.8  # step 3, env 1
     b["obs"][4, 0, 2] = 1.0  # step 4
     dig = {"obs": ["x"] * (steps + 1)}
-    table, fractions = audit.divergence_table(a, b, dig, dig, stored=steps)
+    table, fractions = equivalence.divergence_table(a, b, dig, dig, stored=steps)
     first = dict(zip(table["field"], table["first_step"], strict=True))
     assert first["reward"] == 3 and first["obs"] == 4 and np.isnan(first["terminated"])
     assert fractions["rewards"][3] == 0.5
@@ -203,7 +197,7 @@ def test_stat_mismatch_counts_lost_episode_returns() -> None:
             "reported.l": [5, 6, 7, 8],
         }
     )
-    out = audit.stat_mismatch(eps)
+    out = episodes.stat_mismatch(eps)
     assert out["reported"] == 4 and out["return_mismatch"] == 0.5 and out["length_mismatch"] == 0.0
     assert out["example"] == {"env": 1, "end_step": 6, "reported_return": 0.0, "return_paid": 0.9}
 
@@ -228,17 +222,17 @@ def test_reset_spread_separates_desync_from_truncating_every_episode() -> None:
             "first": [True, True, False, False],
         }
     )
-    assert audit.reset_spread(good, steps)["early_fraction"] == 0.0
-    out = audit.reset_spread(bad, steps)
+    assert resets.reset_spread(good, steps)["early_fraction"] == 0.0
+    out = resets.reset_spread(bad, steps)
     assert out["limit"] == 51 and out["early_fraction"] == 1.0
 
 
 def test_compare_samples_needs_a_practical_and_credible_shift() -> None:
     rng = np.random.default_rng(0)
     base = rng.normal(10, 1, 300)
-    assert not audit.compare_samples(rng.normal(10, 1, 300), base, seed=0)["differs"]
-    assert not audit.compare_samples(base + 0.05, base, seed=0)["differs"]  # real but not practical
-    shifted = audit.compare_samples(base - 3, base, seed=0)
+    assert not episodes.compare_samples(rng.normal(10, 1, 300), base, seed=0)["differs"]
+    assert not episodes.compare_samples(base + 0.05, base, seed=0)["differs"]  # real but not practical
+    shifted = episodes.compare_samples(base - 3, base, seed=0)
     assert shifted["differs"] and shifted["ci"][1] < 0
 
 
@@ -257,7 +251,7 @@ def test_throughput_ratio_of_a_twice_slower_candidate() -> None:
         )
         for side, secs in (("baseline", 1.0), ("candidate", 2.0))
     }
-    ratios = audit.throughput_ratios(audit.throughput_table(frames), seed=0)
+    ratios = speed.throughput_ratios(speed.throughput_table(frames), seed=0)
     row = ratios.iloc[0]
     assert abs(row["ratio"] - 0.5) < 0.02 and row["ci_high"] < 1
     assert timing.slower(stats.Interval(row["ratio"], row["ci_low"], row["ci_high"]))
@@ -278,18 +272,9 @@ def reference_rollout(tmp_path: Any, seed: int, policy: str) -> pd.DataFrame:
     from rlaudit.demo.subject import load
     from rlaudit.env import probes
     from rlaudit.io import read_table
-    from rlaudit.probe import ProbeContext
 
-    subject = load("reference")
     out = tmp_path / f"{seed}-{policy}"
-    out.mkdir()
-    ctx = ProbeContext(
-        subject=subject,
-        config=subject.config(),
-        out=out,
-        spec="builtin:reference",
-        capabilities=frozenset({"config", "make_env"}),
-    )
+    ctx = probe_context(load("reference"), out, ("config", "make_env"), spec="builtin:reference")
     probes.rollout(ctx, seed=seed, steps=300, policy=policy)
     return read_table(out / "episodes")
 
@@ -299,9 +284,9 @@ def test_distribution_rule_is_quiet_between_two_seeds_of_one_env(tmp_path: Any) 
     for policy in ("random", "wsls"):
         a, b = reference_rollout(tmp_path, 11, policy), reference_rollout(tmp_path, 12, policy)
         for col in ("length", "return"):
-            cmp = audit.compare_samples(a[col].to_numpy(), b[col].to_numpy(), seed=0)
+            cmp = episodes.compare_samples(a[col].to_numpy(), b[col].to_numpy(), seed=0)
             assert not cmp["differs"], (policy, col, cmp)
-        assert audit.stat_mismatch(a)["return_mismatch"] == 0.0  # the reference reports what it pays
+        assert episodes.stat_mismatch(a)["return_mismatch"] == 0.0  # the reference reports what it pays
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -335,22 +320,10 @@ def test_statistical_and_timing_checks_stay_quiet_on_other_seeds(
         assert not flagged(sections), f"seed {seed}: " + describe(flagged(sections))
 
 
-@pytest.fixture
-def busy_core() -> Iterator[subprocess.Popen[bytes]]:
-    """A busy loop on another core for the duration of a test (killed by its own pid)."""
-    proc = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
-        yield proc
-    finally:
-        proc.kill()
-        proc.wait(timeout=10)
-
-
-def test_timing_checks_stay_quiet_with_a_busy_core(
-    bench: Any, flagged: Any, describe: Any, busy_core: subprocess.Popen[bytes]
-) -> None:
+def test_timing_checks_stay_quiet_with_a_busy_core(bench: Any, flagged: Any, describe: Any) -> None:
     # A fresh seed so that every timing probe is measured now, while the busy loop competes for the cores.
     wb = bench(aa_spec())
-    sections = [audit.throughput(wb, seed=7), audit.reset_cost(wb, seed=7)]
-    assert busy_core.poll() is None
+    with busy_core() as proc:
+        sections = [audit.throughput(wb, seed=7), audit.reset_cost(wb, seed=7)]
+        assert proc.poll() is None
     assert not flagged(sections), describe(flagged(sections))

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from rlaudit.demo.faults import CATALOG
-from rlaudit.rewards import audit
-from rlaudit.subjects import parse_spec
+from rlaudit.rewards import audit, components
+from support.load import aa_spec
 
 REWARD_FAULTS = sorted(f.id for f in CATALOG.values() if f.subsystem == "rewards")
 
@@ -54,23 +54,29 @@ def _episodes(weights: dict[str, float], penalty: float, n: int = 200, seed: int
 
 def test_component_weights_recover_rewards_per_event_and_the_time_penalty() -> None:
     eps = _episodes({"ore.get": 0.1, "battery.get": 0.8, "heart.get": 1.0}, penalty=-0.01)
-    assert audit.count_columns(eps) == ["reported.ore.get", "reported.battery.get", "reported.heart.get"]
-    w = audit.component_weights(eps, seed=0).set_index("component")
+    assert components.count_columns(eps) == ["reported.ore.get", "reported.battery.get", "reported.heart.get"]
+    w = components.component_weights(eps, seed=0).set_index("component")
     assert w.loc["battery.get", "weight"] == pytest.approx(0.8)
-    assert w.loc[audit.PER_STEP, "weight"] == pytest.approx(-0.01)
+    assert w.loc[components.PER_STEP, "weight"] == pytest.approx(-0.01)
     assert w.loc["ore.get", "per_episode"] == pytest.approx(0.1 * eps["reported.ore.get"].mean())
 
 
 def test_compare_components_vanished_rescaled_unmeasurable() -> None:
-    base = audit.component_weights(_episodes({"ore.get": 0.1, "battery.get": 0.8}, 0.0), seed=0)
-    gone = audit.component_weights(_episodes({"ore.get": 0.1, "battery.get": 0.0}, 0.0, seed=1), seed=0)
-    verdict = audit.compare_components(base, gone).set_index("component")["verdict"]
+    base = components.component_weights(_episodes({"ore.get": 0.1, "battery.get": 0.8}, 0.0), seed=0)
+    gone = components.component_weights(_episodes({"ore.get": 0.1, "battery.get": 0.0}, 0.0, seed=1), seed=0)
+    verdict = components.compare_components(base, gone).set_index("component")["verdict"]
     assert verdict["battery.get"] == "vanished" and verdict["ore.get"] == "same"
-    scaled = audit.component_weights(_episodes({"ore.get": 0.3, "battery.get": 0.8}, 0.0, seed=2), seed=0)
-    assert audit.compare_components(base, scaled).set_index("component")["verdict"]["ore.get"] == "rescaled"
+    scaled = components.component_weights(
+        _episodes({"ore.get": 0.3, "battery.get": 0.8}, 0.0, seed=2), seed=0
+    )
+    assert (
+        components.compare_components(base, scaled).set_index("component")["verdict"]["ore.get"] == "rescaled"
+    )
     silent = _episodes({"ore.get": 0.1, "battery.get": 0.8}, 0.0, seed=3)
     silent[["reported.ore.get", "reported.battery.get"]] = 0.0  # counts lost, rewards still paid
-    lost = audit.compare_components(base, audit.component_weights(silent, seed=0)).set_index("component")
+    lost = components.compare_components(base, components.component_weights(silent, seed=0)).set_index(
+        "component"
+    )
     assert lost.loc["battery.get", "verdict"] == "unmeasurable"
 
 
@@ -103,7 +109,7 @@ def test_magnitudes_flag_case_002_shaping_drowned_by_the_time_penalty() -> None:
             "reported.wins": wins.astype(float),
         }
     )
-    mags = audit.magnitudes(audit.component_weights(eps, seed=0), eps).set_index("term")
+    mags = components.magnitudes(components.component_weights(eps, seed=0), eps).set_index("term")
     assert bool(mags.loc["pixels", "drowned"]) and not bool(mags.loc["wins", "drowned"])
     assert mags.loc["per-step term (time penalty)", "per step"] == pytest.approx(-0.01)
 
@@ -117,7 +123,7 @@ def test_reward_fault_is_flagged(bench: Any, flagged: Any, describe: Any, fault:
 
 
 def test_identical_pair_stays_quiet(bench: Any, flagged: Any, describe: Any) -> None:
-    wb = bench(parse_spec("builtin:reference", env={"RLAUDIT_AA_REPLICA": "1"}))
+    wb = bench(aa_spec())
     for seed in (0, 1):
         sections = audit.audit_all(wb, seed=seed)
         assert not flagged(sections), f"seed {seed}: " + describe(flagged(sections))

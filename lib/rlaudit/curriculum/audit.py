@@ -16,16 +16,15 @@ import numpy as np
 import pandas as pd
 
 from rlaudit import stats
+from rlaudit.checks import SIDES, Check, check, run_probe
 from rlaudit.curriculum import plots, probes
-from rlaudit.env import probes as env_probes
-from rlaudit.env.analysis import fmt, pct, rollout_params, run_pair, sizes
-from rlaudit.findings import Evidence, Finding, Severity, Status
-from rlaudit.notebook import Section, audit_section
+from rlaudit.env.analysis import rollout_pair, sizes
+from rlaudit.evidence import fmt, interval, pct
+from rlaudit.findings import Finding, Severity, Status
+from rlaudit.notebook import Section
 from rlaudit.timing import calibrated
 from rlaudit.workbench import Pair, Workbench
 
-SUBSYSTEM = "curriculum"
-SIDES = ("baseline", "candidate")
 CALLS = ("sample", "update")
 
 
@@ -42,26 +41,24 @@ def complexity(slope: float) -> str:
     return "superlinear"
 
 
-def _no_curriculum(pair: Pair, fid: str, hypothesis: str) -> Finding | None:
+def _no_curriculum(c: Check, pair: Pair) -> Section | None:
+    """A section saying which side's ``make_curriculum(config)`` built nothing, or None when both did."""
     has = {s: pair[s].result.get("has_curriculum", True) for s in SIDES}
     if all(has.values()):
         return None
-    status = Status.NOTED if not any(has.values()) else Status.SUSPECT
-    return Finding(
-        id=fid,
-        subsystem=SUBSYSTEM,
-        hypothesis=hypothesis,
-        status=status,
-        severity=Severity.INFO if status == Status.NOTED else Severity.HIGH,
-        evidence=Evidence(
+    neither = not any(has.values())
+    return c.section(
+        c.finding(
+            Status.NOTED if neither else Status.SUSPECT,
+            Severity.INFO if neither else Severity.HIGH,
             baseline="curriculum" if has["baseline"] else "none",
             candidate="curriculum" if has["candidate"] else "none",
             summary="make_curriculum(config) builds no curriculum for "
             + " and ".join(s for s in SIDES if not has[s]),
-        ),
-        remediation="Nothing to compare without a curriculum."
-        if status == Status.NOTED
-        else "Check why one setup trains without a curriculum.",
+            remediation="Nothing to compare without a curriculum."
+            if neither
+            else "Check why one setup trains without a curriculum.",
+        )
     )
 
 
@@ -79,29 +76,35 @@ def pooled_counts(phases: list[dict[str, int]], skip_first: bool = True) -> dict
     return out
 
 
-@audit_section(
-    "curriculum/sampling",
-    SUBSYSTEM,
-    "Given the same scores, both curricula sample tasks from the same distribution",
-)
-def sampling(wb: Workbench, *, seed: int = 0) -> Section:
-    """Open-loop chi-square of the sampling distributions; closed-loop choice sequences when reproducible."""
-    hypothesis = "Given the same scores, both curricula sample tasks from the same distribution"
-    fid = "curriculum/sampling"
-    sz = sizes(wb.profile)
-    pair = run_pair(wb, probes.sampling, "curriculum sampling", seed=seed, episodes=sz.curriculum_episodes)
-    if (f := pair.guard(fid, SUBSYSTEM, hypothesis)) is not None:
-        return Section.of(f)
-    if (f := _no_curriculum(pair, fid, hypothesis)) is not None:
-        return Section.of(f)
-    opened = {s: pair[s].json("open_loop")["phases"] for s in SIDES}
-    closed = {s: pair[s].json("closed_loop") for s in SIDES}
-    pooled = {s: pooled_counts(opened[s]) for s in SIDES}
-    test = stats.chi_square_distributions(pooled["candidate"], pooled["baseline"])
-    phase_rows = []
+def _sequence_note(pair: Pair, closed: dict[str, Any], repro: dict[str, bool]) -> str:
+    """How the closed-loop choice sequences compare, or why they cannot be compared."""
+    if all(repro.values()):
+        a, b = closed["baseline"]["sequence"], closed["candidate"]["sequence"]
+        div = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), None)
+        same_frac = float(np.mean([x == y for x, y in zip(a, b, strict=False)])) if a else math.nan
+        if div is None:
+            return f"the closed-loop choices are identical for all {len(a)} episodes"
+        return f"the closed-loop choices first differ at episode {div} ({pct(same_frac)} identical)"
+    irreproducible = [s for s in SIDES if not repro[s]]
+    how = pair[irreproducible[0]].result.get("seeded")
+    who = (
+        f"the {irreproducible[0]}'s curriculum chooses"
+        if len(irreproducible) == 1
+        else "both curricula choose"
+    )
+    return (
+        f"{who} differently from one instance to the next under a fixed seed (make_curriculum takes no seed; the "
+        f"{how} generators were seeded), so choice sequences are not comparable and the distribution test "
+        "carries the verdict"
+    )
+
+
+def phase_table(opened: dict[str, list[dict[str, int]]]) -> pd.DataFrame:
+    """Per open-loop phase: tasks drawn on each side and the chi-square test between the two draws."""
+    rows = []
     for i, (pb, pc) in enumerate(zip(opened["baseline"], opened["candidate"], strict=False)):
         t = stats.chi_square_distributions(pc, pb)
-        phase_rows.append(
+        rows.append(
             {
                 "phase": i,
                 "tasks (baseline)": len(pb),
@@ -111,7 +114,47 @@ def sampling(wb: Workbench, *, seed: int = 0) -> Section:
                 "tvd": t["tvd"],
             }
         )
-    phase_table = pd.DataFrame(phase_rows)
+    return pd.DataFrame(rows)
+
+
+def _not_reproducible(c: Check, pair: Pair, repro: dict[str, bool], note: str) -> Finding:
+    def side(s: str) -> str:
+        return (
+            "reproducible"
+            if repro[s]
+            else f"differs from itself at episode {pair[s].result.get('self_divergence')}"
+        )
+
+    return c.finding(
+        Status.NOTED,
+        Severity.LOW,
+        id="curriculum/not-reproducible",
+        hypothesis="A curriculum built with a fixed seed makes the same choices",
+        baseline=side("baseline"),
+        candidate=side("candidate"),
+        summary=note,
+        remediation="Give make_curriculum a seed (make_curriculum(config, seed)) so runs and audits can replay its "
+        "choices.",
+    )
+
+
+@check(
+    "curriculum/sampling",
+    "Given the same scores, both curricula sample tasks from the same distribution",
+    title="Same scores in, same tasks out?",
+    probe=probes.sampling,
+    params=lambda wb, seed=0: {"seed": seed, "episodes": sizes(wb.profile).curriculum_episodes},
+    desc="curriculum sampling",
+)
+def sampling(c: Check, pair: Pair) -> Section:
+    """Open-loop chi-square of the sampling distributions; closed-loop choice sequences when reproducible."""
+    if (none := _no_curriculum(c, pair)) is not None:
+        return none
+    opened = {s: pair[s].json("open_loop")["phases"] for s in SIDES}
+    closed = {s: pair[s].json("closed_loop") for s in SIDES}
+    pooled = {s: pooled_counts(opened[s]) for s in SIDES}
+    test = stats.chi_square_distributions(pooled["candidate"], pooled["baseline"])
+    phases = phase_table(opened)
     tasks_b, tasks_c = set(pooled["baseline"]), set(pooled["candidate"])
     keys = sorted(tasks_b | tasks_c, key=lambda k: (len(k), k))
     probs = pd.DataFrame(
@@ -121,107 +164,56 @@ def sampling(wb: Workbench, *, seed: int = 0) -> Section:
             for k in keys
         ]
     )
-    findings = []
     repro = {s: pair[s].result.get("reproducible", False) for s in SIDES}
-    seq_note = ""
-    if all(repro.values()):
-        a, b = closed["baseline"]["sequence"], closed["candidate"]["sequence"]
-        div = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), None)
-        same_frac = float(np.mean([x == y for x, y in zip(a, b, strict=False)])) if a else math.nan
-        seq_note = (
-            f"the closed-loop choices are identical for all {len(a)} episodes"
-            if div is None
-            else f"the closed-loop choices first differ at episode {div} ({pct(same_frac)} identical)"
-        )
-    else:
-        irreproducible = [s for s in SIDES if not repro[s]]
-        how = {s: pair[s].result.get("seeded") for s in SIDES}
-        who = (
-            f"the {irreproducible[0]}'s curriculum chooses"
-            if len(irreproducible) == 1
-            else "both curricula choose"
-        )
-        seq_note = (
-            f"{who} differently from one instance to the next under a fixed seed (make_curriculum takes no seed; "
-            f"the {how[irreproducible[0]]} generators were seeded), so choice sequences are not comparable and the "
-            "distribution test carries the verdict"
-        )
-    differs = test["p"] < 0.001 and test["tvd"] > 0.05
+    seq_note = _sequence_note(pair, closed, repro)
     if tasks_b != tasks_c:
         status, severity = Status.SUSPECT, Severity.HIGH
         summary = (
-            f"the curricula draw from different task sets ({len(tasks_b)} vs {len(tasks_c)} tasks; "
-            f"only in candidate: {sorted(tasks_c - tasks_b)[:5]}, only in baseline: {sorted(tasks_b - tasks_c)[:5]})"
+            f"the curricula draw from different task sets ({len(tasks_b)} vs {len(tasks_c)} tasks; only in "
+            f"candidate: {sorted(tasks_c - tasks_b)[:5]}, only in baseline: {sorted(tasks_b - tasks_c)[:5]})"
         )
         remediation = "Restore the task family (the curriculum's task lists) of the baseline."
-    elif differs:
+    elif test["p"] < 0.001 and test["tvd"] > 0.05:
         status, severity = Status.SUSPECT, Severity.HIGH
         summary = (
             f"the same scores give different sampling distributions (total variation {fmt(test['tvd'])}, "
             f"chi-square p = {fmt(test['p'])}); {seq_note}"
         )
         remediation = (
-            "Diff the curriculum's scoring and sampling (learning-progress formula, exploration rate, "
-            "smoothing) between versions."
+            "Diff the curriculum's scoring and sampling (learning-progress formula, exploration rate, smoothing) "
+            "between versions."
         )
     else:
         status, severity = Status.CLEARED, Severity.INFO
         summary = (
-            f"the same scores give the same sampling distribution over {len(tasks_b)} tasks (total "
-            f"variation {fmt(test['tvd'])}, chi-square p = {fmt(test['p'])}); {seq_note}"
+            f"the same scores give the same sampling distribution over {len(tasks_b)} tasks (total variation "
+            f"{fmt(test['tvd'])}, chi-square p = {fmt(test['p'])}); {seq_note}"
         )
         remediation = "Nothing to do."
-    findings.append(
-        Finding(
-            id=fid,
-            subsystem=SUBSYSTEM,
-            hypothesis=hypothesis,
-            status=status,
-            severity=severity,
-            evidence=Evidence(
-                baseline=f"{len(tasks_b)} tasks, {sum(pooled['baseline'].values())} draws",
-                candidate=f"{len(tasks_c)} tasks, {sum(pooled['candidate'].values())} draws",
-                effect=test["tvd"],
-                effect_label="total variation distance",
-                test={k: test[k] for k in ("name", "statistic", "p", "dof", "cramers_v")},
-                summary=summary,
-                details={"phases": phase_table.to_dict("records"), "reproducible": repro},
-            ),
+    findings = [
+        c.finding(
+            status,
+            severity,
+            baseline=f"{len(tasks_b)} tasks, {sum(pooled['baseline'].values())} draws",
+            candidate=f"{len(tasks_c)} tasks, {sum(pooled['candidate'].values())} draws",
+            effect=test["tvd"],
+            effect_label="total variation distance",
+            test={k: test[k] for k in ("name", "statistic", "p", "dof", "cramers_v")},
+            summary=summary,
+            details={"phases": phases.to_dict("records"), "reproducible": repro},
             remediation=remediation,
             figures=["sampling distributions"],
         )
-    )
+    ]
     if not all(repro.values()):
-        findings.append(
-            Finding(
-                id="curriculum/not-reproducible",
-                subsystem=SUBSYSTEM,
-                hypothesis="A curriculum built with a fixed seed makes the same choices",
-                status=Status.NOTED,
-                severity=Severity.LOW,
-                evidence=Evidence(
-                    baseline="reproducible"
-                    if repro["baseline"]
-                    else f"differs from itself at episode {pair.baseline.result.get('self_divergence')}",
-                    candidate="reproducible"
-                    if repro["candidate"]
-                    else f"differs from itself at episode {pair.candidate.result.get('self_divergence')}",
-                    summary=seq_note,
-                ),
-                remediation="Give make_curriculum a seed (make_curriculum(config, seed)) so runs and audits can "
-                "replay its choices.",
-            )
-        )
-    return Section(
-        title="Same scores in, same tasks out?",
-        findings=findings,
-        tables={"per phase": phase_table},
+        findings.append(_not_reproducible(c, pair, repro, seq_note))
+    return c.section(
+        findings,
+        tables={"per phase": phases},
         figures={"sampling distributions": plots.distributions(probs)},
-        notes=[
-            "Open loop: every task seen is updated with the same synthetic score each phase, in a fixed order, "
-            "then 2000 draws record the distribution, so the counts of two equivalent curricula differ only "
-            "by multinomial noise (a valid chi-square)."
-        ],
+        notes="Open loop: every task seen is updated with the same synthetic score each phase, in a fixed order, "
+        "then 2000 draws record the distribution, so the counts of two equivalent curricula differ only by "
+        "multinomial noise (a valid chi-square).",
     )
 
 
@@ -251,70 +243,26 @@ def scaling_verdict(base: stats.Interval, cand: stats.Interval) -> str:
     return "same"
 
 
-@audit_section(
-    "curriculum/scaling",
-    SUBSYSTEM,
-    "The cost of sample() and update() grows the same way with the task-pool size",
-)
-def scaling(wb: Workbench, *, seed: int = 0) -> Section:
-    """Per-call CPU time over pool sizes (16 to 4096); the log-log slope with a bootstrap interval."""
-    hypothesis = "The cost of sample() and update() grows the same way with the task-pool size"
-    fid = "curriculum/scaling"
+def _scaling_params(wb: Workbench, seed: int = 0) -> dict[str, Any]:
     sz = sizes(wb.profile)
-    pair = run_pair(
-        wb,
-        probes.scaling,
-        "curriculum cost scaling",
-        seed=seed,
-        sizes=list(sz.pool_sizes),
-        repeats=sz.timing_repeats,
-        calls=sz.scaling_calls,
-    )
-    if (f := pair.guard(fid, SUBSYSTEM, hypothesis)) is not None:
-        return Section.of(f)
-    if (f := _no_curriculum(pair, fid, hypothesis)) is not None:
-        return Section.of(f)
-    if not all(pair[s].result.get("pool_key") for s in SIDES):
-        return Section.of(
-            Finding(
-                id=fid,
-                subsystem=SUBSYSTEM,
-                hypothesis=hypothesis,
-                status=Status.SKIPPED,
-                severity=Severity.INFO,
-                evidence=Evidence(
-                    summary="no config key sizes the task pool (looked for "
-                    + ", ".join(probes.POOL_KEYS)
-                    + "), so the pool size cannot be varied"
-                ),
-                remediation="Name the pool-size key max_tasks (or num_tasks) in the curriculum config.",
-            )
-        )
-    timings = {s: pair[s].table("timings") for s in SIDES}
-    common = sorted(set(timings["baseline"]["size"]) & set(timings["candidate"]["size"]))
-    if len(common) < 2:
-        return Section.of(
-            Finding(
-                id=fid,
-                subsystem=SUBSYSTEM,
-                hypothesis=hypothesis,
-                status=Status.NOTED,
-                severity=Severity.INFO,
-                evidence=Evidence(
-                    summary=f"fewer than two pool sizes could be built on both sides ({common})",
-                    details={s: pair[s].result.get("failed") for s in SIDES},
-                ),
-                remediation="Check the failures in the evidence (a pool smaller than the task family cannot be built).",
-            )
-        )
-    fits = {s: fit_slopes(timings[s][timings[s]["size"].isin(common)], seed=seed) for s in SIDES}
+    return {
+        "seed": seed,
+        "sizes": list(sz.pool_sizes),
+        "repeats": sz.timing_repeats,
+        "calls": sz.scaling_calls,
+    }
+
+
+def exponent_table(
+    timings: dict[str, pd.DataFrame], fits: dict[str, dict[str, stats.Interval]], common: list[int]
+) -> pd.DataFrame:
+    """Per side and call: the log-log slope with its interval, its complexity class, and µs per call at the
+    smallest and largest common pool size."""
     rows = []
-    long = []
     for s in SIDES:
         for call in CALLS:
             iv = fits[s][call]
-            largest = timings[s][timings[s]["size"] == common[-1]][f"{call}_seconds"]
-            smallest = timings[s][timings[s]["size"] == common[0]][f"{call}_seconds"]
+            at = {n: timings[s][timings[s]["size"] == n][f"{call}_seconds"] for n in (common[0], common[-1])}
             rows.append(
                 {
                     "side": s,
@@ -323,91 +271,115 @@ def scaling(wb: Workbench, *, seed: int = 0) -> Section:
                     "ci_low": iv.low,
                     "ci_high": iv.high,
                     "complexity": complexity(iv.point),
-                    f"µs/call at {common[0]}": 1e6 * float(smallest.median()),
-                    f"µs/call at {common[-1]}": 1e6 * float(largest.median()),
+                    **{f"µs/call at {n}": 1e6 * float(v.median()) for n, v in at.items()},
                 }
             )
-            for r in timings[s].itertuples():
-                long.append(
-                    {"side": s, "call": call, "size": r.size, "seconds": getattr(r, f"{call}_seconds")}
-                )
-    table = pd.DataFrame(rows)
-    long_df = pd.DataFrame(long)
-    figure = plots.scaling(long_df, {(s, c): tuple(fits[s][c]) for s in SIDES for c in CALLS})
-    findings = []
+    return pd.DataFrame(rows)
+
+
+def _slope_text(call: str, iv: stats.Interval) -> str:
+    return f"{call}() slope {fmt(iv.point)} {interval(iv.low, iv.high)} ({complexity(iv.point)})"
+
+
+@check(
+    "curriculum/scaling",
+    "The cost of sample() and update() grows the same way with the task-pool size",
+    title="How does a curriculum call's cost grow with the task pool?",
+    probe=probes.scaling,
+    params=_scaling_params,
+    desc="curriculum cost scaling",
+)
+def scaling(c: Check, pair: Pair, *, seed: int = 0) -> Section:
+    """Per-call CPU time over pool sizes (16 to 4096); the log-log slope with a bootstrap interval."""
+    if (none := _no_curriculum(c, pair)) is not None:
+        return none
+    if not all(pair[s].result.get("pool_key") for s in SIDES):
+        return c.section(
+            c.finding(
+                Status.SKIPPED,
+                summary="no config key sizes the task pool (looked for "
+                + ", ".join(probes.POOL_KEYS)
+                + "), so "
+                "the pool size cannot be varied",
+                remediation="Name the pool-size key max_tasks (or num_tasks) in the curriculum config.",
+            )
+        )
+    timings = {s: pair[s].table("timings") for s in SIDES}
+    common = sorted(set(timings["baseline"]["size"]) & set(timings["candidate"]["size"]))
+    if len(common) < 2:
+        return c.section(
+            c.finding(
+                Status.NOTED,
+                summary=f"fewer than two pool sizes could be built on both sides ({common})",
+                details={s: pair[s].result.get("failed") for s in SIDES},
+                remediation="Check the failures in the evidence (a pool smaller than the task family cannot be built).",
+            )
+        )
+    fits = {s: fit_slopes(timings[s][timings[s]["size"].isin(common)], seed=seed) for s in SIDES}
+    table = exponent_table(timings, fits, common)
+    long_df = pd.DataFrame(
+        [
+            {"side": s, "call": call, "size": r.size, "seconds": getattr(r, f"{call}_seconds")}
+            for s in SIDES
+            for call in CALLS
+            for r in timings[s].itertuples()
+        ]
+    )
     worse = [
-        (c, fits["baseline"][c], fits["candidate"][c])
-        for c in CALLS
-        if scaling_verdict(fits["baseline"][c], fits["candidate"][c]) == "worse"
+        (call, fits["baseline"][call], fits["candidate"][call])
+        for call in CALLS
+        if scaling_verdict(fits["baseline"][call], fits["candidate"][call]) == "worse"
     ]
     if worse:
-        call, b, c = max(worse, key=lambda x: x[2].point - x[1].point)
+        call, b, cand = max(worse, key=lambda x: x[2].point - x[1].point)
         big = common[-1]
         tb = timings["baseline"][timings["baseline"]["size"] == big][f"{call}_seconds"]
         tc = timings["candidate"][timings["candidate"]["size"] == big][f"{call}_seconds"]
         ratio = stats.bootstrap_ratio_ci(tc, tb, stat=np.median, seed=seed)
-        status = Status.CONFIRMED if c.low > 0.7 else Status.SUSPECT
-        findings.append(
-            Finding(
-                id=fid,
-                subsystem=SUBSYSTEM,
-                hypothesis=hypothesis,
-                status=status,
-                severity=Severity.HIGH,
-                evidence=Evidence(
-                    baseline=f"{call}() slope {fmt(b.point)} [{fmt(b.low)}, {fmt(b.high)}] ({complexity(b.point)})",
-                    candidate=f"{call}() slope {fmt(c.point)} [{fmt(c.low)}, {fmt(c.high)}] ({complexity(c.point)})",
-                    effect=c.point - b.point,
-                    effect_label="difference of log-log slopes (cost exponent)",
-                    ci=(c.low - b.high, c.high - b.low),
-                    ci_level=0.95,
-                    summary=(
-                        f"the candidate's {call}() cost is {complexity(c.point)} in the task-pool size (slope "
-                        f"{fmt(c.point)} vs {fmt(b.point)}): at {big} tasks one call costs "
-                        f"{fmt(1e6 * float(tc.median()))} µs vs {fmt(1e6 * float(tb.median()))} µs "
-                        f"({fmt(ratio.point)}x [{fmt(ratio.low)}, {fmt(ratio.high)}]), case 004's "
-                        "O(max_tasks) scan per episode"
-                    ),
-                    details={"fits": table.to_dict("records"), "ratio_at_largest": tuple(ratio)},
-                ),
-                remediation=(
-                    "Keep the per-episode path O(1) or O(log n): update only the changed task's weight "
-                    "(a sum tree) instead of invalidating and rescanning every slot on each update."
-                ),
-                figures=["cost scaling"],
-            )
+        finding = c.finding(
+            Status.CONFIRMED if cand.low > 0.7 else Status.SUSPECT,
+            Severity.HIGH,
+            baseline=_slope_text(call, b),
+            candidate=_slope_text(call, cand),
+            effect=cand.point - b.point,
+            effect_label="difference of log-log slopes (cost exponent)",
+            ci=(cand.low - b.high, cand.high - b.low),
+            summary=(
+                f"the candidate's {call}() cost is {complexity(cand.point)} in the task-pool size (slope "
+                f"{fmt(cand.point)} vs {fmt(b.point)}): at {big} tasks one call costs "
+                f"{fmt(1e6 * float(tc.median()))} µs vs {fmt(1e6 * float(tb.median()))} µs "
+                f"({fmt(ratio.point)}x {interval(ratio.low, ratio.high)}), case 004's O(max_tasks) scan per episode"
+            ),
+            details={"fits": table.to_dict("records"), "ratio_at_largest": tuple(ratio)},
+            remediation=(
+                "Keep the per-episode path O(1) or O(log n): update only the changed task's weight (a sum tree) "
+                "instead of invalidating and rescanning every slot on each update."
+            ),
+            figures=["cost scaling"],
         )
     else:
-        findings.append(
-            Finding(
-                id=fid,
-                subsystem=SUBSYSTEM,
-                hypothesis=hypothesis,
-                status=Status.CLEARED,
-                severity=Severity.INFO,
-                evidence=Evidence(
-                    baseline={c: round(fits["baseline"][c].point, 3) for c in CALLS},
-                    candidate={c: round(fits["candidate"][c].point, 3) for c in CALLS},
-                    summary="per-call cost scales alike: "
-                    + "; ".join(
-                        f"{c}() slope {fmt(fits['baseline'][c].point)} vs {fmt(fits['candidate'][c].point)}"
-                        for c in CALLS
-                    ),
-                    details={"fits": table.to_dict("records")},
-                ),
-                remediation="Nothing to do.",
-                figures=["cost scaling"],
-            )
+        finding = c.finding(
+            Status.CLEARED,
+            baseline={call: round(fits["baseline"][call].point, 3) for call in CALLS},
+            candidate={call: round(fits["candidate"][call].point, 3) for call in CALLS},
+            summary="per-call cost scales alike: "
+            + "; ".join(
+                f"{call}() slope {fmt(fits['baseline'][call].point)} vs {fmt(fits['candidate'][call].point)}"
+                for call in CALLS
+            ),
+            details={"fits": table.to_dict("records")},
+            remediation="Nothing to do.",
+            figures=["cost scaling"],
         )
-    return Section(
-        title="How does a curriculum call's cost grow with the task pool?",
-        findings=findings,
+    sz = sizes(c.profile)
+    return c.section(
+        finding,
         tables={"cost exponents": table},
-        figures={"cost scaling": figure},
-        notes=[
-            f"Pool sizes {common} set through `{pair.baseline.result.get('pool_key')}`; "
-            f"{sz.timing_repeats} interleaved repeats of {sz.scaling_calls} calls each, CPU time."
-        ],
+        figures={
+            "cost scaling": plots.scaling(long_df, {(s, k): tuple(fits[s][k]) for s in SIDES for k in CALLS})
+        },
+        notes=f"Pool sizes {common} set through `{pair.baseline.result.get('pool_key')}`; {sz.timing_repeats} "
+        f"interleaved repeats of {sz.scaling_calls} calls each, CPU time.",
     )
 
 
@@ -437,26 +409,22 @@ def growth(blocks: pd.DataFrame, column: str) -> dict[str, Any]:
     }
 
 
-@audit_section("curriculum/trend", SUBSYSTEM, "A curriculum call does not get slower as training goes on")
-def cost_trend(wb: Workbench, *, seed: int = 0) -> Section:
-    """CPU time per call over many episodes at the configured pool size; Mann-Kendall trend test."""
-    hypothesis = "A curriculum call does not get slower as training goes on"
-    fid = "curriculum/trend"
+def trend_pair(wb: Workbench, seed: int = 0) -> Pair:
+    """The :func:`rlaudit.curriculum.probes.trend` probe on both sides (shared by the trend and overhead checks)."""
     sz = sizes(wb.profile)
-    pair = run_pair(
+    return run_probe(
         wb, probes.trend, "curriculum cost over time", seed=seed, blocks=sz.trend_blocks, calls=sz.trend_calls
     )
-    if (f := pair.guard(fid, SUBSYSTEM, hypothesis)) is not None:
-        return Section.of(f)
-    if (f := _no_curriculum(pair, fid, hypothesis)) is not None:
-        return Section.of(f)
-    blocks = {s: pair[s].table("blocks") for s in SIDES}
-    rows, long = [], []
-    res: dict[tuple[str, str], dict[str, Any]] = {}
+
+
+def trend_table(
+    blocks: dict[str, pd.DataFrame],
+) -> tuple[pd.DataFrame, dict[tuple[str, str], dict[str, Any]]]:
+    """Per side and call: median µs per call, growth over the run, the trend test; and the growth records."""
+    rows, res = [], {}
     for s in SIDES:
         for call in CALLS:
-            g = growth(blocks[s], f"{call}_seconds")
-            res[(s, call)] = g
+            g = res[(s, call)] = growth(blocks[s], f"{call}_seconds")
             rows.append(
                 {
                     "side": s,
@@ -467,80 +435,81 @@ def cost_trend(wb: Workbench, *, seed: int = 0) -> Section:
                     "direction": g["direction"],
                 }
             )
-        for r in blocks[s].itertuples():
-            for call in CALLS:
-                long.append(
-                    {
-                        "side": s,
-                        "call": call,
-                        "episodes": r.episodes,
-                        "seconds": getattr(r, f"{call}_seconds"),
-                    }
-                )
-    table = pd.DataFrame(rows)
-    flagged = []
-    for call in CALLS:
-        gb, gc = res[("baseline", call)], res[("candidate", call)]
-        rb = gb["relative_growth"] if math.isfinite(gb["relative_growth"]) else 0.0
-        if (
-            gc["direction"] == "increasing"
-            and gc["p"] < 0.01
-            and gc["relative_growth"] > 0.25
-            and (gc["relative_growth"] - max(rb, 0.0) > 0.25)
-        ):
-            flagged.append((call, gb, gc))
+    return pd.DataFrame(rows), res
+
+
+def grows(gb: dict[str, Any], gc: dict[str, Any]) -> bool:
+    """The candidate's cost rises credibly (Mann-Kendall p < 0.01) by over 25% of its median across the run,
+    and by 25 points more than the baseline's."""
+    rb = gb["relative_growth"] if math.isfinite(gb["relative_growth"]) else 0.0
+    return (
+        gc["direction"] == "increasing"
+        and gc["p"] < 0.01
+        and gc["relative_growth"] > 0.25
+        and gc["relative_growth"] - max(rb, 0.0) > 0.25
+    )
+
+
+@check(
+    "curriculum/trend",
+    "A curriculum call does not get slower as training goes on",
+    title="Does a curriculum call get slower as training goes on?",
+    needs=trend_pair,
+)
+def cost_trend(c: Check, pair: Pair) -> Section:
+    """CPU time per call over many episodes at the configured pool size; Mann-Kendall trend test."""
+    if (none := _no_curriculum(c, pair)) is not None:
+        return none
+    blocks = {s: pair[s].table("blocks") for s in SIDES}
+    table, res = trend_table(blocks)
+    long = pd.DataFrame(
+        [
+            {"side": s, "call": call, "episodes": r.episodes, "seconds": getattr(r, f"{call}_seconds")}
+            for s in SIDES
+            for r in blocks[s].itertuples()
+            for call in CALLS
+        ]
+    )
+    flagged = [(call, res[("baseline", call)], res[("candidate", call)]) for call in CALLS]
+    flagged = [x for x in flagged if grows(x[1], x[2])]
     episodes = int(blocks["baseline"]["episodes"].max())
+    details = {"table": table.to_dict("records")}
     if flagged:
         call, gb, gc = flagged[0]
-        finding = Finding(
-            id=fid,
-            subsystem=SUBSYSTEM,
-            hypothesis=hypothesis,
-            status=Status.SUSPECT,
-            severity=Severity.HIGH,
-            evidence=Evidence(
-                baseline=f"{call}() {pct(gb['relative_growth'])} over {episodes} episodes",
-                candidate=f"{call}() {pct(gc['relative_growth'])} over {episodes} episodes",
-                effect=gc["relative_growth"],
-                effect_label="relative growth of the cost per call over the run",
-                test={"name": "mann-kendall", "p": gc["p"]},
-                summary=(
-                    f"the candidate's {call}() gets slower as episodes accumulate (+{pct(gc['relative_growth'])} "
-                    f"over {episodes} episodes, Mann-Kendall p = {fmt(gc['p'])}; baseline "
-                    f"{pct(gb['relative_growth'])}): some structure grows with every episode"
-                ),
-                details={"table": table.to_dict("records")},
+        finding = c.finding(
+            Status.SUSPECT,
+            Severity.HIGH,
+            baseline=f"{call}() {pct(gb['relative_growth'])} over {episodes} episodes",
+            candidate=f"{call}() {pct(gc['relative_growth'])} over {episodes} episodes",
+            effect=gc["relative_growth"],
+            effect_label="relative growth of the cost per call over the run",
+            test={"name": "mann-kendall", "p": gc["p"]},
+            summary=(
+                f"the candidate's {call}() gets slower as episodes accumulate (+{pct(gc['relative_growth'])} over "
+                f"{episodes} episodes, Mann-Kendall p = {fmt(gc['p'])}; baseline {pct(gb['relative_growth'])}): "
+                "some structure grows with every episode"
             ),
+            details=details,
             remediation="Find the structure that grows per episode (12_memory lists growing containers) and bound it.",
             figures=["cost over time"],
         )
     else:
-        finding = Finding(
-            id=fid,
-            subsystem=SUBSYSTEM,
-            hypothesis=hypothesis,
-            status=Status.CLEARED,
-            severity=Severity.INFO,
-            evidence=Evidence(
-                baseline={c: round(res[("baseline", c)]["relative_growth"], 3) for c in CALLS},
-                candidate={c: round(res[("candidate", c)]["relative_growth"], 3) for c in CALLS},
-                summary=f"no call gets slower over {episodes} episodes (growth over the run: "
-                + "; ".join(
-                    f"{c}() {pct(res[('baseline', c)]['relative_growth'])} vs {pct(res[('candidate', c)]['relative_growth'])}"
-                    for c in CALLS
-                )
-                + ")",
-                details={"table": table.to_dict("records")},
-            ),
+        finding = c.finding(
+            Status.CLEARED,
+            baseline={k: round(res[("baseline", k)]["relative_growth"], 3) for k in CALLS},
+            candidate={k: round(res[("candidate", k)]["relative_growth"], 3) for k in CALLS},
+            summary=f"no call gets slower over {episodes} episodes (growth over the run: "
+            + "; ".join(
+                f"{k}() {pct(res[('baseline', k)]['relative_growth'])} vs "
+                f"{pct(res[('candidate', k)]['relative_growth'])}"
+                for k in CALLS
+            )
+            + ")",
+            details=details,
             remediation="Nothing to do.",
             figures=["cost over time"],
         )
-    return Section(
-        title="Does a curriculum call get slower as training goes on?",
-        findings=[finding],
-        tables={"trend": table},
-        figures={"cost over time": plots.trend(pd.DataFrame(long))},
-    )
+    return c.section(finding, tables={"trend": table}, figures={"cost over time": plots.trend(long)})
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -548,67 +517,62 @@ def cost_trend(wb: Workbench, *, seed: int = 0) -> Section:
 # ---------------------------------------------------------------------------------------------------------
 
 
-@audit_section(
-    "curriculum/overhead", SUBSYSTEM, "The curriculum costs the environment the same share of a step"
+def overhead_row(
+    side: str, blocks: pd.DataFrame, episodes: pd.DataFrame, steps: pd.DataFrame
+) -> dict[str, Any]:
+    """One side's curriculum cost per episode and per vector step (µs), and its share of a vector step."""
+    per_ep = float(np.median((blocks["sample_seconds"] + blocks["update_seconds"]).to_numpy()))
+    eps_per_step = len(episodes) / max(1, len(steps))
+    step_cost = float(steps["seconds"].median())
+    cost = per_ep * eps_per_step
+    return {
+        "side": side,
+        "episodes per vector step": eps_per_step,
+        "curriculum µs per episode": 1e6 * per_ep,
+        "curriculum µs per vector step": 1e6 * cost,
+        "env step µs (median)": 1e6 * step_cost,
+        "share of a step": cost / step_cost if step_cost > 0 else math.nan,
+    }
+
+
+def overhead_needs(wb: Workbench, seed: int = 0) -> list[Pair]:
+    """The curriculum's cost over time and the shared random-policy rollout."""
+    return [trend_pair(wb, seed), rollout_pair(wb, seed)]
+
+
+@check(
+    "curriculum/overhead",
+    "The curriculum costs the environment the same share of a step",
+    title="What does the curriculum cost an environment step?",
+    needs=overhead_needs,
 )
-def overhead(wb: Workbench, *, seed: int = 0) -> Section:
+def overhead(c: Check, evidence: list[Pair], *, seed: int = 0) -> Section:
     """Curriculum cost per environment step: (sample + update) x episodes per vector step, vs the step."""
-    hypothesis = "The curriculum costs the environment the same share of a step"
-    fid = "curriculum/overhead"
-    sz = sizes(wb.profile)
-    cur = run_pair(
-        wb, probes.trend, "curriculum cost over time", seed=seed, blocks=sz.trend_blocks, calls=sz.trend_calls
-    )
-    env = run_pair(
-        wb, env_probes.rollout, "env rollout (random)", **rollout_params(wb.profile, seed, "random")
-    )
-    for p in (cur, env):
-        if (f := p.guard(fid, SUBSYSTEM, hypothesis)) is not None:
-            return Section.of(f)
-    if (f := _no_curriculum(cur, fid, hypothesis)) is not None:
-        return Section.of(f)
-    rows = []
-    per_episode = {}
-    for s in SIDES:
-        blocks = cur[s].table("blocks")
-        episodes = env[s].table("episodes")
-        steps = env[s].table("steps")
-        per_ep = (blocks["sample_seconds"] + blocks["update_seconds"]).to_numpy()
-        # the side-by-side ratio in calibration units, so a side measured while the machine ran slower is
-        # not charged for it; the table keeps microseconds
-        per_episode[s] = calibrated(blocks, per_ep, seconds=False)
-        eps_per_step = len(episodes) / max(1, len(steps))
-        step_cost = float(steps["seconds"].median())
-        cost = float(np.median(per_ep)) * eps_per_step
-        rows.append(
-            {
-                "side": s,
-                "episodes per vector step": eps_per_step,
-                "curriculum µs per episode": 1e6 * float(np.median(per_ep)),
-                "curriculum µs per vector step": 1e6 * cost,
-                "env step µs (median)": 1e6 * step_cost,
-                "share of a step": cost / step_cost if step_cost > 0 else math.nan,
-            }
-        )
+    cur, env = evidence
+    if (none := _no_curriculum(c, cur)) is not None:
+        return none
+    blocks = {s: cur[s].table("blocks") for s in SIDES}
+    rows = [overhead_row(s, blocks[s], env[s].table("episodes"), env[s].table("steps")) for s in SIDES]
     table = pd.DataFrame(rows)
+    # the side-by-side ratio in calibration units, so a side measured while the machine ran slower is not
+    # charged for it; the table keeps microseconds
+    per_episode = {
+        s: calibrated(
+            blocks[s], (blocks[s]["sample_seconds"] + blocks[s]["update_seconds"]).to_numpy(), seconds=False
+        )
+        for s in SIDES
+    }
     ratio = stats.bootstrap_ratio_ci(
         per_episode["candidate"], per_episode["baseline"], stat=np.median, seed=seed
     )
-    b, c = rows
-    evidence = Evidence(
-        baseline=f"{pct(b['share of a step'])} of a step ({fmt(b['curriculum µs per vector step'])} µs)",
-        candidate=f"{pct(c['share of a step'])} of a step ({fmt(c['curriculum µs per vector step'])} µs)",
-        effect=ratio.point,
-        effect_label="curriculum cost per episode, candidate / baseline",
-        ci=(ratio.low, ratio.high),
-        ci_level=0.95,
-        details={"table": table.to_dict("records")},
-    )
-    if ratio.low > 1.5 and c["share of a step"] > 0.10:
-        status = Status.CONFIRMED if c["share of a step"] > 0.5 else Status.SUSPECT
-        severity = Severity.HIGH
-        evidence.summary = (
-            f"wrapping the environment in the candidate's curriculum costs {pct(c['share of a step'])} of an "
+    b, cand = rows
+    if ratio.low > 1.5 and cand["share of a step"] > 0.10:
+        status, severity = (
+            Status.CONFIRMED if cand["share of a step"] > 0.5 else Status.SUSPECT,
+            Severity.HIGH,
+        )
+        summary = (
+            f"wrapping the environment in the candidate's curriculum costs {pct(cand['share of a step'])} of an "
             f"environment step (baseline {pct(b['share of a step'])}): each episode's sample()+update() got "
             f"{fmt(ratio.point)}x more expensive"
         )
@@ -617,29 +581,28 @@ def overhead(wb: Workbench, *, seed: int = 0) -> Section:
         )
     else:
         status, severity = Status.CLEARED, Severity.INFO
-        evidence.summary = (
-            f"the curriculum costs {pct(b['share of a step'])} vs {pct(c['share of a step'])} of an "
-            f"environment step (per-episode cost ratio {fmt(ratio.point)})"
+        summary = (
+            f"the curriculum costs {pct(b['share of a step'])} vs {pct(cand['share of a step'])} of an environment "
+            f"step (per-episode cost ratio {fmt(ratio.point)})"
         )
         remediation = "Nothing to do."
-    finding = Finding(
-        id=fid,
-        subsystem=SUBSYSTEM,
-        hypothesis=hypothesis,
-        status=status,
-        severity=severity,
-        evidence=evidence,
+    finding = c.finding(
+        status,
+        severity,
+        baseline=f"{pct(b['share of a step'])} of a step ({fmt(b['curriculum µs per vector step'])} µs)",
+        candidate=f"{pct(cand['share of a step'])} of a step ({fmt(cand['curriculum µs per vector step'])} µs)",
+        effect=ratio.point,
+        effect_label="curriculum cost per episode, candidate / baseline",
+        ci=(ratio.low, ratio.high),
+        summary=summary,
+        details={"table": table.to_dict("records")},
         remediation=remediation,
     )
-    return Section(
-        title="What does the curriculum cost an environment step?",
-        findings=[finding],
+    return c.section(
+        finding,
         tables={"curriculum overhead": table},
-        notes=[
-            "Estimated from measured parts: CPU time per sample()+update() at the configured pool "
-            "size, times the episodes that end per vector step under the random policy, over the "
-            "median CPU time of a vector step."
-        ],
+        notes="Estimated from measured parts: CPU time per sample()+update() at the configured pool size, times the "
+        "episodes that end per vector step under the random policy, over the median CPU time of a vector step.",
     )
 
 

@@ -1,18 +1,39 @@
-"""Audit-side helpers shared by the environment-facing rooms (env, rewards, curriculum, memory, seeding).
+"""Audit-side sizes and shared rollouts of the environment-facing rooms (env, rewards, curriculum, memory,
+seeding).
 
-Pure functions over arrays and tables: profile sizes, unpaired bootstrap intervals, timing ratios measured
-side by side, and the decision rules that turn an interval into a verdict. Runs in the notebook's process
-(numpy, pandas, scipy through :mod:`rlaudit.stats`).
+How big each probe is at a profile (:func:`sizes`), and the fixed-policy rollouts every room asks for with the
+same parameters (:func:`rollout_params`, :func:`rollout_pair`), so the notebooks share one cached rollout per
+(seed, policy). Runs in the notebook's process.
+
+``fmt``, ``pct`` (:mod:`rlaudit.evidence`) and ``run_pair`` (:func:`rlaudit.checks.run_probe`) are re-exported
+for rooms that still import them from here.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from rlaudit.checks import run_probe
+from rlaudit.evidence import fmt, pct
 from rlaudit.profiles import Profile
+
+__all__ = [
+    "POLICIES",
+    "Sizes",
+    "fmt",
+    "pct",
+    "rollout_pair",
+    "rollout_pairs",
+    "rollout_params",
+    "run_pair",
+    "sizes",
+]
+
+POLICIES = ("random", "wsls")
+"""The fixed seeded policies of the shared rollouts (see :class:`rlaudit.env.rollout.Policy`)."""
+
+run_pair = run_probe
 
 
 @dataclass(frozen=True)
@@ -116,42 +137,21 @@ def sizes(profile: Profile) -> Sizes:
     )
 
 
-def run_pair(wb: Any, probe_fn: Callable[..., Any], desc: str, **params: Any) -> Any:
-    """``wb.run(probe_fn, **params)`` with a progress bar (tqdm, in Jupyter or a terminal) for long probes.
-
-    Returns:
-        The :class:`rlaudit.workbench.Pair` (same cache entries as ``wb.run``).
-    """
-    from rlaudit.workbench import Pair
-
-    baseline, candidate = wb.run_each(probe_fn, [("baseline", params), ("candidate", params)], desc=desc)
-    return Pair(baseline=baseline, candidate=candidate)
-
-
 def rollout_params(profile: Profile, seed: int, policy: str = "random") -> dict[str, Any]:
     """Parameters of :func:`rlaudit.env.probes.rollout` at a profile: every room asks with these, so the
     env, rewards and curriculum notebooks share one cached rollout per (seed, policy)."""
     return {"seed": int(seed), "steps": sizes(profile).rollout_steps, "policy": policy}
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Intervals
-# ---------------------------------------------------------------------------------------------------------
+def rollout_pair(wb: Any, seed: int = 0, policy: str = "random") -> Any:
+    """The shared :func:`rlaudit.env.probes.rollout` on both sides (a :class:`rlaudit.workbench.Pair`)."""
+    from rlaudit.env import probes
+
+    return run_probe(
+        wb, probes.rollout, f"env rollout ({policy})", **rollout_params(wb.profile, seed, policy)
+    )
 
 
-def fmt(value: Any, digits: int = 3) -> str:
-    """A compact number for sentences: ``0.000123`` -> ``0.000123``, ``12345.6`` -> ``1.23e+04``."""
-    if value is None:
-        return "n/a"
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        return str(value)
-    if math.isnan(v):
-        return "n/a"
-    return f"{v:.{digits}g}"
-
-
-def pct(value: float) -> str:
-    """``0.123`` -> ``12%``."""
-    return "n/a" if value is None or not math.isfinite(value) else f"{100 * value:.0f}%"
+def rollout_pairs(wb: Any, seed: int = 0) -> list[Any]:
+    """The shared rollouts under every fixed policy of :data:`POLICIES`, in that order."""
+    return [rollout_pair(wb, seed, policy) for policy in POLICIES]

@@ -1,0 +1,140 @@
+"""How fast do the two environments step? (env/throughput)
+
+Both sides time interleaved blocks of vector steps at several ``num_envs`` in their own processes, on the CPU
+clock, each block followed by a fixed calibration workload (:func:`rlaudit.env.probes.throughput`); the
+candidate/baseline ratio is taken in steps per calibration unit, so a side measured on a busier or slower
+moment (or served from the cache) is not charged for it (:mod:`rlaudit.timing`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from rlaudit import stats
+from rlaudit.checks import SIDES, Check, check
+from rlaudit.env import plots, probes
+from rlaudit.env.analysis import sizes
+from rlaudit.evidence import fmt
+from rlaudit.findings import Severity, Status
+from rlaudit.notebook import Section
+from rlaudit.timing import CONFIRMED_RATIO, PRACTICAL_RATIO, faster, slower
+from rlaudit.workbench import Pair
+
+
+def throughput_table(blocks: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """One row per timed block and side: ``sps`` (measured env steps/s) and ``nsps`` (per calibration unit)."""
+    frames = []
+    for side, df in blocks.items():
+        df = df.copy()
+        df["side"] = side
+        df["sps"] = df["env_steps"] / df["seconds"]
+        df["nsps"] = df["env_steps"] / (df["seconds"] / df["calib_seconds"])
+        frames.append(df)
+    return pd.concat(frames, ignore_index=True)
+
+
+def throughput_ratios(table: pd.DataFrame, *, seed: int) -> pd.DataFrame:
+    """Per requested size: median sps per side and the candidate/baseline ratio of normalized sps with CI."""
+    rows = []
+    for requested, part in table.groupby("requested", sort=True):
+        b = part[part["side"] == "baseline"]
+        c = part[part["side"] == "candidate"]
+        if b.empty or c.empty:
+            continue
+        ci = stats.bootstrap_ratio_ci(c["nsps"], b["nsps"], stat=np.median, seed=seed)
+        rows.append(
+            {
+                "requested": int(requested),
+                "num_envs (baseline)": int(b["num_envs"].iloc[0]),
+                "num_envs (candidate)": int(c["num_envs"].iloc[0]),
+                "baseline sps": float(b["sps"].median()),
+                "candidate sps": float(c["sps"].median()),
+                "ratio": ci.point,
+                "ci_low": ci.low,
+                "ci_high": ci.high,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _throughput_params(wb: object, seed: int = 0) -> dict[str, object]:
+    sz = sizes(wb.profile)  # type: ignore[attr-defined]
+    return {
+        "seed": seed,
+        "num_envs": list(sz.throughput_envs),
+        "repeats": sz.timing_repeats,
+        "block_seconds": sz.block_seconds,
+    }
+
+
+@check(
+    "env/throughput",
+    "The environments step equally fast across num_envs",
+    title="How fast do the environments step?",
+    probe=probes.throughput,
+    params=_throughput_params,
+    desc="env throughput",
+)
+def throughput(c: Check, pair: Pair, *, seed: int = 0) -> Section:
+    """Steps per second across ``num_envs``, repeated and normalized by a calibration workload; the ratio."""
+    sz = sizes(c.profile)
+    table = throughput_table({s: pair[s].table("blocks") for s in SIDES})
+    ratios = throughput_ratios(table, seed=seed)
+    own = ratios[ratios["requested"] == 0]
+    main = own.iloc[0] if len(own) else ratios.iloc[-1]
+    ci = stats.Interval(float(main["ratio"]), float(main["ci_low"]), float(main["ci_high"]))
+    label = (
+        "the subjects' own num_envs" if int(main["requested"]) == 0 else f"num_envs={int(main['requested'])}"
+    )
+    others = ratios[ratios["requested"] != int(main["requested"])]
+    slow_elsewhere = [
+        int(r.requested) for r in others.itertuples() if r.ci_high < 1 and r.ratio < 1 / PRACTICAL_RATIO
+    ]
+    measured = f"({fmt(main['candidate sps'])} vs {fmt(main['baseline sps'])} env steps/s as measured)"
+    if slower(ci):
+        status, severity = Status.CONFIRMED if ci.high < CONFIRMED_RATIO else Status.SUSPECT, Severity.HIGH
+        summary = (
+            f"the candidate's environment steps at {fmt(ci.point)}x the baseline's speed at {label} "
+            f"[{fmt(ci.low)}, {fmt(ci.high)}] {measured}; a curriculum or wrapper inside the env counts too"
+        )
+        remediation = (
+            "Profile env.step in the candidate (py-spy or cProfile over a rollout) and compare with the "
+            "reset-cost and curriculum-overhead checks to find which part got slower."
+        )
+    elif faster(ci):
+        status, severity = Status.NOTED, Severity.LOW
+        summary = f"the candidate's environment is faster ({fmt(ci.point)}x at {label})"
+        remediation = "Nothing to do for a regression."
+    else:
+        status, severity = Status.CLEARED, Severity.INFO
+        summary = (
+            f"equal speed at {label}: ratio {fmt(ci.point)} [{fmt(ci.low)}, {fmt(ci.high)}] "
+            f"({fmt(main['baseline sps'])} vs {fmt(main['candidate sps'])} env steps/s)"
+        )
+        if slow_elsewhere:
+            summary += f"; slower at num_envs {slow_elsewhere}"
+        remediation = "Nothing to do."
+    nb, nc = int(main["num_envs (baseline)"]), int(main["num_envs (candidate)"])
+    finding = c.finding(
+        status,
+        severity,
+        baseline=f"{fmt(main['baseline sps'])} env steps/s ({nb} envs)",
+        candidate=f"{fmt(main['candidate sps'])} env steps/s ({nc} envs)",
+        effect=ci.point,
+        effect_label=f"throughput ratio candidate/baseline at {label} (calibration-normalized)",
+        ci=(ci.low, ci.high),
+        summary=summary,
+        details={"ratios": ratios.to_dict("records"), "practical_ratio": PRACTICAL_RATIO},
+        remediation=remediation,
+        figures=["throughput"],
+    )
+    return c.section(
+        finding,
+        tables={"throughput by num_envs": ratios},
+        figures={"throughput": plots.throughput_curves(table)},
+        notes=f"{sz.timing_repeats} interleaved blocks of ~{sz.block_seconds} s per size and side, timed with each "
+        "worker's CPU clock (other processes on a busy machine do not stretch it); each block is followed by a "
+        "fixed calibration workload and the ratio uses steps per calibration unit. Steps/s are CPU-time rates as "
+        "measured. num_envs 0 = the subject's own configuration.",
+    )

@@ -1,0 +1,379 @@
+"""What each reward component pays at runtime, and whether one drowns another (rewards/components,
+rewards/magnitudes).
+
+Under the same fixed seeded policies (:func:`rlaudit.env.analysis.rollout_pairs`), every episode's return (the
+rewards the outermost environment returned) is regressed on the event counts the environment reports
+(``ore.get``, ``battery.get``, ...) and the episode length (a per-step term such as a time penalty), so a
+component that vanished, changed scale, or is drowned by another shows up whatever the config says.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from rlaudit import stats
+from rlaudit.checks import SIDES, Check, check
+from rlaudit.env.analysis import POLICIES, rollout_pair, rollout_pairs
+from rlaudit.evidence import fmt
+from rlaudit.findings import Finding, Severity, Status
+from rlaudit.notebook import Section
+from rlaudit.rewards import plots
+from rlaudit.workbench import Pair
+
+PER_STEP = "per step"  # the regression's length term: a time penalty or any constant per-step reward
+
+# Reported episode statistics that are not event counts (totals, identifiers).
+NOT_COUNTS = {"r", "l", "t", "return", "length", "time", "episode_return", "episode_length"}
+ID_WORDS = ("task", "id", "seed", "env", "level", "map")
+
+
+def count_columns(episodes: pd.DataFrame) -> list[str]:
+    """The reported statistics that are event counts (non-negative integers, not totals or identifiers)."""
+    out = []
+    for col in episodes.columns:
+        if not col.startswith("reported."):
+            continue
+        key = col[len("reported.") :]
+        if key in NOT_COUNTS or any(w in key.lower() for w in ID_WORDS):
+            continue
+        values = episodes[col].to_numpy(dtype=float)
+        values = values[~np.isnan(values)]
+        if values.size and np.all(values >= 0) and np.allclose(values, np.round(values)):
+            out.append(col)
+    return out
+
+
+def component_weights(episodes: pd.DataFrame, *, seed: int, n_boot: int = 1000) -> pd.DataFrame:
+    """What each event pays, by least squares of the episode return on event counts and length.
+
+    ``return_e = sum_k w_k * count_{k,e} + w_step * length_e`` (no intercept): ``w_k`` is the reward per
+    event of component ``k`` and ``w_step`` a constant paid every step (a time penalty when negative). The
+    bootstrap resamples episodes.
+
+    Args:
+        episodes: Rollout episodes with ``return``, ``length`` and ``reported.<count>`` columns.
+        seed: Seed of the bootstrap.
+
+    Returns:
+        One row per component (its count column's name without ``reported.``, plus ``per step``):
+        ``weight``, ``ci_low``, ``ci_high``, ``events`` (total count), ``mean_count`` (per episode),
+        ``per_episode`` (weight x mean count), ``per_step`` (weight x events per step), ``measurable``
+        (False when the event never happened, so its weight cannot be estimated), ``r2`` of the fit.
+    """
+    cols = count_columns(episodes)
+    ep = episodes.dropna(subset=cols) if cols else episodes
+    y = ep["return"].to_numpy(dtype=float)
+    length = ep["length"].to_numpy(dtype=float)
+    counts = ep[cols].to_numpy(dtype=float) if cols else np.zeros((len(ep), 0))
+    active = [i for i in range(len(cols)) if counts[:, i].any()]
+    names = [cols[i][len("reported.") :] for i in active] + [PER_STEP]
+    design = np.column_stack([counts[:, active], length]) if len(ep) else np.zeros((0, len(names)))
+    rows = []
+    steps_total = float(length.sum()) if len(ep) else 0.0
+    if len(ep) >= len(names) + 2:
+        w, *_ = np.linalg.lstsq(design, y, rcond=None)
+        resid = y - design @ w
+        r2 = float(1 - resid.var() / y.var()) if y.var() > 0 else (1.0 if np.allclose(resid, 0) else 0.0)
+        rng = stats.as_generator(seed)
+        boot = np.zeros((n_boot, len(names)))
+        for b in range(n_boot):
+            idx = rng.integers(0, len(ep), size=len(ep))
+            boot[b], *_ = np.linalg.lstsq(design[idx], y[idx], rcond=None)
+        low, high = np.quantile(boot, [0.025, 0.975], axis=0)
+        # Exact fits leave rounding noise (1e-16) where a weight is zero; show it as the zero it is.
+        w, low, high = (np.where(np.abs(v) < 1e-9, 0.0, v) for v in (w, low, high))
+    else:
+        w = low = high = np.full(len(names), np.nan)
+        r2 = math.nan
+    for j, name in enumerate(names):
+        events = float(design[:, j].sum()) if len(ep) else 0.0
+        mean_count = events / max(1, len(ep))
+        rows.append(
+            {
+                "component": name,
+                "weight": float(w[j]),
+                "ci_low": float(low[j]),
+                "ci_high": float(high[j]),
+                "events": events,
+                "mean_count": mean_count,
+                "per_episode": float(w[j]) * mean_count,
+                "per_step": float(w[j]) * events / steps_total if steps_total else math.nan,
+                "measurable": True,
+                "r2": r2,
+            }
+        )
+    for i in range(len(cols)):
+        if i not in active:
+            rows.append(
+                {
+                    "component": cols[i][len("reported.") :],
+                    "weight": math.nan,
+                    "ci_low": math.nan,
+                    "ci_high": math.nan,
+                    "events": 0.0,
+                    "mean_count": 0.0,
+                    "per_episode": 0.0,
+                    "per_step": 0.0,
+                    "measurable": False,
+                    "r2": r2,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def compare_components(base: pd.DataFrame, cand: pd.DataFrame) -> pd.DataFrame:
+    """Per component: the baseline's and candidate's measured weight and the verdict.
+
+    Verdicts: ``vanished`` (the baseline pays it, the candidate's weight is within noise of 0 and below a
+    fifth of the baseline's), ``rescaled`` (both pay, ratio outside [0.8, 1.25] with disjoint intervals),
+    ``unmeasurable`` (the candidate never reports the event, so its weight cannot be estimated),
+    ``new`` (only the candidate pays it), ``same``.
+    """
+    b = base.set_index("component")
+    c = cand.set_index("component")
+    rows = []
+    for comp in list(dict.fromkeys([*b.index, *c.index])):
+        rb = b.loc[comp] if comp in b.index else None
+        rc = c.loc[comp] if comp in c.index else None
+        wb_ = float(rb["weight"]) if rb is not None else math.nan
+        wc = float(rc["weight"]) if rc is not None else math.nan
+        b_pays = rb is not None and bool(rb["measurable"]) and (rb["ci_low"] > 0 or rb["ci_high"] < 0)
+        c_pays = rc is not None and bool(rc["measurable"]) and (rc["ci_low"] > 0 or rc["ci_high"] < 0)
+        if rb is not None and rb["measurable"] and (rc is None or not rc["measurable"]):
+            verdict = "unmeasurable"
+        elif b_pays and not c_pays and abs(wc) < 0.2 * abs(wb_):
+            verdict = "vanished"
+        elif b_pays and c_pays:
+            ratio = wc / wb_
+            disjoint = rc["ci_low"] > rb["ci_high"] or rc["ci_high"] < rb["ci_low"]
+            verdict = "rescaled" if disjoint and not 0.8 <= ratio <= 1.25 else "same"
+        elif c_pays and not b_pays and abs(wc) > 0.2 * max(abs(wb_) if math.isfinite(wb_) else 0.0, 1e-12):
+            verdict = "new"
+        else:
+            verdict = "same"
+        rows.append(
+            {
+                "component": comp,
+                "baseline weight": wb_,
+                "candidate weight": wc,
+                "baseline per episode": float(rb["per_episode"]) if rb is not None else math.nan,
+                "candidate per episode": float(rc["per_episode"]) if rc is not None else math.nan,
+                "verdict": verdict,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _component_finding(c: Check, merged: pd.DataFrame, verdict: str) -> Finding | None:
+    """CONFIRMED for components that vanished, SUSPECT for rescaled ones (None when there are none)."""
+    hit = merged[merged["verdict"] == verdict]
+    if hit.empty:
+        return None
+    comps = list(dict.fromkeys(hit["component"]))
+    firsts = {comp: hit[hit["component"] == comp].iloc[0] for comp in comps}
+    items = [
+        f"{comp}: {fmt(r['baseline weight'])} -> {fmt(r['candidate weight'])} per event"
+        for comp, r in firsts.items()
+    ]
+    first = hit.iloc[0]
+    vanished = verdict == "vanished"
+    return c.finding(
+        Status.CONFIRMED if vanished else Status.SUSPECT,
+        Severity.HIGH if vanished else Severity.MEDIUM,
+        id=f"rewards/component-{verdict}",
+        hypothesis=f"No reward component {'vanished' if vanished else 'changed scale'} at runtime",
+        baseline={comp: fmt(r["baseline weight"]) for comp, r in firsts.items()},
+        candidate={comp: fmt(r["candidate weight"]) for comp, r in firsts.items()},
+        effect=float(first["candidate weight"] - first["baseline weight"]),
+        effect_label=f"change in reward per {first['component']} event",
+        summary="measured at runtime, "
+        + "; ".join(items)
+        + (" : the component no longer pays anything" if vanished else ""),
+        details={"components": merged.to_dict("records")},
+        remediation="Restore the component's reward in the environment config (and check the config rewrite that "
+        "dropped it)."
+        if vanished
+        else "Restore the baseline's scale for the component, or retune what depends on it.",
+        figures=["reward components"],
+    )
+
+
+def _unmeasurable_finding(c: Check, merged: pd.DataFrame) -> Finding | None:
+    hit = merged[merged["verdict"] == "unmeasurable"]
+    if hit.empty:
+        return None
+    comps = list(dict.fromkeys(hit["component"]))
+    return c.finding(
+        Status.NOTED,
+        Severity.MEDIUM,
+        id="rewards/components-unmeasurable",
+        hypothesis="Both environments report the events that rewards are paid for",
+        summary="the candidate reports no "
+        + ", ".join(comps)
+        + " events although the baseline does, so their "
+        "rewards cannot be measured here (a knock-on of lost episode statistics: see 05_env's "
+        "episode-statistics check)",
+        remediation="Fix the episode statistics the candidate reports, then rerun this check.",
+    )
+
+
+@check(
+    "rewards/components",
+    "Under the same fixed policies, every reward component pays the same per event in both setups",
+    title="What does each reward component pay? (measured)",
+    needs=rollout_pairs,
+)
+def components(c: Check, pairs: list[Pair], *, seed: int = 0) -> Section:
+    """Per-component reward per event and per episode, measured under random and heuristic policies."""
+    tables: dict[str, pd.DataFrame] = {}
+    verdicts: dict[str, pd.DataFrame] = {}
+    bars = []
+    for policy, pair in zip(POLICIES, pairs, strict=True):
+        weights = {s: component_weights(pair[s].table("episodes"), seed=seed) for s in SIDES}
+        bars += [weights[s].assign(side=s, policy=policy) for s in SIDES]
+        verdicts[policy] = compare_components(weights["baseline"], weights["candidate"])
+        tables[f"components ({policy} policy)"] = verdicts[policy]
+    all_bars = pd.concat(bars, ignore_index=True)
+    figure = plots.component_bars(all_bars[(all_bars["policy"] == "random") & all_bars["measurable"]])
+    # The random policy is the reference measurement; the heuristic confirms (it reaches later components).
+    merged = pd.concat([v.assign(policy=p) for p, v in verdicts.items()], ignore_index=True)
+    findings = [
+        f
+        for f in (
+            _component_finding(c, merged, "vanished"),
+            _component_finding(c, merged, "rescaled"),
+            _unmeasurable_finding(c, merged),
+        )
+        if f is not None
+    ]
+    if not findings:
+        measurable_any = not all_bars[all_bars["component"] != PER_STEP].empty
+        rows = verdicts["random"].to_dict("records")
+        text_b, text_c = (
+            ", ".join(f"{r['component']} {fmt(r[col])}" for r in rows if math.isfinite(r[col]))
+            for col in ("baseline weight", "candidate weight")
+        )
+        findings.append(
+            c.finding(
+                Status.CLEARED if measurable_any else Status.NOTED,
+                baseline=text_b,
+                candidate=text_c,
+                summary=f"every component pays the same per event ({text_b})"
+                if measurable_any
+                else "the environments report no event counts; only totals could be compared",
+                remediation="Nothing to do."
+                if measurable_any
+                else "Report per-component counts in info['episode'] (e.g. ore.get) to measure components.",
+            )
+        )
+    return c.section(
+        findings,
+        tables=tables,
+        figures={"reward components": figure},
+        notes="Weights are least-squares fits of each episode's return (the rewards the environment returned) on "
+        "the event counts it reported and the episode length (`per step`: a time penalty or constant per-step "
+        "reward); intervals bootstrap over episodes.",
+    )
+
+
+def magnitudes(weights: pd.DataFrame, episodes: pd.DataFrame) -> pd.DataFrame:
+    """Per component: reward per event, events per step, contribution per step; the per-step term; the
+    terminal reward; and whether each component is drowned (its contribution per step is below a tenth of
+    the per-step penalty's, case 002's 0.0001-per-pixel shaping against a 0.01 time penalty)."""
+    rows = []
+    per_step = weights[weights["component"] == PER_STEP]
+    penalty = (
+        float(per_step["weight"].iloc[0])
+        if len(per_step) and math.isfinite(per_step["weight"].iloc[0])
+        else 0.0
+    )
+    penalty_known = len(per_step) and per_step["ci_high"].iloc[0] < 0
+    for r in weights.itertuples():
+        if r.component == PER_STEP or not r.measurable:
+            continue
+        drowned = bool(penalty_known and abs(r.per_step) < 0.1 * abs(penalty))
+        rows.append(
+            {
+                "term": r.component,
+                "reward per event": r.weight,
+                "per step": r.per_step,
+                "per episode": r.per_episode,
+                "drowned": drowned,
+            }
+        )
+    rows.append(
+        {
+            "term": "per-step term (time penalty)",
+            "reward per event": penalty,
+            "per step": penalty,
+            "per episode": penalty * float(episodes["length"].mean()) if len(episodes) else math.nan,
+            "drowned": False,
+        }
+    )
+    term = episodes[episodes["terminated"]] if len(episodes) else episodes
+    if len(term) and "last_reward" in term:
+        rows.append(
+            {
+                "term": "terminal step reward",
+                "reward per event": float(term["last_reward"].mean()),
+                "per step": math.nan,
+                "per episode": float(term["last_reward"].mean()),
+                "drowned": False,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+@check(
+    "rewards/magnitudes",
+    "No reward component is drowned by another in the candidate that was not already in the baseline",
+    title="Shaping per step vs terminal reward vs time penalty",
+    needs=rollout_pair,
+)
+def relative_magnitudes(c: Check, pair: Pair, *, seed: int = 0) -> Section:
+    """Shaping per step vs terminal reward vs time penalty, measured under the random policy."""
+    mags = {}
+    for s in SIDES:
+        eps = pair[s].table("episodes")
+        mags[s] = magnitudes(component_weights(eps, seed=seed), eps)
+    table = pd.concat([m.assign(side=s) for s, m in mags.items()], ignore_index=True)
+    drowned = {s: set(mags[s].loc[mags[s]["drowned"], "term"]) for s in SIDES}
+    new = sorted(drowned["candidate"] - drowned["baseline"])
+    both = sorted(drowned["candidate"] & drowned["baseline"])
+    pen = {
+        s: float(mags[s].loc[mags[s]["term"].str.startswith("per-step"), "per step"].iloc[0]) for s in SIDES
+    }
+    if new:
+        status, severity = Status.SUSPECT, Severity.HIGH
+        summary = (
+            f"in the candidate {', '.join(new)} pays less per step than a tenth of the per-step penalty "
+            f"({fmt(pen['candidate'])} per step): the shaping is drowned (case 002)"
+        )
+        remediation = (
+            "Scale the drowned shaping up (or the time penalty down) until it outweighs the penalty per step."
+        )
+    elif both:
+        status, severity = Status.NOTED, Severity.MEDIUM
+        summary = f"{', '.join(both)} is drowned by the per-step penalty in both setups"
+        remediation = "Consider rescaling the shaping; it is not a difference between the setups."
+    else:
+        status, severity = Status.CLEARED, Severity.INFO
+        summary = (
+            f"no component is drowned (per-step term {fmt(pen['baseline'])} vs {fmt(pen['candidate'])}); "
+            "magnitudes in the table"
+        )
+        remediation = "Nothing to do."
+    finding = c.finding(
+        status,
+        severity,
+        baseline=pen["baseline"],
+        candidate=pen["candidate"],
+        effect_label="per-step term",
+        summary=summary,
+        details={"table": table.to_dict("records")},
+        remediation=remediation,
+    )
+    return c.section(finding, tables={"reward magnitudes": table})
