@@ -217,13 +217,42 @@ def test_scalars_episodes_phases_memory_and_summary(tmp_path: Path) -> None:
     assert phases.loc["rollout", "seconds"] >= phases.loc["rollout/env", "seconds"] >= 0.003
     assert phases.loc["update", "seconds"] >= 0.002
     memory = read_table(tmp_path / "memory")
-    assert memory.step[0] == 12 and memory.rss_bytes[0] > 10_000_000  # a Python with torch is > 10 MB
+    # the first recorder call samples on its own (step 10); the explicit call adds step 12
+    assert list(memory.step) == [10, 12] and memory.rss_bytes.min() > 10_000_000  # Python with torch: > 10 MB
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["steps"] == 12 and summary["episodes"] == 2 and summary["updates"] == 0
     assert summary["sps"] > 0 and summary["torch_threads"] == torch.get_num_threads()
     assert {"steps", "seconds", "sps", "updates", "episodes", "torch_threads"} <= set(summary)
     # steps per CPU-second of this process (no optimizer steps here, so over the whole run)
     assert summary["cpu_seconds"] > 0 and summary["sps_cpu"] == pytest.approx(12 / summary["cpu_seconds"])
+
+
+def test_memory_is_sampled_without_sample_memory_calls(tmp_path: Path) -> None:
+    # A trainer that only reports episodes still gets a memory table spanning its run.
+    rec = Recorder(tmp_path, memory_seconds=0.05)
+    for step in range(0, 1001, 100):
+        rec.episode(step=step, **{"return": 1.0})
+        time.sleep(0.06)
+    rec.close()
+    memory = read_table(tmp_path / "memory")
+    assert list(memory.step) == list(range(0, 1001, 100))
+    assert (np.diff(memory.seconds) > 0).all()
+
+
+def test_memory_samples_are_rate_limited_and_end_at_the_last_step(tmp_path: Path) -> None:
+    rec = Recorder(tmp_path, memory_seconds=3600.0)
+    for step in range(1, 501):
+        rec.log(step, loss=1.0)
+    rec.sample_memory(250)  # an explicit call always samples
+    rec.close()
+    memory = read_table(tmp_path / "memory")
+    assert list(memory.step) == [1, 250, 500]  # first call, explicit call, the run's end at close
+    off = Recorder(tmp_path / "off", memory_seconds=None)
+    off.log(7, loss=1.0)
+    off.close()
+    assert list(read_table(tmp_path / "off" / "memory").step) == [7]  # only the end of the run
+    with pytest.raises(ValueError, match="memory_seconds"):
+        Recorder(tmp_path, memory_seconds=0.0)
 
 
 def test_empty_run_writes_readable_empty_tables(tmp_path: Path) -> None:

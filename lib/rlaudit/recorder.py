@@ -13,8 +13,11 @@ updates    update, step, group, lr (and every other numeric param-group hyperpar
            grad_norm_clipped: one row per optimizer step and param group
 layers     update, step, layer, grad_norm, weight_norm, update_ratio: every ``sample_every`` optimizer
            steps, one row per parameter tensor
-phases     name, count, seconds: total wall time in each (nested) phase, by full path ("rollout/env")
-memory     step, seconds, rss_bytes
+phases     name, count, seconds: total wall time in each (nested) phase, by full path ("rollout/env");
+           the names are the trainer's own (any strings)
+memory     step, seconds, rss_bytes: sampled by the recorder itself every ``memory_seconds`` of wall
+           time (on any recorder call, and once more at close), and on every
+           :meth:`Recorder.sample_memory` call
 =========  =====================================================================================
 
 The optional ``minibatches`` table (step, epoch, minibatch, position, index) says which samples formed each
@@ -120,11 +123,24 @@ class Recorder:
             (``run_dir/"tb"``) and checkpoints (``run_dir/"checkpoints"``) under it. Created on first write.
         sample_every: Per-layer statistics are taken on optimizer steps 1, 1 + k, 1 + 2k, ...
         flush_seconds: Tables are rewritten at most this often (and at :meth:`close`).
+        memory_seconds: Resident memory is sampled at most this often, in wall seconds, on any recorder
+            call (``log``, ``episode``, an optimizer step), so the memory table exists for every trainer
+            that reports anything; None samples only on :meth:`sample_memory` (and at close).
     """
 
-    def __init__(self, run_dir: str | Path, sample_every: int = 10, flush_seconds: float = 10.0) -> None:
+    def __init__(
+        self,
+        run_dir: str | Path,
+        sample_every: int = 10,
+        flush_seconds: float = 10.0,
+        memory_seconds: float | None = 0.5,
+    ) -> None:
         if sample_every < 1:
             raise ValueError(f"sample_every must be >= 1 (every k-th optimizer step), got {sample_every}")
+        if memory_seconds is not None and not memory_seconds > 0:
+            raise ValueError(
+                f"memory_seconds must be > 0 (or None for explicit samples only), got {memory_seconds}"
+            )
         self.run_dir = Path(run_dir)
         self.sample_every = int(sample_every)
         self.flush_seconds = float(flush_seconds)
@@ -133,6 +149,8 @@ class Recorder:
         self._warm: tuple[float, int] | None = None  # (CPU time net of flushes, step) at the first update
         self._flush_cpu = 0.0
         self._last_flush = time.monotonic()
+        self.memory_seconds = float(memory_seconds) if memory_seconds is not None else math.inf
+        self._last_memory = -math.inf  # the first recorder call samples
         self._step = 0
         self._max_step = 0
         self._closed = False
@@ -230,18 +248,23 @@ class Recorder:
         self._maybe_flush()
 
     def phase(self, name: str) -> _Phase:
-        """Context manager adding the wall time of its block to phase ``name`` (nested: ``outer/name``)."""
+        """Context manager adding the wall time of its block to phase ``name`` (nested: ``outer/name``).
+
+        Any names: the trainer's own ("rollout", "collect/act", "learn", ...) are recorded as given.
+        """
         ph = self._phases.get(name)
         if ph is None:
             ph = self._phases[name] = _Phase(self, name)
         return ph
 
     def sample_memory(self, step: int) -> None:
-        """Record this process's resident memory at environment step ``step``."""
+        """Record this process's resident memory at environment step ``step`` now.
+
+        Optional: the recorder samples on its own every ``memory_seconds``. A trainer that wants samples at
+        fixed points (once per update) calls this; it costs one read of ``/proc/self/statm`` (a few µs).
+        """
         self._see_step(step)
-        self._memory["step"].append(int(step))
-        self._memory["seconds"].append(time.perf_counter() - self._t0)
-        self._memory["rss_bytes"].append(rss_bytes())
+        self._sample_memory()
         self._maybe_flush()
 
     def minibatch(self, epoch: int, indices: Any) -> None:
@@ -300,6 +323,9 @@ class Recorder:
             handle.remove()
         self._handles.clear()
         _unwatch_clipping(self)
+        if self._max_step > 0 and (not self._memory["step"] or self._memory["step"][-1] < self._max_step):
+            self._step = self._max_step  # the run's end, so the memory table spans the whole run
+            self._sample_memory()
         self.flush()
         seconds = time.perf_counter() - self._t0
         cpu_now = time.process_time() - self._flush_cpu  # net of the recorder's table writes
@@ -437,8 +463,17 @@ class Recorder:
         if self._step > self._max_step:
             self._max_step = self._step
 
+    def _sample_memory(self) -> None:
+        self._last_memory = time.monotonic()
+        self._memory["step"].append(self._step)
+        self._memory["seconds"].append(time.perf_counter() - self._t0)
+        self._memory["rss_bytes"].append(rss_bytes())
+
     def _maybe_flush(self) -> None:
-        if time.monotonic() - self._last_flush >= self.flush_seconds:
+        now = time.monotonic()
+        if now - self._last_memory >= self.memory_seconds:
+            self._sample_memory()
+        if now - self._last_flush >= self.flush_seconds:
             self.flush()
 
     def _table_scalars(self) -> dict[str, np.ndarray]:
