@@ -4,26 +4,22 @@ detection matrix for the loss faults (with the identical pair staying quiet)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-from typing import Any
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from rlaudit.findings import Finding
 from rlaudit.loss import envs, gae
-from rlaudit.loss.audit import compare_terms, make_batch, zero_gradients
-
-
-def flagged(sections: Iterable[Any]) -> list[Finding]:
-    """SUSPECT/CONFIRMED findings of Sections (as tests/audits/conftest.py's helper, which is not importable)."""
-    return [f for s in sections for f in s.findings if f.status.is_flag]
-
-
-def describe(findings: Iterable[Finding]) -> str:
-    return "\n".join(f"{f.id}: {f.headline}" for f in findings)
-
+from rlaudit.loss.gradients import zero_gradients
+from rlaudit.loss.terms import (
+    TARGET_SHIFTS,
+    coefficient_changes,
+    compare_terms,
+    make_batch,
+    solve_weights,
+    value_form_change,
+)
 
 # ---------------------------------------------------------------------------------------------------------------
 # Reference GAE and variants
@@ -99,6 +95,32 @@ def test_match_variants_names_the_builtin_trainers_gae(fault: bool, expected: st
     rows = gae.match_variants(adv, ret, passed, 0.97, 0.9, with_truncation=False)
     assert [r["variant"] for r in rows if r["match"]] == [expected]
     assert not any(r["testable"] for r in rows if r["variant"].startswith("truncation"))
+
+
+def test_the_impulse_reads_gamma_and_lambda_of_a_gae() -> None:
+    x = gae.make_impulse_inputs(num_steps=6)
+    adv, _ = gae.reference_gae(x["rewards"], x["values"], x["dones"], x["next_value"], 0.9, 0.5)
+    # env 0: one reward at the end decays by gamma * lambda = 0.45 per step; env 1: the bootstrap weighs gamma
+    np.testing.assert_allclose(adv[:, 0], 0.45 ** np.arange(5, -1, -1))
+    np.testing.assert_allclose(adv[-1, 1], 0.9)
+    reading = gae.implied_discount(adv)
+    assert reading["geometric"] and reading["gamma"] == pytest.approx(0.9)
+    assert reading["gae_lambda"] == pytest.approx(0.5) and reading["decay"] == pytest.approx(0.45)
+    nstep = adv.copy()
+    nstep[0, 0] = 0.0  # a kernel that is not geometric (e.g. n-step returns cut after five steps)
+    assert not gae.implied_discount(nstep)["geometric"]
+
+
+def test_a_discount_other_than_declared_is_solved_for() -> None:
+    from rlaudit.loss.advantages import solve_discount
+
+    x = gae.make_gae_inputs(5)
+    adv, ret = gae.reference_gae(x["rewards"], x["values"], x["dones"], x["next_value"], 0.95, 0.8)
+    arrays = {**x, "advantages": adv, "returns": ret}
+    gamma, lam, err = solve_discount("correct", arrays, False, [(0.99, 0.95)])
+    assert gamma == pytest.approx(0.95, abs=1e-6) and lam == pytest.approx(0.8, abs=1e-6) and err < 1e-6
+    rows = gae.match_variants(adv, ret, x, 0.99, 0.95, with_truncation=False)
+    assert not any(r["match"] for r in rows)  # with the declared 0.99/0.95 nothing matches
 
 
 def test_find_discount_prefers_shallow_keys_and_ignores_non_numbers() -> None:
@@ -210,6 +232,60 @@ def test_compare_terms_flags_only_real_differences() -> None:
     assert t.set_index("term")["differs"].to_dict() == {"loss": False, "value_loss": True}
 
 
+def _sweep_rows(
+    policy_coef: float, value_coef: float, ent_coef: float, value_scale: float = 0.5
+) -> list[dict[str, float]]:
+    """Terms of a sweep by hand: batch 0, targets shifted by TARGET_SHIFTS (mse = (shift + 0.1)^2 + 0.01), then
+    six batches whose terms vary independently."""
+    rng = np.random.default_rng(0)
+    rows = []
+    mses = [0.02] + [(d + 0.1) ** 2 + 0.01 for d in TARGET_SHIFTS] + list(rng.uniform(1, 20, 6))
+    for mse in mses:
+        pg, ent = float(rng.normal(0, 0.3)), float(1.6 - rng.uniform(0, 0.05))
+        v = value_scale * mse
+        rows.append(
+            {
+                "policy_loss": pg,
+                "value_loss": v,
+                "entropy": ent,
+                "loss": policy_coef * pg + value_coef * v - ent_coef * ent,
+            }
+        )
+    return rows
+
+
+def test_coefficients_are_solved_with_their_sign() -> None:
+    base = solve_weights(_sweep_rows(1.0, 0.5, 0.01))
+    assert base.exact and base.value_scale == 0.5 and base.value_form == "½·MSE"
+    assert base.coefficients == pytest.approx({"policy_loss": 1.0, "value_loss": 0.5, "entropy": 0.01})
+    flipped = solve_weights(_sweep_rows(1.0, 5.0, -0.01))
+    changes = coefficient_changes({"baseline": base, "candidate": flipped})
+    assert changes == [
+        "value-loss coefficient 0.5 → 5 (×10)",
+        "entropy coefficient 0.01 → -0.01: the sign flipped (the candidate's loss now rewards lower entropy)",
+    ]
+    assert coefficient_changes({"baseline": base, "candidate": base}) == []
+
+
+def test_a_value_loss_without_one_half_is_named_and_compensation_is_seen() -> None:
+    cleanrl = solve_weights(_sweep_rows(1.0, 0.5, 0.01, value_scale=0.5))
+    sb3 = solve_weights(_sweep_rows(1.0, 0.25, 0.01, value_scale=1.0))
+    assert sb3.value_form == "MSE (no ½, as in SB3)"
+    text = value_form_change({"baseline": cleanrl, "candidate": sb3})
+    assert "no ½" in text and "0.25 vs 0.25 — the same" in text
+    sb3_default = solve_weights(_sweep_rows(1.0, 0.5, 0.01, value_scale=1.0))
+    text = value_form_change({"baseline": cleanrl, "candidate": sb3_default})
+    assert "0.25 vs 0.5" in text and "the same" not in text
+    assert value_form_change({"baseline": sb3_default, "candidate": sb3_default}) == ""
+
+
+def test_an_unreported_term_leaves_a_residual() -> None:
+    rows = _sweep_rows(1.0, 0.5, 0.01)
+    for i, r in enumerate(rows):
+        r["loss"] += 0.3 * (i % 3)  # a term the subject does not report
+    assert not solve_weights(rows).exact
+
+
 def test_loss_floor_zeroes_the_critic_gradient() -> None:
     import torch
 
@@ -253,17 +329,17 @@ LOSS_FAULTS = [
 
 
 @pytest.mark.parametrize("fault", LOSS_FAULTS)
-def test_loss_fault_is_flagged(make_wb, fault: str) -> None:
+def test_loss_fault_is_flagged(make_wb, flagged, describe, fault: str) -> None:
     from rlaudit.loss import audit_all
 
     sections = audit_all(make_wb(f"builtin:reference+{fault}"))
-    found = [f for f in flagged(sections) if f.subsystem == "loss"]
+    found = flagged(sections, "loss")
     errors = [f for s in sections for f in s.findings if f.status.value == "ERROR"]
     assert found, f"{fault}: nothing flagged\n{describe(f for s in sections for f in s.findings)}"
     assert not errors, describe(errors)
 
 
-def test_identical_pair_is_quiet(make_wb) -> None:
+def test_identical_pair_is_quiet(make_wb, flagged, describe) -> None:
     from rlaudit.loss import audit_all
 
     sections = audit_all(make_wb("builtin:reference"))
@@ -271,10 +347,140 @@ def test_identical_pair_is_quiet(make_wb) -> None:
     assert not [f for s in sections for f in s.findings if f.status.value == "ERROR"]
 
 
-def test_advantages_quiet_across_input_seeds(make_wb) -> None:
+def test_advantages_quiet_across_input_seeds(make_wb, flagged, describe) -> None:
     from rlaudit.loss.audit import advantages
 
     wb = make_wb("builtin:reference")
     for seed in (1, 2, 3):
         section = advantages(wb, seed=seed)
         assert not flagged([section]), describe(section.findings)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Exact verdicts on subjects whose changed quantity is known
+# ---------------------------------------------------------------------------------------------------------------
+
+
+LOSS_SUBJECT = '''
+"""A tiny actor-critic with a CleanRL-style loss; its coefficients and GAE discount are the constants below."""
+import gymnasium as gym
+import numpy as np
+import torch
+from gymnasium import spaces
+from torch import nn
+
+VF_COEF, ENT_COEF, VALUE_HALF, CODE_GAMMA = {vf}, {ent}, {half}, {gamma}
+
+
+def config():
+    return {{"gamma": 0.99, "gae_lambda": 0.95, "vf_coef": VF_COEF, "ent_coef": ENT_COEF}}
+
+
+class Walk(gym.Env):
+    def __init__(self, seed):
+        self.observation_space = spaces.Box(-1.0, 1.0, (4,), np.float32)
+        self.action_space = spaces.Discrete(3)
+        self.rng = np.random.default_rng(seed)
+
+    def reset(self, *, seed=None, options=None):
+        return self.rng.uniform(-1, 1, 4).astype(np.float32), {{}}
+
+    def step(self, action):
+        return self.rng.uniform(-1, 1, 4).astype(np.float32), 0.0, False, False, {{}}
+
+
+def make_env(config, seed):
+    return Walk(seed)
+
+
+class Agent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.actor = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
+        self.critic = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+
+    def get_value(self, x):
+        return self.critic(x)
+
+    def get_action_and_value(self, x, action=None):
+        dist = torch.distributions.Categorical(logits=self.actor(x))
+        action = dist.sample() if action is None else action
+        return action, dist.log_prob(action), dist.entropy(), self.critic(x)
+
+
+def make_policy(config, observation_space, action_space):
+    return Agent()
+
+
+def compute_advantages(config, rewards, values, dones, next_value):
+    gamma, lam = CODE_GAMMA or config["gamma"], config["gae_lambda"]
+    adv, last = np.zeros_like(rewards, dtype=np.float64), 0.0
+    for t in reversed(range(len(rewards))):
+        nxt = next_value if t == len(rewards) - 1 else values[t + 1]
+        delta = rewards[t] + gamma * nxt * (1 - dones[t]) - values[t]
+        last = delta + gamma * lam * (1 - dones[t]) * last
+        adv[t] = last
+    return adv, adv + values
+
+
+def compute_loss(config, policy, batch):
+    _, logp, ent, value = policy.get_action_and_value(batch["obs"], batch["actions"])
+    ratio = (logp - batch["logprobs"]).exp()
+    adv = batch["advantages"]
+    pg = torch.max(-adv * ratio, -adv * ratio.clamp(0.8, 1.2)).mean()
+    v = ((value.view(-1) - batch["returns"]) ** 2).mean() * (0.5 if VALUE_HALF else 1.0)
+    entropy = ent.mean()
+    loss = pg + config["vf_coef"] * v - config["ent_coef"] * entropy
+    return {{"loss": loss, "policy_loss": pg, "value_loss": v, "entropy": entropy}}
+'''
+
+
+def _loss_subject(
+    directory: Path,
+    name: str,
+    vf: float = 0.5,
+    ent: float = 0.01,
+    half: bool = True,
+    gamma: float | None = None,
+) -> str:
+    path = directory / name / "subject.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(LOSS_SUBJECT.format(vf=vf, ent=ent, half=half, gamma=gamma))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def loss_subjects(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    root = tmp_path_factory.mktemp("loss_subjects")
+    return {
+        "baseline": _loss_subject(root, "baseline"),
+        "changed": _loss_subject(root, "changed", vf=5.0, ent=-0.01, gamma=0.95),
+        "sb3_style": _loss_subject(root, "sb3_style", vf=0.25, half=False),
+    }
+
+
+def test_the_verdicts_name_the_changed_coefficients_and_discount(make_wb, loss_subjects) -> None:
+    from rlaudit.findings import Status
+    from rlaudit.loss.advantages import advantages
+    from rlaudit.loss.terms import loss_terms
+
+    wb = make_wb(loss_subjects["changed"], baseline=loss_subjects["baseline"])
+    (terms,) = loss_terms(wb).findings
+    assert terms.status is Status.SUSPECT and terms.reads == ["agents"], terms.evidence.summary
+    assert "value-loss coefficient 0.5 → 5 (×10)" in terms.evidence.summary
+    assert "entropy coefficient 0.01 → -0.01: the sign flipped" in terms.evidence.summary
+    (adv,) = advantages(wb).findings
+    assert adv.id == "loss/advantages-candidate" and adv.status is Status.CONFIRMED, adv.evidence.summary
+    assert "the reference GAE with gamma 0.95, lambda 0.95, solved from its answers" in adv.evidence.summary
+    assert "the config declares gamma 0.99" in adv.evidence.summary
+
+
+def test_a_value_loss_without_one_half_that_the_coefficient_compensates_is_only_noted(
+    make_wb, loss_subjects
+) -> None:
+    from rlaudit.findings import Status
+    from rlaudit.loss.terms import loss_terms
+
+    (terms,) = loss_terms(make_wb(loss_subjects["sb3_style"], baseline=loss_subjects["baseline"])).findings
+    assert terms.status is Status.NOTED, terms.evidence.summary
+    assert "MSE (no ½, as in SB3)" in terms.evidence.summary and "the same" in terms.evidence.summary

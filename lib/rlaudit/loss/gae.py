@@ -344,3 +344,68 @@ def match_variants(
             }
         )
     return rows
+
+
+def make_impulse_inputs(num_steps: int = 16) -> dict[str, np.ndarray]:
+    """Crafted GAE inputs whose answer reads off an estimator's discount and lambda.
+
+    Two environments, no episode ends, no truncations:
+
+    - env 0: one reward of 1 at the last step, all values 0 and ``next_value`` 0. Any GAE-like estimator gives
+      ``A[T-1-k] = (gamma * lambda) ** k``: the decay per step is ``gamma * lambda``;
+    - env 1: no reward, all values 0, ``next_value`` 1. The bootstrap gives ``A[T-1] = gamma`` and
+      ``A[T-1-k] = gamma * (gamma * lambda) ** k``.
+
+    Returns:
+        ``rewards``, ``values``, ``dones``, ``final_values`` (T, 2) float32, ``truncated`` (T, 2) bool,
+        ``next_value`` (2,) float32: the keys :func:`make_gae_inputs` has, so the same probe runs on both.
+    """
+    shape = (num_steps, 2)
+    rewards = np.zeros(shape, dtype=np.float32)
+    rewards[-1, 0] = 1.0
+    zeros = np.zeros(shape, dtype=np.float32)
+    return {
+        "rewards": rewards,
+        "values": zeros.copy(),
+        "dones": zeros.copy(),
+        "truncated": np.zeros(shape, dtype=bool),
+        "final_values": zeros.copy(),
+        "next_value": np.array([0.0, 1.0], dtype=np.float32),
+    }
+
+
+def implied_discount(advantages: np.ndarray, rtol: float = 1e-3) -> dict[str, Any]:
+    """The discount and lambda an estimator's answer on :func:`make_impulse_inputs` implies.
+
+    Args:
+        advantages: (T, 2) the estimator's advantages on the impulse inputs.
+        rtol: Relative tolerance of the geometric-decay check.
+
+    Returns:
+        ``decay`` (``gamma * lambda``: ``A[T-2, 0] / A[T-1, 0]``), ``gamma`` (``A[T-1, 1]``, the weight of the
+        bootstrap value), ``gae_lambda`` (``decay / gamma``, None when gamma is 0), ``geometric`` (True when
+        both columns decay by the same factor at every step, as any GAE does), ``reward_weight``
+        (``A[T-1, 0]``, 1 for an estimator that counts the reward once). Values are None when not defined.
+    """
+    a = np.asarray(advantages, dtype=np.float64)
+    out: dict[str, Any] = {
+        "decay": None,
+        "gamma": None,
+        "gae_lambda": None,
+        "geometric": False,
+        "reward_weight": None,
+    }
+    if a.ndim != 2 or a.shape[1] < 2 or a.shape[0] < 3 or not np.isfinite(a).all():
+        return out
+    weight, gamma = float(a[-1, 0]), float(a[-1, 1])
+    out["reward_weight"], out["gamma"] = weight, gamma
+    if weight == 0.0:
+        return out
+    decay = float(a[-2, 0] / weight)
+    out["decay"] = decay
+    steps = np.arange(a.shape[0])[::-1]
+    expected = np.stack([weight * decay**steps, gamma * decay**steps], axis=1)
+    out["geometric"] = bool(np.allclose(a, expected, rtol=rtol, atol=rtol * max(1.0, abs(weight))))
+    if gamma > 0:
+        out["gae_lambda"] = decay / gamma
+    return out

@@ -80,3 +80,28 @@ def load(rel: str, root: str | Path | None = None) -> dict[str, np.ndarray]:
     """The arrays of a staged file (loaded without pickles)."""
     with np.load(resolve(rel, root), allow_pickle=False) as data:
         return {k: data[k] for k in data.files}
+
+
+def stage_for(wb: Any, arrays: Mapping[str, Any]) -> str:
+    """:func:`stage` in a workbench's cache, named as its workers will resolve it.
+
+    Relative to the cache root when the workers resolve that same root (``RLAUDIT_CACHE`` is inherited), else
+    the absolute path (a workbench opened on another cache than the environment's).
+    """
+    from rlaudit.paths import cache_dir
+
+    root = Path(wb.cache.root)
+    rel = stage(arrays, root=root)
+    return rel if root.resolve() == cache_dir().resolve() else str(root / rel)
+
+
+def cache_relative(wb: Any, path: str | Path) -> str:
+    """A path inside a workbench's cache as its workers resolve it (relative to the root when they share it)."""
+    from rlaudit.paths import cache_dir
+
+    root = Path(wb.cache.root).resolve()
+    try:
+        rel = str(Path(path).resolve().relative_to(root))
+    except ValueError:
+        return str(Path(path).resolve())
+    return rel if root == cache_dir().resolve() else str(root / rel)

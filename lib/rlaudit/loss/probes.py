@@ -167,6 +167,26 @@ def _columns(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
     return {k: [r.get(k) for r in rows] for k in keys}
 
 
+def scalar_terms(out: dict[str, Any]) -> dict[str, float]:
+    """The scalar entries of a ``compute_loss`` result as floats (tensors of more than one element skipped).
+
+    Raises:
+        KeyError: The result has no ``loss`` entry (the subject contract needs one).
+    """
+    if "loss" not in out:
+        raise KeyError(f"compute_loss returned {sorted(out)}; the subject contract needs a 'loss' entry")
+    terms: dict[str, float] = {}
+    for key, value in out.items():
+        scalar = value.detach() if hasattr(value, "detach") else value
+        if hasattr(scalar, "numel") and scalar.numel() != 1:
+            continue
+        try:
+            terms[key] = float(scalar)
+        except (TypeError, ValueError):
+            continue
+    return terms
+
+
 def loss_and_gradients(
     subject: Any, config: dict[str, Any], policy: Any, batch: dict[str, Any]
 ) -> tuple[dict[str, float], list[dict[str, Any]]]:
@@ -183,17 +203,7 @@ def loss_and_gradients(
         return subject.compute_loss(config, policy, batch)
 
     out = compute()
-    if "loss" not in out:
-        raise KeyError(f"compute_loss returned {sorted(out)}; the subject contract needs a 'loss' entry")
-    terms: dict[str, float] = {}
-    for key, value in out.items():
-        scalar = value.detach() if hasattr(value, "detach") else value
-        if hasattr(scalar, "numel") and scalar.numel() != 1:
-            continue
-        try:
-            terms[key] = float(scalar)
-        except (TypeError, ValueError):
-            continue
+    terms = scalar_terms(out)
     out["loss"].backward()
     rows = gradient_rows(policy, "loss")
     for term in ("policy_loss", "value_loss", "entropy"):
@@ -360,6 +370,40 @@ def loss_terms(ctx: ProbeContext, *, batch: str, weights: str | None = None, see
     ctx.write_json("terms", terms)
     ctx.write_table("gradients", _columns(rows))
     return {"terms": terms, "shared_weights": not_loaded is None, "weights_not_loaded": not_loaded}
+
+
+@probe(requires=("config", "make_env", "make_policy", "compute_loss"), version=1)
+def term_sweep(ctx: ProbeContext, *, batches: str, weights: str | None = None, seed: int = 0) -> dict:
+    """The subject's loss terms on several staged batches, one network (with shared weights if possible).
+
+    The audit solves the coefficient of each term from them (the total against the terms over the batches).
+
+    Args:
+        batches: Staged arrays named ``b<k>_<name>`` for batches k = 0, 1, ...; names as in
+            :func:`loss_terms`' batch (``obs``, ``actions``, ``logprobs``, ``advantages``, ``returns``,
+            ``values``).
+        weights: Staged ``state_dict`` arrays to load (names and shapes must match; otherwise the network keeps
+            its own seeded init and the result says why).
+        seed: ``torch.manual_seed`` before ``make_policy``.
+
+    Writes ``terms.json``: one ``{term: value}`` dict per batch, in batch order.
+    """
+    import torch
+
+    obs_space, act_space = env_spaces(ctx.subject, ctx.config, seed)
+    torch.manual_seed(seed)
+    policy = ctx.subject.make_policy(ctx.config, obs_space, act_space)
+    not_loaded = load_shared_weights(policy, staged.load(weights)) if weights else "no shared weights given"
+    groups: dict[int, dict[str, np.ndarray]] = {}
+    for key, value in staged.load(batches).items():
+        index, _, name = key[1:].partition("_")
+        groups.setdefault(int(index), {})[name] = value
+    rows = []
+    for index in sorted(groups):
+        rows.append(scalar_terms(ctx.subject.compute_loss(ctx.config, policy, batch_tensors(groups[index]))))
+        policy.zero_grad(set_to_none=True)
+    ctx.write_json("terms", rows)
+    return {"batches": len(rows), "shared_weights": not_loaded is None, "weights_not_loaded": not_loaded}
 
 
 # -------------------------------------------------------------------------------------------------------------
