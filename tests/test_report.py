@@ -377,6 +377,26 @@ def test_status_grid_takes_the_worst_status_per_subsystem() -> None:
     assert list(grid.index[:2]) == ["agents", "trainer"] and len(grid) == 14
 
 
+def test_status_grid_figure_keeps_every_label_inside_the_figure() -> None:
+    grid = overview.status_grid([_finding("checkpointing", "SUSPECT", "04_checkpointing")])
+    fig = overview.plot_status_grid(grid)  # the longest row label: "04_checkpointing  (SUSPECT)"
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    (ax,) = fig.axes
+    labels = [*ax.get_xticklabels(), *ax.get_yticklabels(), ax.title]
+    assert any("04_checkpointing  (SUSPECT)" == t.get_text() for t in labels)
+    box = fig.bbox
+    for text in labels:
+        extent = text.get_window_extent(renderer)
+        assert box.x0 <= extent.x0 and extent.x1 <= box.x1 and box.y0 <= extent.y0 and extent.y1 <= box.y1, (
+            text.get_text(),
+            extent,
+            box,
+        )
+
+
 def test_collect_findings_leaves_out_other_pairs_and_the_summary(tmp_path: Path) -> None:
     ours = {"parameters": {"baseline": "a", "candidate": "b", "pair_file": ""}}
     theirs = {"parameters": {"baseline": "x", "candidate": "y", "pair_file": ""}}

@@ -41,7 +41,7 @@ HARNESS = string.Template("""<!doctype html><html><head><style>
 body { margin: 0; overflow: hidden; } #out { display: none; }
 iframe { position: absolute; left: 0; top: 0; border: 0; width: ${w}px; height: ${h}px; }
 </style></head><body><div id="out">pending</div>
-<iframe id="f" src="index.html" scrolling="no"></iframe>
+<iframe id="f" src="${src}" scrolling="no"></iframe>
 <script>
 document.getElementById('f').addEventListener('load', () => {
   setTimeout(() => {
@@ -64,11 +64,13 @@ document.getElementById('f').addEventListener('load', () => {
       images: imgs,
       badges: badges,
       findings_text: d.querySelector('#findings') ? d.querySelector('#findings').textContent : '',
+      findings_align: [...d.querySelectorAll('table.rl-findings td:not(.rl-mark), table.rl-findings th')]
+        .map(c => w.getComputedStyle(c).textAlign),
     };
     document.getElementById('out').textContent = 'RESULT' + JSON.stringify(result) + 'END';
   }, 500);
 });
-</script></body></html>""").substitute(w=WIDTH, h=HEIGHT)
+</script></body></html>""")
 
 # One subsystem per verdict (the rest cleared), so that every badge colour is drawn.
 STATUSES = {
@@ -163,8 +165,12 @@ def _rgb(css: str) -> tuple[int, int, int]:
 def harness(rendered_index: Path) -> Path:
     if CHROMIUM is None:
         pytest.fail("RLAUDIT_REQUIRE_BROWSER is set but chromium is not installed (apt-get install chromium)")
-    path = rendered_index.parent / "harness.html"
-    path.write_text(HARNESS)
+    return _harness(rendered_index)
+
+
+def _harness(page: Path) -> Path:
+    path = page.parent / f"harness-{page.stem}.html"
+    path.write_text(HARNESS.substitute(w=WIDTH, h=HEIGHT, src=page.name))
     return path
 
 
@@ -232,3 +238,41 @@ def test_verdict_badges_are_drawn_without_an_emoji_font(harness: Path, rendered_
         assert glyph >= 6, (b, glyph)  # a mark was drawn in white on the badge
         checked += 1
     assert checked >= len(SUBSYSTEMS), checked
+
+
+def test_a_notebook_page_shows_badges_and_left_aligned_findings(tmp_path: Path) -> None:
+    """nbconvert's JupyterLab stylesheet right-aligns every output table cell; findings must still read left
+    to right, and the page's banner shows the notebook's verdict as a badge."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook, new_output
+
+    from rlaudit.notebook import FindingsView
+    from rlaudit.report import execution, pages
+
+    if CHROMIUM is None:
+        pytest.fail("RLAUDIT_REQUIRE_BROWSER is set but chromium is not installed (apt-get install chromium)")
+    suspect = Finding(
+        id="env/equivalence", subsystem="env", hypothesis="The environments agree step for step",
+        status=Status.SUSPECT, evidence=Evidence(baseline="a", candidate="b", summary="they diverge at step 3"),
+        remediation="Diff the environment code",
+    )  # fmt: skip
+    cell = new_code_cell("session.finish()")
+    cell.outputs = [new_output("display_data", data={"text/html": FindingsView([suspect])._repr_html_()})]
+    run = execution.NotebookRun(
+        name="05_env",
+        source=tmp_path / "05_env.ipynb",
+        output=tmp_path / "executed" / "05_env.ipynb",
+        html=tmp_path / "05_env.html",
+        log=tmp_path / "05_env.log",
+        findings_path=tmp_path / "05_env.json",
+        findings=[suspect],
+    )
+    run.output.parent.mkdir()
+    nbformat.write(new_notebook(cells=[cell]), run.output)
+    pages.render(run)
+    assert not EMOJI.search(run.html.read_text())
+    result = _inspect(_harness(run.html))
+    assert result["findings_align"] and set(result["findings_align"]) == {"left"}, result["findings_align"]
+    row, banner = sorted(result["badges"], key=lambda b: b["y"], reverse=True)
+    assert banner["status"] == row["status"] == "SUSPECT" and banner["y"] < row["y"]
+    assert banner["w"] >= 10 and _rgb(banner["background"]) == _rgb(row["background"]) != (0, 0, 0)
