@@ -134,7 +134,14 @@ def write_table(path_stem: str | Path, columns: Mapping[str, Any]) -> Path:
         return path
     path = stem.with_suffix(".npz")
     with atomic_path(path) as tmp:
-        np.savez(tmp, **{name: a.reshape(-1) for name, a in arrays.items()})
+        # What np.savez writes, without passing columns as keyword arguments: a column named "file" (savez's
+        # own first parameter, e.g. an allocation site's file) would raise TypeError there.
+        import zipfile
+
+        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+            for name, a in arrays.items():
+                with zf.open(f"{name}.npy", "w", force_zip64=True) as f:
+                    np.lib.format.write_array(f, np.asanyarray(a.reshape(-1)), allow_pickle=False)
     return path
 
 
