@@ -41,12 +41,28 @@ def test_every_capability_is_documented_commented_out(tmp_path: Path) -> None:
         "config(overrides",
         "checkpoints(config: dict, run_dir=None)",
         "log_dir(config: dict, run_dir=None)",
-        "train(config: dict, steps: int, seed: int, recorder, **kw)",
+        "train(config: dict, steps: int, seed: int, recorder, env_fn=None, resume_from=None)",
+        "env_fn(num_envs: int, seed: int) -> gymnasium.vector.VectorEnv",
+        "metrics() -> list[dict]",
     ):
         assert signature in text
     for recorder_call in ("recorder.watch(", "recorder.log(", "recorder.episode(", "recorder.phase("):
         assert recorder_call in text
     assert text.count("Must return") >= len(CAPABILITIES) - 1  # train "may return"
+    # "return" is a keyword: the example must be valid Python as written
+    assert 'recorder.episode(step=step, env=i, **{"return": r, "length": n})' in text
+    assert "return=" not in text
+
+
+def test_the_table_of_what_each_notebook_reads_names_every_notebook_and_capability() -> None:
+    text = template_text()
+    table = text[text.index("What each notebook reads") : text.index("The primary metric")]
+    notebooks = sorted(p.stem for p in (LIB_DIR.parent / "notebooks").glob("[01][0-9]_*.ipynb"))
+    assert len(notebooks) == 15
+    for name in notebooks:
+        assert re.search(rf"^  {name} ", table, re.M), f"{name} missing from the table"
+    for name in CAPABILITIES:
+        assert name in table, f"no notebook is said to read {name}"
 
 
 def test_enabling_one_capability_gives_exactly_that_one(tmp_path: Path) -> None:

@@ -50,6 +50,9 @@ def run_new_subject(args: Any) -> int:
         "Uncomment the capabilities your trainer has (start with config and train), check it imports with\n"
         f"  python -c 'import runpy; runpy.run_path(\"{target}\")'\n"
         "then compare two versions:\n"
-        f"  make report BASELINE=path/to/old/subject.py CANDIDATE={target}"
+        f"  make report BASELINE=path/to/old/subject.py CANDIDATE={target}\n"
+        "The table at the top of the file says which notebook reads which capability. A trainer that pins its\n"
+        "own packages (gymnasium==0.29.1, ...) gets them through a pair file (PAIR=pair.yaml) whose sides name\n"
+        "requirements: and system_site_packages: true (see the README, 'Two environments')."
     )
     return 0

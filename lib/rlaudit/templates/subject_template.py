@@ -14,6 +14,50 @@ Rules of the game:
 * Keep imports inside the functions when they are slow; rlaudit imports this file once per process.
 * Try it: `python -c "import subject"`, then
   `make report BASELINE=path/to/old/subject.py CANDIDATE=path/to/new/subject.py`.
+* Your own pins (gymnasium==0.29.1, numpy<2, ...): give each side `requirements:` (a pip requirements file)
+  and `system_site_packages: true` (reuse the installed torch) in a pair file; rlaudit builds that virtual
+  environment once, caches it, and runs this file there. Gymnasium 0.29.x and 1.x both work.
+
+What each notebook reads (a check whose capability or recorder table is missing is SKIPPED, naming it):
+
+  notebook          capabilities                                   recorder calls in train()
+  01_agents         make_env, make_policy                          -
+  02_trainer        config, train                                  episode (the learning curves: the
+                                                                   primary metric), phase (the speed table:
+                                                                   your own phase names), watch (batch
+                                                                   geometry: optimizer steps per update),
+                                                                   minibatch (optional: sample coverage)
+  03_logging        train, log_dir                                 log (the logged return is compared with
+                                                                   the episodes the recorder saw)
+  04_checkpointing  train, checkpoints, load_checkpoint;           -
+                    train(resume_from=) for resume continuity
+  05_env            config, make_env                               -
+  06_curriculum     config, make_curriculum                        -
+  07_optimizer      config, make_env, make_policy, make_optimizer;  watch (learning rate, grad norms and
+                    train for what ran                             update ratios as they ran)
+  08_init           make_env, make_policy                          -
+  09_loss           compute_advantages, compute_loss, make_env,    -
+                    make_policy (with the interface below);
+                    train(env_fn=), checkpoints, load_checkpoint
+                    for the probe environments
+  10_spaces         make_env, make_policy, load_checkpoint         -
+  11_rewards        config, make_env                               -
+  12_memory         config, make_env; train                        nothing: the recorder samples memory on
+                                                                   its own (sample_memory adds samples)
+  13_seeding        config, train, make_env, make_policy            episode (the primary metric's spread
+                                                                   over seeds)
+  14_config         config (config(overrides=) for the override    -
+                    check), config_keys
+  15_summary        config(overrides=), train, metrics             episode (or the declared metric)
+
+The primary metric (the learning gap every audit and the summary measure) is the episodic return you pass
+to recorder.episode(**{"return": r}) unless metrics() declares another; `rlaudit report --metric NAME`
+overrides it. recorder.episode alone is enough for every audit that needs returns; nothing requires a
+logged `charts/episodic_return`.
+
+The policy interface the loss checks drive (CleanRL's): policy.get_action_and_value(obs, action=None) ->
+(action, logprob, entropy, value) on a batch, and policy.get_value(obs) -> value. A policy without it still
+gets the advantage, loss-term and gradient checks on a shared batch.
 """
 
 from __future__ import annotations
@@ -51,7 +95,8 @@ from __future__ import annotations
 
 
 # def make_policy(config: dict, observation_space, action_space):
-#     """A freshly initialized policy network for these spaces.
+#     """A freshly initialized policy network for these spaces (one environment's spaces, e.g. a vector
+#     env's single_observation_space and single_action_space).
 #
 #     Must return a torch.nn.Module: the same class and initialization train() uses. Seeding is done by
 #     rlaudit (torch.manual_seed) before the call.
@@ -71,8 +116,8 @@ from __future__ import annotations
 # def compute_advantages(config: dict, rewards, values, dones, next_value):
 #     """Your advantage estimator (GAE for PPO) on a given rollout.
 #
-#     rewards, values, dones: arrays of shape (T, N) (T steps, N envs); dones[t] is 1 where the episode
-#     ended at step t (after acting in s_t: no bootstrap from s_{t+1}). next_value: (N,), V(s_T).
+#     rewards, values, dones: float32 numpy arrays of shape (T, N) (T steps, N envs); dones[t] is 1 where
+#     the episode ended at step t (after acting in s_t: no bootstrap from s_{t+1}). next_value: (N,), V(s_T).
 #     Must return (advantages, returns), both (T, N), numpy or torch.
 #     """
 #     raise NotImplementedError
@@ -81,7 +126,8 @@ from __future__ import annotations
 # def compute_loss(config: dict, policy, batch: dict):
 #     """Your training loss on one minibatch.
 #
-#     batch: "obs" (B, ...) float, "actions" (B,), "logprobs" (B,) behaviour log-probabilities,
+#     batch: torch tensors: "obs" (B, ...) float32, "actions" (B,) int64 for discrete actions or
+#     (B, action_dim) float32 for continuous ones, "logprobs" (B,) behaviour log-probabilities,
 #     "advantages" (B,), "returns" (B,), "values" (B,) behaviour values.
 #     Must return a dict of scalar tensors with key "loss" (the one you call backward() on), and
 #     "policy_loss", "value_loss", "entropy" when your loss has them.
@@ -97,19 +143,38 @@ from __future__ import annotations
 #     raise NotImplementedError
 
 
-# def train(config: dict, steps: int, seed: int, recorder, **kw):
+# def train(config: dict, steps: int, seed: int, recorder, env_fn=None, resume_from=None):
 #     """Train for `steps` environment steps (all envs together) from seed `seed`.
 #
+#     `seed` wins over any seed in the config: rlaudit trains several seeds of one config.
 #     Report through `recorder` (rlaudit.recorder.Recorder):
 #         recorder.watch(policy, optimizer)          once, right after building them: records the
 #                                                    effective learning rate, grad norms (before and after
 #                                                    clipping) and per-layer update ratios at runtime
+#         recorder.episode(step=step, env=i, **{"return": r, "length": n})
+#                                                    each finished episode ("return" is a Python keyword,
+#                                                    hence the dict); add any other statistic by name
+#                                                    (**{"heart.get": 3}). This alone feeds every audit
+#                                                    that needs returns.
 #         recorder.log(step, **scalars)              e.g. **{"losses/value_loss": v, "perf/sps": sps}
-#         recorder.episode(step=step, env=i, **stats)  each finished episode: return=..., length=...
-#         with recorder.phase("rollout"): ...        time the rollout and "update" phases
+#         with recorder.phase("rollout"): ...        time your phases, with your own names (nested
+#                                                    phases are recorded as "rollout/env")
+#         recorder.sample_memory(step)               optional: the recorder samples memory on its own
+#         recorder.minibatch(epoch, indices)         optional: the sample indices of each minibatch
 #     Write your own logs and checkpoints under recorder.run_dir (e.g. recorder.run_dir / "tb" and
 #     recorder.run_dir / "checkpoints") so the logging and checkpointing audits can find them.
-#     Optional keyword arguments: resume_from=<checkpoint path> (continue that run), env_fn=<callable>.
+#
+#     Optional keyword arguments (declare those you support): env_fn is passed only to a train() that
+#     declares it; a train() without resume_from is reported as not resumable.
+#     env_fn: a callable env_fn(num_envs: int, seed: int) -> gymnasium.vector.VectorEnv that replaces your
+#         environment: call it where you would build yours, with your own number of environments and the
+#         run's seed, and build the policy from its single_observation_space / single_action_space. The
+#         loss audit passes its probe environments this way (Box observations of shape (1,), Discrete(1)
+#         or Discrete(2) actions, episodes of one or two steps, same-step autoreset with the final
+#         observation and episode statistics in the installed Gymnasium's layout: info["final_info"]
+#         under 0.29, info["episode"] and info["final_info"] under 1.x). load_checkpoint must then rebuild
+#         the policy from what the checkpoint holds, not from make_env.
+#     resume_from: a checkpoint path (one checkpoints() listed); continue that run from it.
 #     May return a small dict summary; the recorder's tables are what rlaudit reads.
 #     """
 #     raise NotImplementedError
@@ -139,6 +204,19 @@ from __future__ import annotations
 #     """The directory with your TensorBoard event files or CSV/JSONL scalar logs.
 #
 #     With run_dir: that run's (what train() wrote under recorder.run_dir). Must return a path string.
+#     """
+#     raise NotImplementedError
+
+
+# def metrics() -> list[dict]:
+#     """What "trains worse" is measured by (optional; default: the episodic return from recorder.episode).
+#
+#     Must return a list of {"name", "direction", "source", "primary"}: name of an episode statistic you
+#     pass to recorder.episode ("return", "heart.get") or of a scalar you pass to recorder.log
+#     ("charts/success_rate"); direction "higher" or "lower" (is better); source "episode" or "scalar";
+#     exactly one with primary True. Example:
+#         [{"name": "return", "direction": "higher", "source": "episode", "primary": True},
+#          {"name": "losses/value_loss", "direction": "lower", "source": "scalar"}]
 #     """
 #     raise NotImplementedError
 
