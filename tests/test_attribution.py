@@ -1,16 +1,16 @@
-"""Attribution: composing arms, effects, ranking causes, and the search against a simulated trainer (the real
-search runs in the summary notebook, in `make report`, and in tests/test_two_faults.py)."""
+"""Attribution: composing suspects into arms, effects, and the search against a simulated trainer (the real
+search runs in the summary notebook, in `make report`, and in tests/audits/test_two_faults.py). The ranking
+is tested in tests/attribution/test_ranking.py."""
 
 from __future__ import annotations
-
-import zlib
 
 import numpy as np
 import pytest
 
 from rlaudit import stats
-from rlaudit.attribution.arms import SPS, Attribution, Effect, attribution_scale
-from rlaudit.attribution.ranking import audit_priors, knock_on, rank_causes
+from rlaudit.attribution import suspects
+from rlaudit.attribution.arms import SPS, Effect, attribution_scale
+from rlaudit.attribution.ranking import rank_causes
 from rlaudit.attribution.search import Search
 from rlaudit.attribution.suspects import (
     Suspect,
@@ -21,6 +21,7 @@ from rlaudit.attribution.suspects import (
 )
 from rlaudit.findings import Evidence, Finding, Severity, Status
 from rlaudit.subjects import parse_spec
+from support.attribution import REGRESSED_LIKE, SimSearch, fixes
 
 
 def _suspect(name, subsystem, **kw):
@@ -80,6 +81,30 @@ def test_a_named_variant_cannot_be_grouped():
         compose(cand, [v, _suspect("r", "rewards", source="config", overrides=("a=1",))])
 
 
+def test_a_new_kind_of_change_composes_through_its_registered_composer(monkeypatch):
+    cand = parse_spec("builtin:regressed", env={"OMP_NUM_THREADS": "1"})
+    hunk = _suspect("revert hunk 3", "loss", source="change", refs=("abc123:3",))
+    with pytest.raises(ValueError, match="no composer is registered"):
+        compose(cand, [hunk])
+    assert not hunk.injectable
+    undo = lambda spec, group: spec.replace(label="without " + ",".join(r for s in group for r in s.refs))  # noqa: E731
+    monkeypatch.setitem(suspects.COMPOSERS, "change", suspects.Composer(undo=undo))
+    restore = _suspect("r", "rewards", source="config", overrides=("env.rewards.battery=0.8",))
+    target, overrides = compose(cand, [hunk, restore])
+    assert target.label == "without abc123:3" and dict(target.env) == {"OMP_NUM_THREADS": "1"}
+    assert overrides == ("env.rewards.battery=0.8",)
+    assert not hunk.injectable  # no reverse experiment without a put
+    put = lambda spec, s: spec.replace(label="with " + s.refs[0])  # noqa: E731
+    monkeypatch.setitem(suspects.COMPOSERS, "change", suspects.Composer(undo=undo, put=put))
+    assert hunk.injectable and compose_injection(cand, hunk)[0].label == "with abc123:3"
+
+
+def test_code_changes_are_searched_only_when_asked():
+    assert suspects.change_suspects(None, {}, "off") == ([], [])
+    with pytest.raises(ValueError, match="expected one of auto, off"):
+        suspects.change_suspects(None, {}, "yes")
+
+
 def test_variant_suspects_parse_names_and_subsystems():
     out = variant_suspects("fix gae@loss=builtin:reference, builtin:regressed", {"loss": 3.0})
     assert [(s.name, s.subsystem, s.spec, s.prior) for s in out] == [
@@ -104,117 +129,9 @@ def test_effect_decisions():
     assert not Effect(0.3, 0.05, 0.6, 2).decided(0.2)  # straddles delta: more seeds
 
 
-def _result(ranking):
-    return Attribution(
-        metrics=["heart.get", "sps"],
-        gaps={},
-        arms=[],
-        effects={},
-        suspects=[],
-        ranking=ranking,
-        together={},
-        spent={},
-        notes=[],
-    )
-
-
-def test_rank_causes_puts_measured_causes_first_and_names_red_herrings():
-    flagged = [
-        Finding("env/x", "env", "h", Status.CONFIRMED, Severity.CRITICAL, Evidence()),
-        Finding("loss/x", "loss", "h", Status.SUSPECT, Severity.MEDIUM, Evidence()),
-        Finding("optimizer/x", "optimizer", "h", Status.SUSPECT, Severity.HIGH, Evidence()),
-        Finding(
-            "agents/x", "agents", "h", Status.SUSPECT, Severity.LOW, Evidence(details={"knock_on": "spaces"})
-        ),
-    ]
-    row = lambda arm, subs, point, low, high, single, verdict: {  # noqa: E731 - a table of literals
-        "arm": arm,
-        "suspects": [arm],
-        "subsystems": subs,
-        "single": single,
-        "point": point,
-        "low": low,
-        "high": high,
-        "n": 4,
-        "verdict": verdict,
-    }
-    ranking = {
-        "heart.get": [
-            row("fix loss", ["loss"], 0.9, 0.7, 1.1, True, "cause"),
-            row("fix env", ["env"], 0.02, -0.05, 0.08, True, "no effect"),
-            row("grp", ["optimizer", "checkpointing"], 0.0, -0.02, 0.03, False, "no effect"),
-        ]
-    }
-    causes = rank_causes(flagged, _result(ranking))
-    assert causes[0].subsystem == "loss" and causes[0].verdict == "primary"
-    verdicts = {c.subsystem: c.verdict for c in causes}
-    # the audits' strongest finding (env) measurably does not matter: a red herring, ranked below
-    assert verdicts["env"] == "red herring" and verdicts["optimizer"] == "red herring"
-    assert [c.subsystem for c in causes].index("agents") < [c.subsystem for c in causes].index("env")
-
-
-def test_audit_priors_weight_status_and_severity():
-    f = [
-        Finding("a/x", "loss", "h", Status.CONFIRMED, Severity.HIGH, Evidence()),
-        Finding("a/y", "env", "h", Status.CLEARED, Severity.INFO, Evidence()),
-    ]
-    assert audit_priors(f) == {"loss": 3.0 * 1.5}
-
-
 # ------------------------------------------------------------------------------------------------------------
 # The search against a simulated trainer: each suspect restores a known share of each gap, with seed noise
 # ------------------------------------------------------------------------------------------------------------
-
-
-class SimSearch(Search):
-    """Search whose runs come from a model: restoring suspects closes the sum of their shares (capped at the
-    whole gap; for SPS, shares of the CPU time per step, since costs add), plus noise shared by seed (paired)
-    and noise of each run."""
-
-    def __init__(self, suspects, heart, sps, noise=(0.3, 800.0), **kwargs):  # ~2% SPS noise, as measured
-        super().__init__(None, suspects, **kwargs)
-        self.shares = {"heart.get": heart, "sps": sps}
-        self.noise = dict(zip(("heart.get", "sps"), noise, strict=True))
-        self.ends = {"heart.get": (6.2, 0.5), "sps": (58_000.0, 33_500.0)}  # (baseline, candidate)
-        self.calls = 0
-
-    def measure(self, calls):
-        self.calls += len(calls)
-        out = []
-        for arm, s in calls:
-            rng = np.random.default_rng([s, zlib.crc32(arm.name.encode())])
-            shared = np.random.default_rng([s, 7]).normal(size=2)
-            row = {}
-            for i, m in enumerate(("heart.get", "sps")):
-                b, c = self.ends[m]
-                if arm.name == "baseline":
-                    share = 1.0
-                elif arm.injects:  # the baseline with these changes put in
-                    share = 1.0 - min(1.0, sum(self.shares[m].get(n, 0.0) for n in arm.injects))
-                else:
-                    share = min(1.0, sum(self.shares[m].get(n, 0.0) for n in arm.suspects))
-                if m == "sps":  # costs add: the share is of the time per step
-                    b, c = 1.0 / b, 1.0 / c
-                value = c + (b - c) * share
-                row[m] = (1.0 / value if m == "sps" else value) + self.noise[m] * (
-                    0.5 * shared[i] + rng.normal()
-                )
-            out.append((None, row))
-        return out
-
-
-def _suspects(named):
-    return [Suspect(name, sub, "fix", remove=(name,), add=(name,), prior=prior) for name, sub, prior in named]
-
-
-REGRESSED_LIKE = [
-    ("gae", "loss", 6.5),
-    ("rebuild", "env", 5.5),
-    ("shaped", "rewards", 5.1),
-    ("full_scan", "curriculum", 4.95),
-    ("lr", "optimizer", 4.5),
-    ("interval", "checkpointing", 3.0),
-]
 
 
 def _top(result, metric):
@@ -223,7 +140,7 @@ def _top(result, metric):
 
 def test_search_ranks_both_dominant_causes_first_with_a_third_of_a_full_sweep():
     search = SimSearch(
-        _suspects(REGRESSED_LIKE),
+        fixes(REGRESSED_LIKE),
         heart={"gae": 1.1, "shaped": 0.44},
         sps={"full_scan": 0.9, "rebuild": 0.1, "interval": 0.04},
         budget=60,
@@ -254,7 +171,7 @@ def test_suspects_not_needed_to_explain_the_gaps_are_left_unmeasured():
         ("lr", "optimizer", 4.5),
         ("x", "env", 3.0),
     ]
-    search = SimSearch(_suspects(named), heart={"gae": 1.0}, sps={"full_scan": 1.0}, max_seeds=5)
+    search = SimSearch(fixes(named), heart={"gae": 1.0}, sps={"full_scan": 1.0}, max_seeds=5)
     result = search.run()
     assert {a.name for a in result.arms} == {
         "baseline",
@@ -269,7 +186,7 @@ def test_suspects_not_needed_to_explain_the_gaps_are_left_unmeasured():
 
 def test_a_first_place_gains_seeds_until_it_clears_the_runner_up():
     search = SimSearch(
-        _suspects(REGRESSED_LIKE[:3]), heart={"gae": 0.56, "rebuild": 0.44}, sps={"shaped": 1.0}, max_seeds=5
+        fixes(REGRESSED_LIKE[:3]), heart={"gae": 0.56, "rebuild": 0.44}, sps={"shaped": 1.0}, max_seeds=5
     )
     result = search.run()
     top, second = [r for r in result.ranking["heart.get"] if r["single"]][:2]
@@ -290,7 +207,7 @@ def test_throughput_is_split_as_time_per_step_where_costs_add_up():
     assert np.isnan(attribution_scale(SPS, np.array([0.0, np.nan]))).all()
     assert np.array_equal(attribution_scale("heart.get", np.array([2.0])), [2.0])
     search = SimSearch(
-        _suspects([("a", "curriculum", 5.0), ("b", "env", 4.0)]),
+        fixes([("a", "curriculum", 5.0), ("b", "env", 4.0)]),
         heart={},
         sps={"a": 0.75, "b": 0.25},
         noise=(0.3, 300.0),
@@ -306,7 +223,7 @@ def test_throughput_is_split_as_time_per_step_where_costs_add_up():
 
 def test_a_small_measurable_share_is_minor_and_restored_with_the_causes_not_a_red_herring():
     search = SimSearch(
-        _suspects([("a", "curriculum", 5.0), ("b", "env", 4.0), ("c", "optimizer", 3.0)]),
+        fixes([("a", "curriculum", 5.0), ("b", "env", 4.0), ("c", "optimizer", 3.0)]),
         heart={},
         sps={"a": 0.8, "b": 0.12},
         noise=(0.3, 150.0),
@@ -331,7 +248,7 @@ def test_an_effect_on_the_threshold_stops_gaining_seeds():
 
 def test_group_testing_isolates_two_causes_among_many_suspects_without_audit_evidence():
     named = [(f"s{i}", "config", 0.0) for i in range(32)]
-    search = SimSearch(_suspects(named), heart={"s5": 0.9}, sps={"s12": 0.85}, budget=200, max_seeds=5)
+    search = SimSearch(fixes(named), heart={"s5": 0.9}, sps={"s12": 0.85}, budget=200, max_seeds=5)
     result = search.run()
     assert _top(result, "heart.get") == "s5" and _top(result, "sps") == "s12"
     assert any(line.startswith("group test: s0 + s1") for line in result.log)  # screened as a group first
@@ -342,7 +259,7 @@ def test_group_testing_isolates_two_causes_among_many_suspects_without_audit_evi
 
 def test_a_suspect_that_is_not_a_cause_is_cleared_and_named_a_red_herring():
     search = SimSearch(
-        _suspects(REGRESSED_LIKE[:3]), heart={"gae": 1.0}, sps={"shaped": 1.0}, budget=60, max_seeds=5
+        fixes(REGRESSED_LIKE[:3]), heart={"gae": 1.0}, sps={"shaped": 1.0}, budget=60, max_seeds=5
     )
     result = search.run()
     for metric in ("heart.get", "sps"):
@@ -354,18 +271,18 @@ def test_a_suspect_that_is_not_a_cause_is_cleared_and_named_a_red_herring():
 
 def test_the_budget_caps_the_runs_and_says_what_was_left_untried():
     named = [(f"s{i}", "config", 3.0) for i in range(10)]
-    search = SimSearch(_suspects(named), heart={"s9": 1.0}, sps={"s9": 1.0}, budget=16, max_seeds=5)
+    search = SimSearch(fixes(named), heart={"s9": 1.0}, sps={"s9": 1.0}, budget=16, max_seeds=5)
     result = search.run()
     assert search.calls == result.spent["runs"] <= 16
     assert any("budget" in n for n in result.notes)
 
 
 def test_no_gap_no_experiments():
-    search = SimSearch(_suspects(REGRESSED_LIKE), heart={}, sps={}, budget=60, max_seeds=5)
+    search = SimSearch(fixes(REGRESSED_LIKE), heart={}, sps={}, budget=60, max_seeds=5)
     search.ends = {"heart.get": (0.5, 0.5), "sps": (30_000.0, 30_000.0)}
     result = search.run()
     assert result.spent["variant_runs"] == 0 and search.calls == 10
-    assert sum("no measurable" in n for n in result.notes) == 2
+    assert all(g["note"].startswith("No measurable") and not g["measurable"] for g in result.gaps.values())
 
 
 def test_pooled_intervals_give_two_seed_arms_the_noise_the_other_arms_measured():
@@ -383,7 +300,7 @@ def test_pooled_intervals_give_two_seed_arms_the_noise_the_other_arms_measured()
 
 def test_no_effect_on_sps_does_not_clear_a_subsystem_when_the_learning_gap_is_not_measurable():
     search = SimSearch(
-        _suspects(REGRESSED_LIKE[:2]),
+        fixes(REGRESSED_LIKE[:2]),
         heart={},
         sps={"rebuild": 1.0},
         noise=(0.3, 500.0),
@@ -399,41 +316,30 @@ def test_no_effect_on_sps_does_not_clear_a_subsystem_when_the_learning_gap_is_no
     assert verdicts["loss"] != "red herring" and verdicts["env"] == "primary"
 
 
-def test_checks_that_measure_through_a_flagged_upstream_change_count_as_knock_on():
-    def f(fid, status=Status.CONFIRMED):
-        return Finding(fid, fid.split("/")[0], "h", status, Severity.HIGH, Evidence())
-
-    geometry = [
-        f("trainer/geometry-candidate"),
-        f("env/throughput"),
-        f("env/reset-cost"),
-        f("memory/growth-sites"),
-    ]
-    assert knock_on(geometry) == {"env/throughput", "memory/growth-sites"}
-    assert knock_on([f("env/throughput"), f("memory/growth-sites")]) == set()  # no upstream flag: real
-    assert knock_on([f("trainer/geometry", Status.CLEARED), f("env/throughput")]) == set()
-    assert knock_on([f("rewards/component-vanished"), f("env/equivalence")]) == {"env/equivalence"}
-    assert knock_on([f("agents/architecture"), f("loss/terms"), f("loss/advantages")]) == {"loss/terms"}
-    # the evidence ranking: a lone checkpointing finding outranks the echoes of a geometry change
-    ranked = [c.subsystem for c in rank_causes([*geometry, f("checkpointing/selection", Status.SUSPECT)])]
-    assert ranked.index("checkpointing") < ranked.index("memory")
-
-
-def test_rlaudit_audit_prints_the_suspects_ranked_by_evidence():
-    from rlaudit.report import ranked_suspects_text
-
-    text = ranked_suspects_text(
-        [
-            Finding(
-                "trainer/geometry-candidate", "trainer", "h", Status.CONFIRMED, Severity.HIGH, Evidence()
-            ),
-            Finding("memory/growth-sites", "memory", "h", Status.CONFIRMED, Severity.HIGH, Evidence()),
-            Finding(
-                "checkpointing/selection", "checkpointing", "h", Status.SUSPECT, Severity.HIGH, Evidence()
-            ),
-            Finding("init/schemes", "init", "h", Status.CLEARED, Severity.INFO, Evidence()),
-        ]
+def test_a_metric_where_lower_is_better_is_attributed_with_the_right_sign():
+    named = fixes(REGRESSED_LIKE[:3])
+    search = SimSearch(
+        named, heart={"gae": 1.0}, sps={}, metric="loss:lower", noise=(0.05, 300.0), max_seeds=5
     )
-    order = [line.split()[1] for line in text.splitlines()[1:]]
-    assert order == ["trainer", "checkpointing", "memory"]  # memory only echoes the geometry change
-    assert ranked_suspects_text([]) == "no subsystem flagged: nothing to rank"
+    search.ends = {"loss": (1.0, 3.0), "sps": (30_000.0, 30_000.0)}  # the candidate's loss is higher: worse
+    result = search.run()
+    gap = result.gaps["loss"]
+    assert gap["direction"] == "lower" and gap["measurable"] and 1.8 < gap["worse_by"] < 2.2
+    assert gap["low"] > 0 and result.primary.direction == "lower"
+    top = result.ranking["loss"][0]
+    assert top["arm"] == "gae" and top["verdict"] == "cause" and 0.8 < top["point"] < 1.2
+    assert next(r for r in result.ranking["loss"] if r["arm"] == "rebuild")["verdict"] == "no effect"
+    first = rank_causes([], result)[0]
+    assert (first.subsystem, first.verdict) == ("loss", "primary")
+    assert result.label("loss") == "loss (lower is better)"
+    # the same runs read as higher-is-better: the candidate is better, and there is nothing to explain
+    search = SimSearch(named, heart={"gae": 1.0}, sps={}, metric="loss", noise=(0.05, 300.0), max_seeds=5)
+    search.ends = {"loss": (1.0, 3.0), "sps": (30_000.0, 30_000.0)}
+    result = search.run()
+    assert result.gaps["loss"]["better"] and not result.gaps["loss"]["measurable"]
+    assert "measurably better" in result.gaps["loss"]["note"] and result.spent["variant_runs"] == 0
+
+
+def test_a_primary_metric_named_like_throughput_is_refused():
+    with pytest.raises(ValueError, match="perf/sps"):
+        Search(None, [], metric="sps")

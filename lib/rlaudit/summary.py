@@ -9,6 +9,7 @@ verified as correct, the order in which to fix things, and how much of the gap f
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,9 +17,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rlaudit.attribution.arms import DEFAULT_DELTA, DEFAULT_METRIC, Attribution
+from rlaudit.attribution.arms import DEFAULT_DELTA, Attribution
 from rlaudit.attribution.figures import curves_plot, forest_plot, sps_waterfall
-from rlaudit.attribution.ranking import METRIC_LABEL, Cause, attribution_findings, gap_label, rank_causes
+from rlaudit.attribution.ranking import Cause, attribution_findings, gap_label, owner, rank_causes
 from rlaudit.attribution.search import attribute
 from rlaudit.findings import SUBSYSTEMS, Finding, Status
 from rlaudit.io import atomic_write_bytes, atomic_write_json
@@ -37,7 +38,11 @@ def _seeds(n: int) -> str:
 
 
 def _effect_text(e: dict[str, float]) -> str:
-    return f"{_pct(e['point'])} (95% CI {_pct(e['low'])}..{_pct(e['high'])}, {int(e['n'])} seeds)"
+    return f"{_pct(e['point'])} (95% CI {_pct(e['low'])}..{_pct(e['high'])}, {_seeds(int(e['n']))})"
+
+
+def _value(x: float | None) -> str:
+    return "n/a" if x is None or not np.isfinite(x) else f"{x:.3g}"
 
 
 @dataclass
@@ -50,24 +55,96 @@ class Investigation:
     findings: list[Finding] = field(default_factory=list)
 
 
-def executive_summary(findings: list[Finding], result: Attribution | None, delta: float) -> dict[str, Any]:
-    """The investigation's conclusions as plain data (rendered in the notebook and in reports/index.html)."""
-    causes = rank_causes(findings, result, delta)
+def verified(findings: Sequence[Finding]) -> list[str]:
+    """Subsystems verified as correct: every one of their findings is CLEARED (a changed config value counts
+    for the subsystem that owns it, :func:`~rlaudit.attribution.ranking.owner`). A NOTED finding, even an
+    inconclusive comparison, or a SKIPPED or ERROR check leaves a subsystem unverified."""
     by_sub: dict[str, list[Finding]] = {}
     for f in findings:
-        by_sub.setdefault(f.subsystem, []).append(f)
-    flagged_subs = {c.subsystem for c in causes}
-    cleared = sorted(
-        (
-            s
-            for s, fs in by_sub.items()
-            if s in SUBSYSTEMS
-            and s not in flagged_subs
-            and any(f.status is Status.CLEARED for f in fs)
-            and not any(f.status is Status.ERROR for f in fs)
-        ),
+        by_sub.setdefault(owner(f), []).append(f)
+    return sorted(
+        (s for s, fs in by_sub.items() if s in SUBSYSTEMS and all(f.status is Status.CLEARED for f in fs)),
         key=SUBSYSTEMS.index,
     )
+
+
+def _recovery(result: Attribution) -> dict[str, dict[str, Any]]:
+    """Per metric, how much of the gap fixing every cause found is expected to recover."""
+    recovery: dict[str, dict[str, Any]] = {}
+    together = result.together.get("effects") or {}
+    composable = [s for s in result.suspects if s.composable]
+    whole = next(
+        (a for a in result.arms if a.suspects and composable and len(a.suspects) == len(composable)), None
+    )
+    for m in result.metrics:
+        if m in together:
+            recovery[m] = {**together[m], "arm": "the causes found, restored together"}
+        elif whole is not None and m in result.effects.get(whole.name, {}):
+            e = result.effects[whole.name][m]
+            recovery[m] = {
+                "point": e.point,
+                "low": e.low,
+                "high": e.high,
+                "n": e.n,
+                "arm": "every suspect restored together",
+            }
+    return recovery
+
+
+def _gap_sentence(result: Attribution, metric: str, recovery: dict[str, dict[str, Any]]) -> str:
+    """One sentence per metric: the gap, its primary cause, the reverse check, the others, the recovery."""
+    gap = result.gaps.get(metric, {})
+    label = result.label(metric)
+    if not gap.get("measurable"):
+        return gap.get("note") or f"No measurable {label} gap between baseline and candidate."
+    head = f"{label}: baseline {_value(gap.get('baseline'))}, candidate {_value(gap.get('candidate'))}."
+    ranking = result.ranking.get(metric, [])
+    singles = [r for r in ranking if r["single"] and r["verdict"] == "cause"]
+    if singles:
+        top = singles[0]
+        head += (
+            f" Primary cause: {top['arm']} ({', '.join(top['subsystems'])}) restores "
+            f"{_pct(top['point'])} of {gap_label(metric)} (95% CI {_pct(top['low'])}..{_pct(top['high'])})."
+        )
+        inj = result.injected.get(top["suspects"][0], {}).get(metric)
+        if inj is not None:
+            head += (
+                f" Put alone into the baseline, it reproduces {_pct(inj.point)} of it "
+                f"({_pct(inj.low)}..{_pct(inj.high)})."
+            )
+        if len(singles) > 1:
+            head += " Also: " + "; ".join(f"{r['arm']} {_pct(r['point'])}" for r in singles[1:4]) + "."
+        minor = [r for r in ranking if r["single"] and r["verdict"] == "minor"]
+        if minor:
+            head += (
+                " Smaller but measurable: "
+                + "; ".join(
+                    f"{r['arm']} {_pct(r['point'])} ({_pct(r['low'])}..{_pct(r['high'])})" for r in minor[:3]
+                )
+                + "."
+            )
+    else:
+        head += " No single change restores a meaningful share on its own."
+    if metric in recovery:
+        head += f" Fixing them all is expected to recover {_pct(recovery[metric]['point'])} of it."
+    return head
+
+
+def executive_summary(findings: list[Finding], result: Attribution | None, delta: float) -> dict[str, Any]:
+    """The investigation's conclusions as plain data (rendered in the notebook and in reports/index.html).
+
+    Args:
+        findings: Every notebook's findings and attribution's own (``summary/``).
+        result: The attribution experiments, or None when they did not run.
+        delta: The share of a gap that counts as meaningful.
+
+    Returns:
+        ``title``, ``summary`` (the sentences joined), ``sentences``, ``causes`` (one row per ranked
+        subsystem), ``cleared`` (verified as correct), ``red_herrings``, ``order`` (of fixes), ``recovery``
+        (per metric) and ``attribution`` (the experiments as data).
+    """
+    causes = rank_causes(findings, result, delta)
+    label = result.label if result is not None else str
     rows = []
     for rank, c in enumerate(causes, start=1):
         remediation = next(
@@ -78,7 +155,7 @@ def executive_summary(findings: list[Finding], result: Attribution | None, delta
                 "rank": rank,
                 "subsystem": c.subsystem,
                 "verdict": c.verdict,
-                **{f"restores {METRIC_LABEL.get(m, m)} gap": _effect_text(e) for m, e in c.effects.items()},
+                **{f"restores {label(m)} gap": _effect_text(e) for m, e in c.effects.items()},
                 "audit evidence": "; ".join(f.headline for f in c.findings[:2]),
                 "remediation": remediation,
             }
@@ -86,74 +163,24 @@ def executive_summary(findings: list[Finding], result: Attribution | None, delta
     order = [r["subsystem"] for r in rows if r["verdict"] in ("primary", "secondary", "minor")] + [
         r["subsystem"] for r in rows if r["verdict"] in ("flagged (unmeasured)", "unclear")
     ]
-    recovery = {}
-    if result is not None:
-        together = result.together.get("effects") or {}
-        whole_arm = next(
-            (
-                a
-                for a in result.arms
-                if a.suspects and len(a.suspects) == len([s for s in result.suspects if s.composable])
-            ),
-            None,
-        )
-        for m in result.metrics:
-            if m in together:
-                recovery[m] = {**together[m], "arm": "the causes found, restored together"}
-            elif whole_arm is not None and m in result.effects.get(whole_arm.name, {}):
-                e = result.effects[whole_arm.name][m]
-                recovery[m] = {
-                    "point": e.point,
-                    "low": e.low,
-                    "high": e.high,
-                    "n": e.n,
-                    "arm": "every suspect restored together",
-                }
-    sentences = []
-    for metric in result.metrics if result else []:
-        gap = result.gaps.get(metric, {})
-        label = METRIC_LABEL.get(metric, metric)
-        if not gap.get("measurable"):
-            sentences.append(f"No measurable {label} gap between baseline and candidate.")
-            continue
-        singles = [r for r in result.ranking.get(metric, []) if r["single"] and r["verdict"] == "cause"]
-        head = f"{label}: baseline {gap['baseline']:.3g}, candidate {gap['candidate']:.3g}."
-        if singles:
-            top = singles[0]
-            head += (
-                f" Primary cause: {top['arm']} ({', '.join(top['subsystems'])}) restores "
-                f"{_pct(top['point'])} of {gap_label(metric)} (95% CI {_pct(top['low'])}..{_pct(top['high'])})."
-            )
-            inj = result.injected.get(top["suspects"][0], {}).get(metric)
-            if inj is not None:
-                head += (
-                    f" Put alone into the baseline, it reproduces {_pct(inj.point)} of it "
-                    f"({_pct(inj.low)}..{_pct(inj.high)})."
-                )
-            if len(singles) > 1:
-                head += " Also: " + "; ".join(f"{r['arm']} {_pct(r['point'])}" for r in singles[1:4]) + "."
-            minor = [r for r in result.ranking.get(metric, []) if r["single"] and r["verdict"] == "minor"]
-            if minor:
-                head += (
-                    " Smaller but measurable: "
-                    + "; ".join(
-                        f"{r['arm']} {_pct(r['point'])} ({_pct(r['low'])}..{_pct(r['high'])})"
-                        for r in minor[:3]
-                    )
-                    + "."
-                )
-        else:
-            head += " No single change restores a meaningful share on its own."
-        if metric in recovery:
-            head += f" Fixing them all is expected to recover {_pct(recovery[metric]['point'])} of it."
-        sentences.append(head)
+    flagged = {c.subsystem for c in causes}
+    cleared = [s for s in verified(findings) if s not in flagged]
+    recovery = _recovery(result) if result is not None else {}
+    sentences = [_gap_sentence(result, m, recovery) for m in result.metrics] if result is not None else []
     red = [r["subsystem"] for r in rows if r["verdict"] == "red herring"]
     if red:
         sentences.append(
             "Red herrings (flagged, but restoring them measurably does not matter): " + ", ".join(red) + "."
         )
+    symptoms = [r["subsystem"] for r in rows if r["verdict"] == "symptom"]
+    if symptoms:
+        sentences.append(
+            "Flagged for a gap every cause produces (the symptom attribution explains, not a cause): "
+            + ", ".join(symptoms)
+            + "."
+        )
     if cleared:
-        sentences.append("Verified as correct: " + ", ".join(cleared) + ".")
+        sentences.append("Verified as correct (every check cleared): " + ", ".join(cleared) + ".")
     if order:
         sentences.append("Fix in this order: " + " → ".join(dict.fromkeys(order)) + ".")
     if result is not None:
@@ -185,24 +212,26 @@ def investigate(
     wb: Workbench,
     findings: list[Finding],
     *,
-    metric: str = DEFAULT_METRIC,
     variants: str = "",
+    changes: str = "auto",
     delta: float = DEFAULT_DELTA,
     budget: int = 0,
     seed: int = 0,
 ) -> Investigation:
-    """Run the attribution experiments and build the executive summary.
+    """Run the attribution experiments on the pair's primary metric (``wb.metric``) and steps per second,
+    and build the executive summary.
 
     Args:
+        wb: The workbench of the pair (its primary metric and profile size the experiments).
         findings: Every notebook's findings (the audits' evidence orders the search).
-        metric: The primary metric, an episode statistic (``heart.get``).
         variants: Named variant subjects, ``"name=spec, ..."`` (``name@subsystem=spec`` to tag a subsystem).
+        changes: ``"auto"`` to search the code changes between two versions of one source, ``"off"`` not to.
         delta: The share of a gap that counts as meaningful.
         budget: Training runs attribution may use; 0 takes the profile's.
         seed: Seeds the bootstrap intervals.
     """
     result = attribute(
-        wb, findings, variants=variants, metric=metric, delta=delta, budget=budget or None, seed=seed
+        wb, findings, variants=variants, changes=changes, delta=delta, budget=budget or None, seed=seed
     )
     own = attribution_findings(result, delta)
     summary = executive_summary([*findings, *own], result, delta)
@@ -219,14 +248,26 @@ def investigate(
 # ------------------------------------------------------------------------------------------------------------
 
 
-def attribution_section(inv: Investigation, metric: str, delta: float = DEFAULT_DELTA) -> Section:
-    """The experiments: arms, what each restores, the figures."""
+def attribution_section(inv: Investigation, delta: float = DEFAULT_DELTA) -> Section:
+    """The experiments: the gaps, the arms, what each restores, the search log and the figures (the forest
+    plot, the learning curves of the primary metric, the throughput waterfall)."""
     result = inv.result
     if result is None:
         return Section(title="Attribution", notes=["attribution did not run"])
-    tables = {}
+    tables = {
+        "gaps": pd.DataFrame(
+            [
+                {
+                    "metric": result.label(m),
+                    **{k: g.get(k) for k in ("baseline", "candidate", "worse_by", "low", "high")},
+                    "attributed": bool(g.get("measurable")),
+                }
+                for m, g in result.gaps.items()
+            ]
+        )
+    }
     for m, rows in result.ranking.items():
-        tables[f"gap restored: {METRIC_LABEL.get(m, m)}"] = pd.DataFrame(rows)
+        tables[f"gap restored: {result.label(m)}"] = pd.DataFrame(rows)
     tables["arms"] = pd.DataFrame(
         [
             {
@@ -261,7 +302,7 @@ def attribution_section(inv: Investigation, metric: str, delta: float = DEFAULT_
         )
     figures = {
         "gap restored (forest plot)": forest_plot(result, delta),
-        "learning curves": curves_plot(result, metric),
+        "learning curves": curves_plot(result),
         "SPS waterfall": sps_waterfall(result),
     }
     return Section(
@@ -269,7 +310,7 @@ def attribution_section(inv: Investigation, metric: str, delta: float = DEFAULT_
         findings=inv.findings,
         tables=tables,
         figures=figures,
-        notes=result.notes,
+        notes=[g["note"] for g in result.gaps.values() if g.get("note")] + result.notes,
     )
 
 

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rlaudit.metrics import DEFAULT as DEFAULT_PRIMARY
+from rlaudit.metrics import Metric
 from rlaudit.subjects import SubjectSpec
 from rlaudit.trainer.runs import RunData
 from rlaudit.workbench import ProbeResult
@@ -21,7 +23,7 @@ if TYPE_CHECKING:
     from rlaudit.attribution.suspects import Suspect
 
 SPS = "sps"
-DEFAULT_METRIC = "heart.get"
+"""The throughput metric every search attributes beside the primary metric: steps per CPU-second."""
 DEFAULT_DELTA = 0.2
 """A restore "matters" when it closes at least this fraction of a gap (20%)."""
 
@@ -37,7 +39,8 @@ class Arm:
         suspects: Names of the suspects this arm restores.
         injects: Names of the suspects this arm injects into the baseline (the reverse experiment).
         results: One probe result per seed, in seed order (None where the runs came from elsewhere).
-        measured: Per seed, the metrics read from its run: ``{metric: value, "sps": value}`` (NaN if failed).
+        measured: Per seed, what its run measured: ``{primary metric name: final value, "sps": steps per
+            CPU-second}`` (NaN where the run failed or never reported it).
     """
 
     name: str
@@ -57,37 +60,18 @@ class Arm:
         self.measured.append(row)
 
     def values(self, metric: str) -> np.ndarray:
-        """Per seed: the final metric (or SPS); NaN for a failed run. Shape (n,)."""
+        """Per seed: the final value of ``metric`` (a metric name, or :data:`SPS`); NaN for a failed run.
+        Shape (n,)."""
         return np.asarray([row.get(metric, math.nan) for row in self.measured], dtype=float)
 
     def errors(self) -> list[str]:
+        """One line per failed run: the probe's error, or the capabilities the subject lacks."""
         return [
-            f"{self.name} seed {i}: {r.error or r.missing}"
+            f"{self.name} seed {i}: "
+            + (str(r.error) if r.error else "lacks " + ", ".join(f"`{c}`" for c in r.missing))
             for i, r in enumerate(self.results)
             if r is not None and not r.ok
         ]
-
-
-def final_metric(run: RunData, metric: str = DEFAULT_METRIC, tail: float = 0.25) -> float:
-    """The metric averaged over the episodes that ended in the last ``tail`` fraction of the run's steps.
-
-    Falls back to the logged scalar ``env/<metric>`` (or ``<metric>``) when the recorder saw no episodes
-    with that statistic. NaN when neither exists.
-    """
-    episodes = run.table("episodes")
-    if not episodes.empty and metric in episodes.columns and "step" in episodes.columns:
-        last = float(episodes["step"].max())
-        window = episodes[episodes["step"] >= (1.0 - tail) * last]
-        if len(window):
-            return float(window[metric].mean())
-    scalars = run.table("scalars")
-    if not scalars.empty:
-        for name in (f"env/{metric}", metric):
-            rows = scalars[scalars["name"] == name]
-            if len(rows):
-                last = float(rows["step"].max())
-                return float(rows[rows["step"] >= (1.0 - tail) * last]["value"].mean())
-    return math.nan
 
 
 def attribution_scale(metric: str, values: np.ndarray) -> np.ndarray:
@@ -150,7 +134,27 @@ class Effect:
 
 @dataclass
 class Attribution:
-    """Everything the summary reports: gaps, arms, effects per metric, the ranking, and what it cost."""
+    """Everything the summary reports: gaps, arms, effects per metric, the ranking, and what it cost.
+
+    Attributes:
+        metrics: The metrics attributed, by name: the primary metric's, then :data:`SPS`.
+        gaps: Per metric: ``baseline`` and ``candidate`` (means over seeds), ``worse_by`` (how much worse the
+            candidate is, in the metric's units: positive when it is worse, whichever direction is better) with
+            its 95% interval ``low``..``high``, ``direction`` (``higher``/``lower`` is better),
+            ``measurable`` (the interval lies above zero: the gap attribution explains), ``better`` (the
+            candidate is measurably better: nothing to explain) and ``note`` (why a gap is not attributed).
+        arms: Every arm run, the reverse checks last.
+        effects: Arm name -> metric -> the share of the gap it restores.
+        suspects: Every suspect, strongest audit evidence first.
+        ranking: Metric -> rows (one per arm: ``arm``, ``suspects``, ``subsystems``, ``single``, ``point``,
+            ``low``, ``high``, ``n``, ``verdict``), singles first, largest share first.
+        together: The causes restored together: ``suspects``, ``effects`` per metric, ``note``.
+        spent: Runs used, reused from the cache, the budget, and what a one-factor sweep would cost.
+        notes: Sentences for the summary (gaps not attributed, budget spent, ...).
+        log: What ran and why, in order.
+        injected: Suspect name -> metric -> the share of the gap its change reproduces in the baseline alone.
+        primary: The primary metric (name, direction, source).
+    """
 
     metrics: list[str]
     gaps: dict[str, dict[str, float]]
@@ -163,11 +167,20 @@ class Attribution:
     notes: list[str]
     log: list[str] = field(default_factory=list)
     injected: dict[str, dict[str, Effect]] = field(default_factory=dict)
-    """Suspect name -> metric -> the share of the gap its change reproduces when put into the baseline alone."""
+    primary: Metric = DEFAULT_PRIMARY
+
+    def label(self, metric: str) -> str:
+        """How ``metric`` is named in sentences and figures (the primary metric says which way is better)."""
+        if metric == SPS:
+            return "steps per CPU-second"
+        if metric == self.primary.name and self.primary.direction != "higher":
+            return f"{metric} ({self.primary.better} is better)"
+        return metric
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "metrics": self.metrics,
+            "primary": self.primary.to_dict(),
             "gaps": self.gaps,
             "arms": [
                 {

@@ -1,14 +1,45 @@
 """Figures of attribution: the share of each gap every arm restores (forest plot), the learning curves of the
-baseline, the candidate and the best variants, and the throughput waterfall."""
+baseline, the candidate and the best variants (averaged over seeds on one step grid), and the throughput
+waterfall. A panel with nothing to draw says why."""
 
 from __future__ import annotations
+
+import textwrap
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from rlaudit.attribution.arms import DEFAULT_DELTA, SPS, Attribution
-from rlaudit.attribution.ranking import METRIC_LABEL, gap_label
+from rlaudit.attribution.ranking import gap_label
 from rlaudit.trainer.runs import RunData
+
+LABEL_WIDTH = 34
+"""Characters per line of an arm's name on an axis (longer names wrap onto more lines, never cut)."""
+
+_VERDICT_COLOR = {"cause": "#c0392b", "minor": "#d98880", "no effect": "#7f8c8d", "unclear": "#e67e22"}
+
+
+def wrap(text: str, width: int = LABEL_WIDTH) -> str:
+    """``text`` on lines of at most ``width`` characters, broken at spaces (a word longer than a line is split
+    across lines): a long arm or metric name is shown whole, never cut short."""
+    return "\n".join(textwrap.wrap(str(text), width, break_long_words=True, break_on_hyphens=False) or [""])
+
+
+def _empty(ax: Any, why: str) -> None:
+    ax.text(0.5, 0.5, textwrap.fill(why, 60), ha="center", va="center", wrap=True)
+    ax.set_axis_off()
+
+
+def _why_no_gap(result: Attribution) -> str:
+    notes = [g.get("note", "") for g in result.gaps.values() if g.get("note")]
+    return " ".join(notes) or "no measurable gap on any metric: nothing was attributed"
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Forest plot
+# ------------------------------------------------------------------------------------------------------------
 
 
 def forest_plot(result: Attribution, delta: float = DEFAULT_DELTA):  # -> Figure
@@ -16,80 +47,182 @@ def forest_plot(result: Attribution, delta: float = DEFAULT_DELTA):  # -> Figure
     import matplotlib.pyplot as plt
 
     metrics = [m for m in result.metrics if result.gaps.get(m, {}).get("measurable")]
+    labels = {m: [wrap(r["arm"]) for r in result.ranking.get(m, [])] for m in metrics}
+    lines = max((sum(label.count("\n") + 1 for label in ls) for ls in labels.values()), default=1)
     fig, axes = plt.subplots(
-        1,
-        max(1, len(metrics)),
-        figsize=(
-            6 * max(1, len(metrics)),
-            0.5 + 0.45 * max(1, max((len(result.ranking.get(m, [])) for m in metrics), default=1)),
-        ),
-        squeeze=False,
+        1, max(1, len(metrics)), figsize=(7 * max(1, len(metrics)), 1.0 + 0.3 * max(3, lines)), squeeze=False
     )
-    for ax, m in zip(axes[0], metrics or [result.metric if hasattr(result, "metric") else ""], strict=False):
+    if not metrics:
+        _empty(axes[0][0], _why_no_gap(result))
+        return fig
+    for ax, m in zip(axes[0], metrics, strict=True):
         rows = result.ranking.get(m, [])
         if not rows:
-            ax.text(0.5, 0.5, "no arms measured", ha="center", va="center")
-            ax.set_axis_off()
+            _empty(ax, f"{result.label(m)}: no arm was measured (no suspect, or the budget ran out)")
             continue
         y = np.arange(len(rows))[::-1]
         for yi, r in zip(y, rows, strict=True):
-            color = {"cause": "#c0392b", "minor": "#d98880", "no effect": "#7f8c8d", "unclear": "#e67e22"}[
-                r["verdict"]
-            ]
             ax.errorbar(
                 r["point"],
                 yi,
                 xerr=[[r["point"] - r["low"]], [r["high"] - r["point"]]],
                 fmt="o",
-                color=color,
+                color=_VERDICT_COLOR.get(r["verdict"], "#34495e"),
                 capsize=3,
             )
-        ax.set_yticks(y, [r["arm"] if len(r["arm"]) < 48 else r["arm"][:45] + "..." for r in rows])
+        ax.set_yticks(y, labels[m])
         for x, style in ((0, "-"), (delta, ":"), (1, "--")):
             ax.axvline(x, color="black", linestyle=style, linewidth=0.8)
         ax.set_xlabel(f"fraction of {gap_label(m)} restored")  # the title names the metric
-        ax.set_title(METRIC_LABEL.get(m, m))
+        ax.set_title(wrap(result.label(m), 60))
     fig.tight_layout()
     return fig
 
 
-def _binned_curve(run: RunData, metric: str, bins: int = 20) -> pd.DataFrame:
-    eps = run.table("episodes")
-    if eps.empty or metric not in eps.columns:
-        return pd.DataFrame()
-    edges = np.linspace(0, float(eps["step"].max()) + 1, bins + 1)
-    idx = np.clip(np.digitize(eps["step"], edges) - 1, 0, bins - 1)
-    df = pd.DataFrame({"bin": idx, "value": eps[metric].to_numpy()}).groupby("bin", as_index=False).mean()
-    df["step"] = (edges[df["bin"]] + edges[df["bin"] + 1]) / 2
-    return df
+# ------------------------------------------------------------------------------------------------------------
+# Learning curves on one step grid
+# ------------------------------------------------------------------------------------------------------------
 
 
-def curves_plot(result: Attribution, metric: str, top: int = 2):  # -> Figure
-    """Learning curves of the baseline, the candidate and the best variants (mean over seeds, 95% band)."""
-    import matplotlib.pyplot as plt
-    import seaborn as sns
+def binned_curve(series: pd.DataFrame, edges: np.ndarray) -> np.ndarray:
+    """One run's curve on a step grid: the mean value of the points in each bin, interior empty bins filled
+    by linear interpolation between their neighbours (bins before the first or after the last point stay NaN).
 
-    best = [r["arm"] for r in result.ranking.get(metric, []) if r["single"]][:top]
-    arms = {a.name: a for a in result.arms}
+    Args:
+        series: ``step``, ``value`` (one row per episode or logged point).
+        edges: Bin edges in environment steps, shape (bins + 1,), increasing.
+
+    Returns:
+        Shape (bins,): the run's value per bin.
+    """
+    bins = len(edges) - 1
+    out = np.full(bins, np.nan)
+    if series.empty:
+        return out
+    steps = series["step"].to_numpy(dtype=float)
+    values = series["value"].to_numpy(dtype=float)
+    ok = np.isfinite(steps) & np.isfinite(values)
+    idx = np.clip(np.searchsorted(edges, steps[ok], side="right") - 1, 0, bins - 1)
+    sums = np.bincount(idx, weights=values[ok], minlength=bins)
+    counts = np.bincount(idx, minlength=bins)
+    filled = counts > 0
+    out[filled] = sums[filled] / counts[filled]
+    if filled.sum() >= 2:
+        centers = np.arange(bins, dtype=float)
+        first, last = np.flatnonzero(filled)[[0, -1]]
+        inside = (centers >= first) & (centers <= last) & ~filled
+        out[inside] = np.interp(centers[inside], centers[filled], out[filled])
+    return out
+
+
+def mean_curves(
+    curves: Mapping[str, Sequence[pd.DataFrame]], bins: int = 20, level: float = 0.95
+) -> pd.DataFrame:
+    """Learning curves averaged over seeds on one step grid shared by every arm.
+
+    Each run is binned on the same grid (:func:`binned_curve`; the grid spans 0 to the last step of any run),
+    then the runs of an arm are averaged bin by bin with a Student-t band over seeds (no band with one seed).
+    Seeds whose episodes end at different steps would otherwise draw a zig-zag between their points.
+
+    Args:
+        curves: Arm name -> one ``(step, value)`` table per seed.
+        bins: Grid points.
+        level: Coverage of the band.
+
+    Returns:
+        Columns ``arm``, ``step`` (bin centre), ``mean``, ``low``, ``high``, ``n`` (seeds with a value there);
+        bins no seed reached are left out.
+    """
+    from scipy.stats import t as student_t
+
+    ends = [float(s["step"].max()) for runs in curves.values() for s in runs if not s.empty]
+    columns = ["arm", "step", "mean", "low", "high", "n"]
+    if not ends or max(ends) <= 0:
+        return pd.DataFrame(columns=columns)
+    edges = np.linspace(0.0, max(ends), bins + 1)
+    centers = 0.5 * (edges[:-1] + edges[1:])
     frames = []
+    for arm, runs in curves.items():
+        matrix = np.array([binned_curve(s, edges) for s in runs if not s.empty]).reshape(-1, bins)
+        n = np.isfinite(matrix).sum(axis=0)
+        keep = n > 0
+        if not keep.any():
+            continue
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.nansum(np.where(np.isfinite(matrix), matrix, 0.0), axis=0) / np.maximum(n, 1)
+            sd = np.sqrt(
+                np.nansum(np.where(np.isfinite(matrix), (matrix - mean) ** 2, 0.0), axis=0)
+                / np.maximum(n - 1, 1)
+            )
+            half = np.where(
+                n >= 2, student_t.ppf(0.5 + level / 2, np.maximum(n - 1, 1)) * sd / np.sqrt(n), np.nan
+            )
+        frames.append(
+            pd.DataFrame(
+                {
+                    "arm": arm,
+                    "step": centers[keep],
+                    "mean": mean[keep],
+                    "low": (mean - half)[keep],
+                    "high": (mean + half)[keep],
+                    "n": n[keep],
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+
+
+def curves_plot(result: Attribution, top: int = 2, bins: int = 20):  # -> Figure
+    """Learning curves of the primary metric: the baseline, the candidate and the ``top`` single restores of
+    its ranking, each the mean over seeds on one step grid with a 95% t band (:func:`mean_curves`)."""
+    import matplotlib.pyplot as plt
+
+    metric = result.primary
+    best = [r["arm"] for r in result.ranking.get(metric.name, []) if r["single"]][:top]
+    arms = {a.name: a for a in result.arms}
+    curves: dict[str, list[pd.DataFrame]] = {}
+    runs = failed = 0
     for name in ["baseline", "candidate", *best]:
         arm = arms.get(name)
-        if arm is None:
-            continue
-        for seed, res in enumerate(arm.results):
-            if res.ok:
-                df = _binned_curve(RunData.from_result(res, name), metric)
-                if len(df):
-                    frames.append(df.assign(arm=name, seed=seed))
+        for res in arm.results if arm is not None else []:
+            if res is None:
+                continue
+            if not res.ok:
+                failed += 1
+                continue
+            runs += 1
+            curves.setdefault(name, []).append(RunData.from_result(res, name).metric(metric))
+    data = mean_curves(curves, bins=bins)
     fig, ax = plt.subplots(figsize=(8, 4))
-    if frames:
-        data = pd.concat(frames, ignore_index=True)
-        sns.lineplot(data=data, x="step", y="value", hue="arm", errorbar=("ci", 95), seed=0, ax=ax)
+    if data.empty:
+        if runs:
+            why = f"the training runs did not report {metric.name}. {metric.how_to_report}"
+        elif failed:
+            why = f"no training run completed ({failed} failed: see the arms table)"
+        else:
+            why = "no training runs to draw"
+        _empty(ax, f"No learning curves: {why}")
+        return fig
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, (name, part) in enumerate(data.groupby("arm", sort=False)):
+        color = colors[i % len(colors)]
+        seeds = len(curves.get(str(name), []))
+        label = wrap(f"{name} ({seeds} seed{'s' if seeds != 1 else ''})", 40)
+        ax.plot(part["step"], part["mean"], color=color, label=label)
+        ax.fill_between(part["step"], part["low"], part["high"], color=color, alpha=0.2, linewidth=0)
+    name = wrap(metric.name, 40)
     ax.set_xlabel("environment steps")
-    ax.set_ylabel(f"{metric} per episode")
-    ax.set_title(f"{metric}: baseline, candidate and the best variants")
+    ax.set_ylabel(f"{name}\nper episode" if metric.source == "episode" else name)
+    better = "" if metric.direction == "higher" else f" ({metric.better} is better)"
+    ax.set_title(wrap(f"{metric.name}{better}: baseline, candidate and the best variants", 70))
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small", frameon=False)
     fig.tight_layout()
     return fig
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Throughput waterfall
+# ------------------------------------------------------------------------------------------------------------
 
 
 def sps_waterfall(result: Attribution):  # -> Figure
@@ -98,35 +231,40 @@ def sps_waterfall(result: Attribution):  # -> Figure
     import matplotlib.pyplot as plt
 
     gap = result.gaps.get(SPS, {})
-    fig, ax = plt.subplots(figsize=(8, 3.5))
-    if not gap or gap.get("baseline") is None or not np.isfinite(gap.get("candidate", np.nan)):
-        ax.text(0.5, 0.5, "no SPS measured", ha="center", va="center")
-        ax.set_axis_off()
-        return fig
-    base, cand = gap["baseline"], gap["candidate"]
+    base, cand = gap.get("baseline"), gap.get("candidate")
     rows = [r for r in result.ranking.get(SPS, []) if r["single"] and r["verdict"] in ("cause", "minor")]
-    labels, starts, widths = ["candidate"], [0.0], [cand]
+    labels = ["candidate", *(wrap(r["arm"]) for r in rows), "unexplained", "baseline"]
+    lines = sum(label.count("\n") + 1 for label in labels)
+    fig, ax = plt.subplots(figsize=(8, 1.0 + 0.3 * max(8, lines)))
+    if (
+        base is None
+        or cand is None
+        or not (np.isfinite(base) and np.isfinite(cand))
+        or cand <= 0
+        or base <= 0
+    ):
+        _empty(ax, gap.get("note") or "No throughput measured: no training run reported its steps per second")
+        return fig
+    starts, widths = [0.0], [cand]
     # shares are of the CPU time per step (they add up there); each bar is the SPS gained by taking that
     # cause's time off what is left, so the steps are cumulative and end at the baseline when nothing is left
     cost, cost_gap = 1.0 / cand, 1.0 / cand - 1.0 / base
     level = cand
     for r in rows:
         cost = max(cost - r["point"] * cost_gap, 1e-12)
-        labels.append(r["arm"])
         starts.append(level)
         widths.append(1.0 / cost - level)
         level = 1.0 / cost
-    labels.append("unexplained")
-    starts.append(level)
-    widths.append(base - level)
-    labels.append("baseline")
-    starts.append(0.0)
-    widths.append(base)
+    starts += [level, 0.0]
+    widths += [base - level, base]
     y = np.arange(len(labels))[::-1]
     colors = ["#7f8c8d"] + ["#27ae60"] * len(rows) + ["#bdc3c7", "#2c3e50"]
     ax.barh(y, widths, left=starts, color=colors)
     ax.set_yticks(y, labels)
     ax.set_xlabel("steps per CPU-second of training")
-    ax.set_title("SPS waterfall: candidate → causes restored → baseline")
+    title = "SPS waterfall: candidate → causes restored → baseline"
+    if not gap.get("measurable"):
+        title += "\n(no measurable throughput gap: nothing attributed)"
+    ax.set_title(title)
     fig.tight_layout()
     return fig

@@ -1,19 +1,25 @@
-"""Attribution: which changes explain the gap between baseline and candidate, measured, with intervals.
+"""The attribution search: which changes explain the gap between baseline and candidate, measured, with
+intervals.
 
-Audits list differences; this module runs the experiments that turn suspects into causes. A *suspect* is a
-change that can be undone in the candidate: one subsystem's config keys set back to the baseline's values (a
-*restore*, through the candidate's own ``config(overrides=...)``), a fault removed from a built-in candidate
-(the built-in analog of a fix commit), or any named variant subject the user lists (a fix commit). Every arm
-trains on the same seeds as the baseline and the candidate, and for each arm and each metric (the primary
-metric, final ``heart.get`` by default, and steps per second) we measure the fraction of the gap it restores,
-``(variant - candidate) / (baseline - candidate)``, with a bootstrap interval paired by seed. Throughput is
-split as CPU time per step, where costs add (:func:`attribution_scale`).
+Audits list differences; this module runs the experiments that turn suspects into causes. A *suspect*
+(:mod:`rlaudit.attribution.suspects`) is a change that can be undone in the candidate: one subsystem's config
+keys set back to the baseline's values (a *restore*, through the candidate's own ``config(overrides=...)``),
+a fault removed from a built-in candidate (the built-in analog of a fix commit), any named variant subject
+the user lists (a fix commit), or a code change between two versions of one source. Every arm
+trains on the same seeds as the baseline and the candidate, and for each arm and each metric (the pair's
+primary metric, ``wb.metric``, and steps per second) we measure the fraction of the gap it restores,
+``(variant - candidate) / (baseline - candidate)``, with a bootstrap interval paired by seed. The fraction
+reads the same whichever direction is better (a loss that rose from 1.0 to 3.0 and a variant at 1.5 restore
+75%); a gap is attributed only where the candidate is measurably worse. Throughput is split as CPU time per
+step, where costs add (:func:`~rlaudit.attribution.arms.attribution_scale`).
 
 A full one-factor sweep (every suspect alone, many seeds) is what a careful human would do and costs the most.
 The search here spends less (case 003's protocol, automated; :class:`Search` has the details):
 
-- **Audit evidence first**: suspects with a CONFIRMED or SUSPECT audit finding are restored one at a time,
-  strongest evidence first, two at a time (two cores), until the causes found add up to every gap.
+- **Audit evidence first**: suspects whose subsystem holds a CONFIRMED or SUSPECT mechanism finding (a
+  symptom such as the learning gap itself points at no subsystem) are restored one at a time, strongest
+  evidence first (:func:`~rlaudit.attribution.ranking.audit_priors`), two at a time (two cores), until the
+  causes found add up to every gap.
 - **Interactions**: the causes found are then restored together. If together they close every gap, the
   suspects not yet tried are not needed to explain it and are left unmeasured (and said so); when the singles
   do not add up to the whole, the summary says so.
@@ -44,18 +50,18 @@ import numpy as np
 from rlaudit import stats
 from rlaudit.attribution.arms import (
     DEFAULT_DELTA,
-    DEFAULT_METRIC,
     SPS,
     Arm,
     Attribution,
     Effect,
     attribution_scale,
-    final_metric,
     run_sps,
 )
 from rlaudit.attribution.ranking import _SEVERITY_WEIGHT, _STATUS_WEIGHT
 from rlaudit.attribution.suspects import Suspect, compose, compose_injection, gather_suspects
 from rlaudit.findings import SUBSYSTEMS, Finding, Severity, Status
+from rlaudit.metrics import DEFAULT as DEFAULT_PRIMARY
+from rlaudit.metrics import Metric, parse_override
 from rlaudit.trainer.probes import train_run
 from rlaudit.trainer.runs import RunData, run_params
 from rlaudit.workbench import ProbeResult, Workbench
@@ -67,7 +73,7 @@ class Search:
     The order of work (each step one parallel batch of ``batch`` arms, the number of jobs):
 
     1. Baseline and candidate at ``max_seeds`` (usually cached: the trainer audit ran the same runs).
-    2. Suspects the audits flagged strongly (a CONFIRMED or SUSPECT finding: ``prior >= strong_prior``) are
+    2. Suspects the audits flagged strongly (a CONFIRMED or SUSPECT mechanism: ``prior >= strong_prior``) are
        restored one at a time, strongest evidence first, until the singles explain every gap (the lower
        bounds of their shares add up to ``1 - delta``).
     3. The causes and smaller contributors found are restored together (the interaction check), beside the
@@ -85,8 +91,10 @@ class Search:
 
     Args:
         wb: The workbench (its profile sets steps, seeds and the budget).
-        suspects: From :func:`gather_suspects`, strongest audit evidence first.
-        metric: The primary metric (an episode statistic such as ``heart.get``).
+        suspects: From :func:`~rlaudit.attribution.suspects.gather_suspects`, strongest audit evidence
+            first.
+        metric: The primary metric (a :class:`rlaudit.metrics.Metric`, or ``"NAME[:lower]"``); None: the
+            workbench's (``wb.metric``), or the episodic return without a workbench.
         delta: The share of a gap that counts as meaningful.
         budget: Training runs this search may use (baseline and candidate seeds included).
         seeds0: Seeds an arm starts with.
@@ -103,7 +111,7 @@ class Search:
         wb: Workbench | None,
         suspects: Sequence[Suspect],
         *,
-        metric: str = DEFAULT_METRIC,
+        metric: Metric | str | None = None,
         delta: float = DEFAULT_DELTA,
         budget: int | None = None,
         seeds0: int = 1,
@@ -117,7 +125,12 @@ class Search:
         profile = wb.profile if wb is not None else None
         self.wb = wb
         self.suspects = list(suspects)
-        self.metric = metric
+        self.metric = _primary(metric, wb)
+        if self.metric.name == SPS:
+            raise ValueError(
+                f"the primary metric is named {SPS!r}, the name attribution gives throughput (steps per "
+                "CPU-second, always attributed beside it); declare it under another name, e.g. 'perf/sps'"
+            )
         self.delta = delta
         self.budget = budget if budget is not None else (profile.attribution_budget if profile else 60)
         seeds = max_seeds if max_seeds is not None else (profile.seeds if profile else 5)
@@ -134,7 +147,9 @@ class Search:
         self.cached_runs = 0
         self.notes: list[str] = []
         self.log: list[str] = []
-        self._metrics = [metric, SPS]
+        self._metrics = [self.metric.name, SPS]
+        # +1 where higher is better: the gap is sign * (baseline - candidate), positive when the candidate is worse
+        self._sign = {self.metric.name: self.metric.sign, SPS: 1}
         self._gap_known: dict[str, bool] = {}
         self._effects: dict[str, dict[str, Effect]] = {}
         self.started = time.perf_counter()
@@ -145,8 +160,8 @@ class Search:
         """Train one run per ``(arm, seed)``, all in one parallel batch, and read each run's metrics.
 
         Returns:
-            Per call: the probe result (kept for learning curves) and ``{metric: value, "sps": value}``
-            (NaN for a failed run).
+            Per call: the probe result (kept for learning curves) and ``{primary metric name: final value,
+            "sps": steps per CPU-second}`` (NaN for a failed run, or a metric the run never reported).
         """
         if self.wb is None:
             raise RuntimeError("Search without a workbench: override measure() to supply runs")
@@ -160,7 +175,7 @@ class Search:
             row = {m: math.nan for m in self._metrics}
             if res.ok:
                 run = RunData.from_result(res, arm.name)
-                row = {self.metric: final_metric(run, self.metric, self.tail), SPS: run_sps(run)}
+                row = {self.metric.name: run.final(self.metric, self.tail), SPS: run_sps(run)}
             out.append((res, row))
         return out
 
@@ -196,18 +211,43 @@ class Search:
     # -- statistics ------------------------------------------------------------------------------------
 
     def gap(self, metric: str) -> stats.Interval | None:
-        """Baseline minus candidate, paired by seed, with a Student-t interval (honest at two seeds, where a
-        bootstrap would call noise a gap half the time)."""
+        """How much worse the candidate is on ``metric``: ``baseline - candidate`` where higher is better,
+        ``candidate - baseline`` where lower is, paired by seed, with a Student-t interval (honest at two
+        seeds, where a bootstrap would call noise a gap half the time). None with fewer than two seeds
+        measured on both sides."""
         b, c = self._base_arms()
         vb, vc = b.values(metric), c.values(metric)
         ok = ~(np.isnan(vb) | np.isnan(vc))
         if ok.sum() < 2:
             return None
+        if self._sign.get(metric, 1) < 0:
+            return stats.paired_t_interval(vc[ok], vb[ok])
         return stats.paired_t_interval(vb[ok], vc[ok])
 
     def has_gap(self, metric: str) -> bool:
+        """The candidate is measurably worse on ``metric`` (the gap's interval lies above zero). A candidate
+        that is measurably better leaves nothing to explain there."""
         g = self.gap(metric)
-        return g is not None and (g.low > 0.0 or g.high < 0.0)
+        return g is not None and g.low > 0.0
+
+    def _gap_note(self, metric: str) -> str:
+        """Why ``metric``'s gap is not attributed, in one sentence."""
+        g = self.gap(metric)
+        label = "throughput (steps per CPU-second)" if metric == SPS else metric
+        if g is None:
+            b, c = self._base_arms()
+            failed = [e for arm in (b, c) for e in arm.errors()]
+            if failed:
+                return (
+                    f"{label}: too few training runs completed on both sides to measure a gap "
+                    f"({len(failed)} failed; first: {failed[0]}); not attributed."
+                )
+            how = "" if metric == SPS else " " + self.metric.how_to_report
+            return f"{label}: the training runs did not report it on both sides; not attributed.{how}"
+        where = f"worse by {g.point:+.3g}, 95% CI {g.low:+.3g}..{g.high:+.3g}"
+        if g.high < 0.0:
+            return f"{label}: the candidate is measurably better than the baseline ({where}); nothing to attribute."
+        return f"No measurable {label} gap between baseline and candidate (the candidate is {where}); not attributed."
 
     def _fractions(self, metric: str, arms: dict[str, Arm]) -> dict[str, Effect]:
         """The share of ``metric``'s gap each arm restores, computed together (they share the pooled
@@ -357,13 +397,6 @@ class Search:
         b, c = self._base_arms()
         self._grow([b, c], self.max_seeds)
         self._gap_known = {m: self.has_gap(m) for m in self._metrics}
-        for m in self._metrics:
-            if not self._gap_known[m]:
-                g = self.gap(m)
-                where = f" ({g.point:+.3g}, CI {g.low:+.3g}..{g.high:+.3g})" if g else ""
-                self.notes.append(
-                    f"no measurable {m} gap between baseline and candidate{where}: not attributed"
-                )
         composable = [s for s in self.suspects if s.composable]
         variants = [s for s in self.suspects if not s.composable]
         if self.active_metrics and self.suspects:
@@ -566,12 +599,15 @@ class Search:
             g = self.gap(m)
             b, c = self._base_arms()
             gaps[m] = {
-                "baseline": float(np.nanmean(b.values(m))),
-                "candidate": float(np.nanmean(c.values(m))),
-                "difference": g.point if g else None,
+                "baseline": _mean(b.values(m)),
+                "candidate": _mean(c.values(m)),
+                "worse_by": g.point if g else None,
                 "low": g.low if g else None,
                 "high": g.high if g else None,
+                "direction": "higher" if self._sign.get(m, 1) > 0 else "lower",
                 "measurable": bool(self._gap_known.get(m)),
+                "better": g is not None and g.high < 0.0,
+                "note": "" if self._gap_known.get(m) else self._gap_note(m),
             }
         n_suspects = len(self.suspects)
         variant_runs = sum(a.n for k, a in self.arms.items() if k not in ("baseline", "candidate")) + sum(
@@ -605,6 +641,7 @@ class Search:
             notes=self.notes,
             log=self.log,
             injected=injected,
+            primary=self.metric,
         )
 
     def _restore_causes_together(self) -> None:
@@ -649,6 +686,24 @@ class Search:
         return {"suspects": [m.name for m in members], "effects": effects, "note": "; ".join(notes)}
 
 
+def _mean(values: np.ndarray) -> float:
+    """Mean of the finite values; NaN (without a warning) when there are none."""
+    finite = values[np.isfinite(values)]
+    return float(finite.mean()) if finite.size else math.nan
+
+
+def _primary(metric: Metric | str | None, wb: Workbench | None) -> Metric:
+    """The primary metric a search attributes: as given, else the workbench's, else the episodic return."""
+    if isinstance(metric, Metric):
+        return metric
+    if metric:
+        name, direction = parse_override(str(metric))
+        return Metric(name, direction or "higher", primary=True, origin="override")
+    if wb is not None:
+        return wb.metric
+    return DEFAULT_PRIMARY
+
+
 def _halves(group: list[Suspect]) -> tuple[list[Suspect], list[Suspect]]:
     half = (len(group) + 1) // 2
     return group[:half], group[half:]
@@ -659,13 +714,27 @@ def attribute(
     findings: Sequence[Finding],
     *,
     variants: str = "",
-    metric: str = DEFAULT_METRIC,
+    changes: str = "auto",
+    metric: Metric | str | None = None,
     delta: float = DEFAULT_DELTA,
     budget: int | None = None,
     seed: int = 0,
 ) -> Attribution:
-    """Gather suspects from the audits' findings and the config diff, and run the search."""
-    suspects, notes = gather_suspects(wb, findings, variants)
+    """Gather suspects from the audits' findings, the config diff, named variants and code changes, and run
+    the search.
+
+    Args:
+        wb: The workbench of the pair.
+        findings: Every audit finding (their evidence orders the search).
+        variants: Named variant subjects, ``"name=spec, name@subsystem=spec"``.
+        changes: ``"auto"`` to search the code changes between two versions of one source, ``"off"`` not to
+            (:func:`~rlaudit.attribution.suspects.change_suspects`).
+        metric: The primary metric; None (the default) is the workbench's, ``wb.metric``.
+        delta: The share of a gap that counts as meaningful.
+        budget: Training runs the search may use; None takes the profile's.
+        seed: Seeds the bootstrap intervals.
+    """
+    suspects, notes = gather_suspects(wb, findings, variants, changes=changes)
     search = Search(wb, suspects, metric=metric, delta=delta, budget=budget, seed=seed)
     result = search.run()
     result.notes = notes + result.notes

@@ -1,0 +1,101 @@
+"""The summary room: the executive summary's verdicts, and a summary that works with whatever the subjects
+expose (no training at all, nothing flagged, a simulated search)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from rlaudit.attribution.search import Search
+from rlaudit.cache import ProbeResult
+from rlaudit.findings import Evidence, Finding, Severity, Status
+from rlaudit.summary import (
+    Investigation,
+    attribution_section,
+    executive_section,
+    executive_summary,
+    save,
+    verified,
+)
+from support.attribution import REGRESSED_LIKE, SimSearch, fixes
+
+
+def f(fid, status, severity=Severity.HIGH, subsystem=None, **evidence):
+    return Finding(fid, subsystem or fid.split("/")[0], "h", status, severity, Evidence(**evidence))
+
+
+def test_verified_as_correct_needs_every_check_cleared():
+    findings = [
+        f("init/schemes", Status.CLEARED),
+        f("init/policy-at-init", Status.CLEARED),
+        f("env/throughput", Status.CLEARED),
+        f("env/equivalence", Status.NOTED, Severity.INFO, summary="inconclusive: 8 seeds would settle it"),
+        f("spaces/bounds", Status.CLEARED),
+        f("spaces/dtype", Status.SKIPPED),
+        f("optimizer/param-groups", Status.CLEARED),
+        f("config/changed-optimizer", Status.SUSPECT, subsystem="config"),  # counts for optimizer
+        f("config/unchanged", Status.CLEARED),
+    ]
+    assert verified(findings) == ["init", "config"]
+    summary = executive_summary(findings, None, 0.2)
+    assert summary["cleared"] == ["init", "config"]
+    assert "Verified as correct (every check cleared): init, config." in summary["sentences"]
+
+
+def test_the_executive_summary_names_symptoms_apart_from_causes():
+    findings = [
+        f("trainer/learning", Status.CONFIRMED),
+        f("agents/architecture", Status.SUSPECT, Severity.LOW),
+    ]
+    summary = executive_summary(findings, None, 0.2)
+    assert [(r["subsystem"], r["verdict"]) for r in summary["causes"]] == [
+        ("agents", "flagged (unmeasured)"),
+        ("trainer", "symptom"),
+    ]
+    assert summary["order"] == ["agents"]  # a symptom is not something to fix
+    assert any(
+        s.startswith("Flagged for a gap every cause produces") and "trainer" in s
+        for s in summary["sentences"]
+    )
+
+
+class NoTraining(Search):
+    """A search on subjects without ``train``: every run comes back missing the capability."""
+
+    def measure(self, calls):
+        missing = ProbeResult("candidate", "x", "train_run", {}, ok=False, missing=["train"])
+        return [(missing, {m: math.nan for m in self._metrics}) for _ in calls]
+
+
+def test_a_summary_of_subjects_that_cannot_train_says_why_everywhere(tmp_path):
+    findings = [f("agents/architecture", Status.SKIPPED), f("config/values", Status.SUSPECT)]
+    result = NoTraining(None, fixes(REGRESSED_LIKE[:2]), metric="return", max_seeds=2).run()
+    assert result.spent["variant_runs"] == 0
+    assert "lacks `train`" in result.gaps["return"]["note"] and "lacks `train`" in result.gaps["sps"]["note"]
+    inv = Investigation(result=result, causes=[], summary=executive_summary(findings, result, 0.2))
+    assert any("lacks `train`" in s for s in inv.summary["sentences"])
+    section = attribution_section(inv)
+    assert set(section.figures) == {"gap restored (forest plot)", "learning curves", "SPS waterfall"}
+    texts = [t.get_text() for fig in section.figures.values() for ax in fig.axes for t in ax.texts]
+    assert sum("train" in " ".join(t.split()) for t in texts) == 3  # every empty panel says why
+    assert any("lacks `train`" in n for n in section.notes)
+    executive_section(inv)
+    saved = json.loads(save(inv, tmp_path, [section]).read_text())
+    assert saved["attribution"]["primary"]["name"] == "return" and len(saved["figures"]) == 3
+
+
+def test_a_summary_without_experiments_or_findings_is_still_a_summary():
+    summary = executive_summary([], None, 0.2)
+    assert summary["causes"] == [] and summary["sentences"] == [] and summary["attribution"] is None
+    assert attribution_section(Investigation(result=None, causes=[])).notes == ["attribution did not run"]
+
+
+def test_the_executive_summary_of_a_search_names_the_primary_cause_and_what_fixing_all_recovers():
+    search = SimSearch(
+        fixes(REGRESSED_LIKE[:3]), heart={"gae": 1.0}, sps={"shaped": 1.0}, metric="heart.get", max_seeds=5
+    )
+    result = search.run()
+    summary = executive_summary([f("loss/advantages", Status.CONFIRMED)], result, 0.2)
+    first = summary["sentences"][0]
+    assert first.startswith("heart.get: baseline 6.") and "Primary cause: gae (loss) restores" in first
+    assert summary["order"][:2] == ["loss", "rewards"] and "env" in summary["red_herrings"]
