@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 import textwrap
-from collections.abc import Iterable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -15,19 +15,11 @@ import pytest
 import torch
 
 from rlaudit.checkpointing import reading
-from rlaudit.checkpointing.audit import continuity, interval_of, resume_class
+from rlaudit.checkpointing.files import interval_of
 from rlaudit.checkpointing.probes import renamed
+from rlaudit.checkpointing.resume import continuity, resume_class
 
 torch.set_num_threads(1)
-
-
-def flagged(sections: Iterable[Any]) -> list[Any]:
-    """SUSPECT/CONFIRMED findings of Sections (as in tests/audits/conftest.py, whose helpers are not importable)."""
-    return [f for s in sections for f in s.findings if f.status.is_flag]
-
-
-def describe(findings: Iterable[Any]) -> str:
-    return "\n".join(f"{f.id}: {f.headline}" for f in findings)
 
 
 def test_step_counters_prefer_environment_steps_at_the_top_level() -> None:
@@ -180,25 +172,25 @@ def test_contents_of_a_plain_checkpoint(tmp_path: Path) -> None:
         ("checkpointing.lexicographic_sort", {"checkpointing/selection"}),
     ],
 )
-def test_checkpointing_faults_are_flagged(make_wb, fault: str, expected: set[str]) -> None:
+def test_checkpointing_faults_are_flagged(make_wb, flagged, describe, fault: str, expected: set[str]) -> None:
     from rlaudit import checkpointing
 
     sections = checkpointing.audit_all(make_wb(f"builtin:reference+{fault}"))
-    found = {f.id for f in flagged(sections) if f.subsystem == "checkpointing"}
+    found = {f.id for f in flagged(sections, "checkpointing")}
     assert expected <= found, f"{fault}: expected {expected}, flagged {found}\n" + describe(
         f for s in sections for f in s.findings
     )
 
 
 def test_partial_load_counts_the_tensors(make_wb) -> None:
-    from rlaudit.checkpointing import audit
+    from rlaudit.checkpointing.loading import loading
 
-    section = audit.loading(make_wb("builtin:reference+checkpointing.partial_load"))
+    section = loading(make_wb("builtin:reference+checkpointing.partial_load"))
     finding = next(f for f in section.findings if f.id == "checkpointing/partial-load")
     assert "6 of 12" in finding.evidence.summary and "at-init" in finding.evidence.summary
 
 
-def test_changed_interval_is_found_but_honestly_low(make_wb) -> None:
+def test_changed_interval_is_found_but_honestly_low(make_wb, flagged, describe) -> None:
     from rlaudit import checkpointing
 
     sections = checkpointing.audit_all(make_wb("builtin:reference+checkpointing.interval_changed"))
@@ -210,7 +202,7 @@ def test_changed_interval_is_found_but_honestly_low(make_wb) -> None:
     assert not [f for f in flagged(sections) if f.severity.value != "LOW"], describe(findings)
 
 
-def test_reference_against_itself_is_quiet(make_wb) -> None:
+def test_reference_against_itself_is_quiet(make_wb, flagged, describe) -> None:
     from rlaudit import checkpointing
 
     sections = checkpointing.audit_all(make_wb("builtin:reference"))
@@ -256,7 +248,9 @@ TOY = textwrap.dedent(
 )
 
 
-def test_subject_without_checkpoint_capabilities_is_skipped_by_name(make_wb, tmp_path: Path) -> None:
+def test_subject_without_checkpoint_capabilities_is_skipped_by_name(
+    make_wb, describe, tmp_path: Path
+) -> None:
     from rlaudit import checkpointing
 
     path = tmp_path / "toy" / "subject.py"
@@ -268,3 +262,60 @@ def test_subject_without_checkpoint_capabilities_is_skipped_by_name(make_wb, tmp
     loading = next(f for f in findings if f.id == "checkpointing/loading")
     assert "load_checkpoint" in loading.evidence.summary and "candidate" in loading.evidence.summary
     assert "baseline" not in loading.evidence.details["missing"]
+
+
+class _Selections:
+    """Stands in for the selection probe's pair: ``pair[side].json("selection")``."""
+
+    def __init__(self, data: dict[str, dict[str, Any]]) -> None:
+        self.data = data
+
+    def __getitem__(self, side: str) -> Any:
+        return SimpleNamespace(json=lambda name: self.data[side])
+
+
+def _picks(digit_test: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "picks": ["ckpt/model_2.pt", "ckpt/model_1.pt"],
+        "steps": [8192, 4096],
+        "highest_index": 0,
+        "latest_is_highest": True,
+        "digit_test": digit_test,
+    }
+
+
+def test_selection_that_could_not_test_the_digit_boundary_never_clears() -> None:
+    from rlaudit.checkpointing.selection import Selections, selection
+    from rlaudit.checks import Check
+
+    tested = {
+        "tested": True,
+        "older": "ckpt/model_9.pt",
+        "newer": "ckpt/model_10.pt",
+        "picked": "ckpt/model_10.pt",
+        "correct": True,
+    }
+    untested = {
+        "tested": False,
+        "reason": "checkpoints() takes no run_dir=, so a scratch directory cannot be listed",
+    }
+    body = selection.__wrapped__
+    both = body(
+        Check(selection.spec, None),
+        Selections(_Selections({"baseline": _picks(tested), "candidate": _picks(tested)})),
+    )
+    assert [f.status.value for f in both.findings] == ["CLEARED"]
+    assert "order model_10 before model_9" in both.findings[0].evidence.summary
+    half = body(
+        Check(selection.spec, None),
+        Selections(_Selections({"baseline": _picks(tested), "candidate": _picks(untested)})),
+    )
+    (finding,) = half.findings
+    assert (
+        finding.status.value == "NOTED"
+        and "model_10" not in finding.evidence.summary.split("(picked")[0][:40]
+    )
+    assert (
+        "candidate: the model_9 vs model_10 order (checkpoints() takes no run_dir="
+        in finding.evidence.summary
+    )

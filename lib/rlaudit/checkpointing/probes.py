@@ -319,7 +319,18 @@ def renamed(name: str, number: int) -> str | None:
     return name[: m.start()] + text + name[m.end() :]
 
 
-@probe(requires=("checkpoints",), version=1)
+def _untestable(checkpoints: Any, run_dir: str | None, picks: list[str]) -> str:
+    """Why the digit-boundary test cannot run (``""`` when it can)."""
+    if run_dir is None:
+        return "no run of the subject's own to rename files in (it has no train())"
+    if not picks:
+        return "checkpoints() listed no checkpoint"
+    if "run_dir" not in inspect.signature(checkpoints).parameters:
+        return "checkpoints() takes no run_dir=, so a scratch directory cannot be listed"
+    return ""
+
+
+@probe(requires=("checkpoints",), version=2)
 def selection(ctx: ProbeContext, *, run_dir: str | None = None, trust: bool = False) -> dict:
     """Which checkpoint the subject picks as its latest, against the step each file holds.
 
@@ -333,7 +344,8 @@ def selection(ctx: ProbeContext, *, run_dir: str | None = None, trust: bool = Fa
         run_dir: The run directory (absolute; None: the subject's own ``checkpoints(config)``).
         trust: Let rlaudit unpickle objects when reading step counters.
 
-    Writes ``selection.json`` (paths relative to the run directory).
+    Writes ``selection.json`` (paths relative to the run directory); ``digit_test.reason`` says why the
+    digit test did not run when it did not.
     """
     from rlaudit.checkpointing import reading
 
@@ -353,12 +365,16 @@ def selection(ctx: ProbeContext, *, run_dir: str | None = None, trust: bool = Fa
         "highest_index": highest,
         "latest_is_highest": (highest is not None and picks and steps[0] == steps[highest]),
     }
-    digits: dict[str, Any] = {"tested": False}
-    if run_dir is not None and picks and "run_dir" in inspect.signature(ctx.subject.checkpoints).parameters:
+    digits: dict[str, Any] = {"tested": False, "reason": _untestable(ctx.subject.checkpoints, run_dir, picks)}
+    if not digits["reason"]:
         order = sorted(known) if known else [(0, 0)]
         old_i, new_i = order[0][1], order[-1][1]
         old_rel, new_rel = Path(_relative(picks[old_i], run_dir)), Path(_relative(picks[new_i], run_dir))
-        if not old_rel.is_absolute() and renamed(old_rel.name, 9) and renamed(new_rel.name, 10):
+        if old_rel.is_absolute():
+            digits["reason"] = "the checkpoints lie outside the run directory"
+        elif not (renamed(old_rel.name, 9) and renamed(new_rel.name, 10)):
+            digits["reason"] = f"the file names ({old_rel.name}) hold no number to rename"
+        else:
             scratch = ctx.path("digit_test/run")
             scratch.mkdir(parents=True, exist_ok=True)
             older = scratch / old_rel.parent / renamed(old_rel.name, 9)
