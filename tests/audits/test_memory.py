@@ -14,9 +14,9 @@ from gymnasium import spaces
 from rlaudit.demo.faults import CATALOG
 from rlaudit.io import read_table
 from rlaudit.memory import audit, probes
-from rlaudit.probe import ProbeContext
 from rlaudit.stats import Interval
 from rlaudit.subjects import parse_spec
+from support.probing import probe_context
 
 MEMORY_FAULTS = sorted(f.id for f in CATALOG.values() if f.subsystem == "memory")
 
@@ -145,14 +145,7 @@ def test_growth_sites_probe_finds_a_per_episode_dictionary(tmp_path: Path) -> No
     for leak in (False, True):
         subject = LeakySubject(leak)
         out = tmp_path / str(leak)
-        out.mkdir()
-        ctx = ProbeContext(
-            subject=subject,
-            config=subject.config(),
-            out=out,
-            spec="toy",
-            capabilities=frozenset({"config", "make_env"}),
-        )
+        ctx = probe_context(subject, out, {"config", "make_env"})
         probes.growth_sites(ctx, seed=0, steps=160, snapshots=3)
         points = read_table(out / "points")
         tables[leak] = audit.growth_per_episode(read_table(out / "containers"), points, "path", "size")

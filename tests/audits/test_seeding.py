@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from rlaudit.demo.faults import CATALOG
-from rlaudit.probe import ProbeContext
 from rlaudit.seeding import audit, probes, replica
 from rlaudit.subjects import parse_spec
+from support.probing import probe_context
 
 SEEDING_FAULTS = sorted(f.id for f in CATALOG.values() if f.subsystem == "seeding")
 
@@ -53,7 +53,7 @@ TOY_SUBJECT = textwrap.dedent(
 )
 
 
-def toy_ctx(tmp_path: Path, name: str, hash_salt: bool) -> ProbeContext:
+def toy_ctx(tmp_path: Path, name: str, hash_salt: bool) -> Any:
     directory = tmp_path / name
     directory.mkdir()
     path = directory / "subject.py"
@@ -62,15 +62,7 @@ def toy_ctx(tmp_path: Path, name: str, hash_salt: bool) -> ProbeContext:
     from rlaudit.subjects import load_subject
 
     subject = load_subject(spec)
-    out = tmp_path / f"{name}-out"
-    out.mkdir()
-    return ProbeContext(
-        subject=subject,
-        config=subject.config(),
-        out=out,
-        spec=spec.text,
-        capabilities=frozenset({"config", "make_env"}),
-    )
+    return probe_context(subject, tmp_path / f"{name}-out", {"config", "make_env"}, spec=spec.text)
 
 
 def test_fresh_processes_catch_hash_randomization(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -19,15 +17,6 @@ from rlaudit.spaces.probes import first_layer_flops, first_layer_inputs, normali
 from rlaudit.spaces.rollout import describe_space, feature_moments, random_actions, random_rollout
 
 torch.set_num_threads(1)
-
-
-def flagged(sections: Iterable[Any]) -> list[Any]:
-    """SUSPECT/CONFIRMED findings of Sections (as in tests/audits/conftest.py, whose helpers are not importable)."""
-    return [f for s in sections for f in s.findings if f.status.is_flag]
-
-
-def describe(findings: Iterable[Any]) -> str:
-    return "\n".join(f"{f.id}: {f.headline}" for f in findings)
 
 
 def test_smd_from_moments_matches_the_sample_version() -> None:
@@ -116,7 +105,7 @@ def test_random_rollout_of_a_plain_env_resets_at_episode_end() -> None:
     assert out["obs"][:, 0].tolist() == pytest.approx([0.0, 0.1, 0.2, 0.0, 0.1, 0.2, 0.0, 0.1])
 
 
-def test_frame_stacking_is_flagged(make_wb) -> None:
+def test_frame_stacking_is_flagged(make_wb, flagged, describe) -> None:
     from rlaudit import spaces as room
 
     sections = room.audit_all(make_wb("builtin:reference+spaces.frame_stack"))
@@ -129,7 +118,7 @@ def test_frame_stacking_is_flagged(make_wb) -> None:
 
 
 @pytest.mark.expensive  # a knock-on check beyond the detection matrix: one more training run
-def test_normalizer_not_restored_shows_as_a_labelled_knock_on(make_wb) -> None:
+def test_normalizer_not_restored_shows_as_a_labelled_knock_on(make_wb, describe) -> None:
     from rlaudit.spaces import audit
 
     section = audit.network_input(make_wb("builtin:reference+checkpointing.normalizer_not_restored"))
@@ -138,7 +127,7 @@ def test_normalizer_not_restored_shows_as_a_labelled_knock_on(make_wb) -> None:
     assert "04_checkpointing" in finding.evidence.summary and "case 002" in finding.evidence.summary
 
 
-def test_reference_against_itself_is_quiet(make_wb) -> None:
+def test_reference_against_itself_is_quiet(make_wb, flagged, describe) -> None:
     from rlaudit import spaces as room
 
     sections = room.audit_all(make_wb("builtin:reference"))
@@ -187,7 +176,7 @@ TOY = textwrap.dedent(
 )
 
 
-def test_toy_subject_runs_and_skips_what_needs_a_checkpoint(make_wb, tmp_path: Path) -> None:
+def test_toy_subject_runs_and_skips_what_needs_a_checkpoint(make_wb, describe, tmp_path: Path) -> None:
     from rlaudit import spaces as room
 
     path = tmp_path / "toy" / "subject.py"

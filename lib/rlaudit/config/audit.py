@@ -17,13 +17,12 @@ from typing import Any
 
 import pandas as pd
 
+from rlaudit.checks import SIDES, Check, Missing, check, run_probe
 from rlaudit.compare import classify_key, flatten
 from rlaudit.config import probes
-from rlaudit.findings import Evidence, Finding, Severity, Status
-from rlaudit.notebook import Section, audit_section
+from rlaudit.findings import Finding, Severity, Status
+from rlaudit.notebook import Section
 from rlaudit.workbench import Pair, Workbench
-
-SUBSYSTEM = "config"
 
 # Library defaults a key falls back to when a config leaves it out (or sets None). Matched against the last
 # dotted segment of the key; the first match wins. Sources: torch.optim.Adam, SB3 PPO, CleanRL ppo.py.
@@ -136,13 +135,15 @@ def diff_configs(a: dict[str, Any], b: dict[str, Any], rules: dict[str, list[str
     return ConfigDiff(table=table, baseline=fa, candidate=fb)
 
 
+def config_diff(pair: Pair) -> ConfigDiff:
+    """Diff the two resolved configs of a :func:`rlaudit.config.probes.resolved_config` pair (both sides ok)."""
+    return diff_configs(pair.baseline.json("config"), pair.candidate.json("config"), _rules(pair))
+
+
 def load_diff(wb: Workbench) -> tuple[Pair, ConfigDiff | None]:
     """Resolve both configs (cached) and diff them; the diff is None when a side failed."""
-    pair = wb.run(probes.resolved_config)
-    if not pair.ok:
-        return pair, None
-    diff = diff_configs(pair.baseline.json("config"), pair.candidate.json("config"), _rules(pair))
-    return pair, diff
+    pair = run_probe(wb, probes.resolved_config, RESOLVE_DESC)
+    return pair, (config_diff(pair) if pair.ok else None)
 
 
 def _fmt(value: Any) -> str:
@@ -157,114 +158,102 @@ def _severity(rows: pd.DataFrame) -> Severity:
     return Severity.MEDIUM
 
 
-@audit_section("config/values", SUBSYSTEM, "Both setups resolve to the same configuration values")
-def values(wb: Workbench) -> Section:
+def _filed_under(finding: Finding, subsystem: str) -> Finding:
+    """File a finding of this room under the subsystem that owns the key (the ranking counts it there)."""
+    finding.subsystem = subsystem
+    return finding
+
+
+RESOLVE_DESC = "config: resolved configs"
+
+
+@check(
+    "config/values",
+    "Both setups resolve to the same configuration values",
+    title="Resolved values, side by side",
+    probe=probes.resolved_config,
+    desc=RESOLVE_DESC,
+)
+def values(c: Check, pair: Pair) -> Section:
     """Per subsystem: which resolved values differ (SUSPECT), and which subsystems are identical (CLEARED)."""
-    hypothesis = "Both setups resolve to the same configuration values"
-    pair, diff = load_diff(wb)
-    if diff is None:
-        return Section.of(pair.guard("config/values", SUBSYSTEM, hypothesis))
+    diff = config_diff(pair)
     findings: list[Finding] = []
     changed = diff.table[diff.table["change"] == "changed"]
     for subsystem, rows in changed.groupby("subsystem", sort=True):
         items = [f"{r.key}: {_fmt(r.baseline)} → {_fmt(r.candidate)}" for r in rows.itertuples()]
-        findings.append(
-            Finding(
-                id=f"config/changed-{subsystem}",
-                subsystem=subsystem,
-                hypothesis=f"The {subsystem} settings are the same in both configs",
-                status=Status.SUSPECT,
-                severity=_severity(rows),
-                evidence=Evidence(
-                    baseline={r.key: r.baseline for r in rows.itertuples()},
-                    candidate={r.key: r.candidate for r in rows.itertuples()},
-                    effect=float(len(rows)),
-                    effect_label="keys changed",
-                    summary=f"{len(rows)} {subsystem} key(s) differ: "
-                    + "; ".join(items[:6])
-                    + (" ..." if len(items) > 6 else ""),
-                    details={"keys": rows[["key", "baseline", "candidate", "change"]].to_dict("records")},
-                ),
-                remediation=f"Restore the {subsystem} keys to the baseline's values (or keep them and let the "
-                "summary's attribution measure whether they matter).",
-                figures=["config diff"],
-            )
+        finding = c.finding(
+            Status.SUSPECT,
+            _severity(rows),
+            id=f"config/changed-{subsystem}",
+            hypothesis=f"The {subsystem} settings are the same in both configs",
+            baseline={r.key: r.baseline for r in rows.itertuples()},
+            candidate={r.key: r.candidate for r in rows.itertuples()},
+            effect=float(len(rows)),
+            effect_label="keys changed",
+            summary=f"{len(rows)} {subsystem} key(s) differ: "
+            + "; ".join(items[:6])
+            + (" ..." if len(items) > 6 else ""),
+            details={"keys": rows[["key", "baseline", "candidate", "change"]].to_dict("records")},
+            remediation=f"Restore the {subsystem} keys to the baseline's values (or keep them and let the "
+            "summary's attribution measure whether they matter).",
+            figures=["config diff"],
         )
+        findings.append(_filed_under(finding, str(subsystem)))
     same = diff.table[diff.table["change"] == "same"]
-    flagged = set(changed["subsystem"])
-    cleared = sorted(set(same["subsystem"]) - flagged)
+    cleared = sorted(set(same["subsystem"]) - set(changed["subsystem"]))
     if cleared:
         counts = same[same["subsystem"].isin(cleared)].groupby("subsystem").size()
         findings.append(
-            Finding(
+            c.finding(
+                Status.CLEARED,
                 id="config/unchanged",
-                subsystem=SUBSYSTEM,
-                hypothesis=hypothesis,
-                status=Status.CLEARED,
-                evidence=Evidence(
-                    baseline=int(counts.sum()),
-                    candidate=int(counts.sum()),
-                    summary="identical settings for "
-                    + ", ".join(f"{s} ({n} keys)" for s, n in counts.items()),
-                    details={"subsystems": cleared},
-                ),
+                baseline=int(counts.sum()),
+                candidate=int(counts.sum()),
+                summary="identical settings for " + ", ".join(f"{s} ({n} keys)" for s, n in counts.items()),
+                details={"subsystems": cleared},
             )
         )
     shown = diff.table[diff.table["change"] != "same"].reset_index(drop=True)
-    return Section(
-        title="Resolved values, side by side",
-        findings=findings,
+    return c.section(
+        findings,
         tables={"config diff": shown},
         notes=[f"{len(diff.table)} keys compared; {len(shown)} differ."],
     )
 
 
-@audit_section("config/implicit-defaults", SUBSYSTEM, "Neither setup leaves a setting to an implicit default")
-def implicit_defaults(wb: Workbench) -> Section:
+@check(
+    "config/implicit-defaults",
+    "Neither setup leaves a setting to an implicit default the other sets explicitly",
+    title="Settings left to implicit defaults",
+    probe=probes.resolved_config,
+    desc=RESOLVE_DESC,
+)
+def implicit_defaults(c: Check, pair: Pair) -> Section:
     """Keys one side sets and the other leaves out or sets to None: the value then comes from code or a
     library, invisible in the config (Adam's eps=1e-8, a schedule that became None)."""
-    hypothesis = "Neither setup leaves a setting to an implicit default the other sets explicitly"
-    pair, diff = load_diff(wb)
-    if diff is None:
-        return Section.of(pair.guard("config/implicit-defaults", SUBSYSTEM, hypothesis))
-    rows = diff.table[diff.table["change"].isin(["implicit", "added", "removed"])]
+    rows = config_diff(pair).table
+    rows = rows[rows["change"].isin(["implicit", "added", "removed"])]
     findings = []
     for r in rows.itertuples():
         missing_side = "candidate" if r.candidate is None or r.candidate == "(absent)" else "baseline"
         setting_side = "baseline" if missing_side == "candidate" else "candidate"
         value = r.baseline if setting_side == "baseline" else r.candidate
-        findings.append(
-            Finding(
-                id=f"config/implicit-{r.key}",
-                subsystem=r.subsystem,
-                hypothesis=f"`{r.key}` is set explicitly on both sides",
-                status=Status.SUSPECT,
-                severity=Severity.HIGH,
-                evidence=Evidence(
-                    baseline=r.baseline,
-                    candidate=r.candidate,
-                    summary=f"{r.key}: the {setting_side} sets {_fmt(value)}; the {missing_side} leaves it to "
-                    f"{library_default(r.key)}",
-                ),
-                remediation=f"Set `{r.key}` explicitly in the {missing_side}'s config to {_fmt(value)} "
-                "(or confirm the default is intended).",
-            )
+        finding = c.finding(
+            Status.SUSPECT,
+            Severity.HIGH,
+            id=f"config/implicit-{r.key}",
+            hypothesis=f"`{r.key}` is set explicitly on both sides",
+            baseline=r.baseline,
+            candidate=r.candidate,
+            summary=f"{r.key}: the {setting_side} sets {_fmt(value)}; the {missing_side} leaves it to "
+            f"{library_default(r.key)}",
+            remediation=f"Set `{r.key}` explicitly in the {missing_side}'s config to {_fmt(value)} "
+            "(or confirm the default is intended).",
         )
+        findings.append(_filed_under(finding, str(r.subsystem)))
     if not findings:
-        findings.append(
-            Finding(
-                id="config/implicit-defaults",
-                subsystem=SUBSYSTEM,
-                hypothesis=hypothesis,
-                status=Status.CLEARED,
-                evidence=Evidence(summary="every key set on one side is set on the other"),
-            )
-        )
-    return Section(
-        title="Settings left to implicit defaults",
-        findings=findings,
-        tables={"implicit defaults": rows.reset_index(drop=True)} if len(rows) else {},
-    )
+        findings.append(c.finding(Status.CLEARED, summary="every key set on one side is set on the other"))
+    return c.section(findings, tables={"implicit defaults": rows.reset_index(drop=True)} if len(rows) else {})
 
 
 def pick_overrides(
@@ -296,25 +285,41 @@ def pick_overrides(
     return chosen
 
 
-@audit_section("config/overrides", SUBSYSTEM, "An override given through each setup's own mechanism lands")
-def overrides(wb: Workbench) -> Section:
+def override_pairs(wb: Workbench) -> list[Pair]:
+    """Both resolved configs, then both resolved again with the same test overrides (:func:`pick_overrides`)
+    through each subject's own ``config(overrides=...)``.
+
+    Raises:
+        Missing: A side's ``config()`` takes no ``overrides`` argument.
+    """
+    pair = run_probe(wb, probes.resolved_config, RESOLVE_DESC)
+    if not pair.ok:
+        return [pair]  # the check's guard reports the failure
+    unsupported = [side.side for side in pair if not side.result.get("accepts_overrides")]
+    if unsupported:
+        raise Missing(
+            "`overrides=` argument to config()",
+            "Accept `overrides: list[str]` (Hydra-style `dotted.key=value`) in config() and apply them to the "
+            "resolved config, so overrides can be tested and attribution can restore keys.",
+            unsupported,
+        )
+    wanted = pick_overrides(pair.baseline.json("config"), pair.candidate.json("config"))
+    strings = [f"{k}={json.dumps(v)}" for k, v in wanted.items()]
+    return [pair, run_probe(wb, probes.config_with_overrides, "config: with overrides", overrides=strings)]
+
+
+@check(
+    "config/overrides",
+    "An override given through each setup's own mechanism lands in its resolved config",
+    title="Do overrides land?",
+    needs=override_pairs,
+)
+def overrides(c: Check, pairs: list[Pair]) -> Section:
     """Apply the same overrides through each subject's own ``config(overrides=...)`` and check that each
     lands in the resolved config (an override silently dropped during resolution is a classic of config
     rewrites)."""
-    hypothesis = "An override given through each setup's own mechanism lands in its resolved config"
-    pair, diff = load_diff(wb)
-    if diff is None:
-        return Section.of(pair.guard("config/overrides", SUBSYSTEM, hypothesis))
-    unsupported = {
-        side.side: ["config(overrides=...)"] for side in pair if not side.result.get("accepts_overrides")
-    }
-    if unsupported:
-        return Section.of(Finding.skipped("config/overrides", SUBSYSTEM, hypothesis, unsupported))
+    pair, result = pairs
     wanted = pick_overrides(pair.baseline.json("config"), pair.candidate.json("config"))
-    strings = [f"{k}={json.dumps(v)}" for k, v in wanted.items()]
-    result = wb.run(probes.config_with_overrides, overrides=strings)
-    if (f := result.guard("config/overrides", SUBSYSTEM, hypothesis)) is not None:
-        return Section.of(f)
     rows = []
     for side in result:
         resolved = flatten(side.json("config"))
@@ -329,54 +334,44 @@ def overrides(wb: Workbench) -> Section:
                     "landed": _values_equal(got, value),
                 }
             )
-    table = pd.DataFrame(rows)
-    ignored = {
-        s: table[(table["side"] == s) & ~table["landed"]]["key"].tolist() for s in ("baseline", "candidate")
-    }
+    table = pd.DataFrame(rows, columns=["side", "key", "requested", "resolved", "landed"])
+    ignored = {s: table[(table["side"] == s) & ~table["landed"]]["key"].tolist() for s in SIDES}
     findings = []
-    for side in ("baseline", "candidate"):
-        other = "baseline" if side == "candidate" else "candidate"
-        only_here = [k for k in ignored[side] if k not in ignored[other]]
+    for side in SIDES:
         if not ignored[side]:
             continue
+        other = "baseline" if side == "candidate" else "candidate"
+        only_here = [k for k in ignored[side] if k not in ignored[other]]
         sub = table[(table["side"] == side) & ~table["landed"]]
         detail = "; ".join(
             f"{r.key}={_fmt(r.requested)} resolved to {_fmt(r.resolved)}" for r in sub.itertuples()
         )
         findings.append(
-            Finding(
+            c.finding(
+                Status.CONFIRMED if (side == "candidate" and only_here) else Status.NOTED,
+                Severity.HIGH if side == "candidate" else Severity.LOW,
                 id=f"config/override-ignored-{side}",
-                subsystem=SUBSYSTEM,
                 hypothesis=f"Overrides land in the {side}'s resolved config",
-                status=Status.CONFIRMED if (side == "candidate" and only_here) else Status.NOTED,
-                severity=Severity.HIGH if side == "candidate" else Severity.LOW,
-                evidence=Evidence(
-                    baseline=len(wanted) - len(ignored["baseline"]),
-                    candidate=len(wanted) - len(ignored["candidate"]),
-                    effect=float(len(ignored[side])),
-                    effect_label="overrides ignored",
-                    summary=f"the {side} silently ignored {len(ignored[side])} of {len(wanted)} overrides: {detail}",
-                    details={"ignored": ignored[side], "requested": wanted},
-                ),
+                baseline=len(wanted) - len(ignored["baseline"]),
+                candidate=len(wanted) - len(ignored["candidate"]),
+                effect=float(len(ignored[side])),
+                effect_label="overrides ignored",
+                summary=f"the {side} silently ignored {len(ignored[side])} of {len(wanted)} overrides: {detail}",
+                details={"ignored": ignored[side], "requested": wanted},
                 remediation=f"Fix the {side}'s config resolution so that overrides of "
                 f"{', '.join(f'`{k}`' for k in ignored[side])} are applied (and fail loudly on unknown keys).",
             )
         )
     if not findings:
         findings.append(
-            Finding(
-                id="config/overrides",
-                subsystem=SUBSYSTEM,
-                hypothesis=hypothesis,
-                status=Status.CLEARED,
-                evidence=Evidence(
-                    baseline=len(wanted),
-                    candidate=len(wanted),
-                    summary=f"all {len(wanted)} test overrides landed on both sides ({', '.join(wanted)})",
-                ),
+            c.finding(
+                Status.CLEARED,
+                baseline=len(wanted),
+                candidate=len(wanted),
+                summary=f"all {len(wanted)} test overrides landed on both sides ({', '.join(wanted)})",
             )
         )
-    return Section(title="Do overrides land?", findings=findings, tables={"overrides": table})
+    return c.section(findings, tables={"overrides": table})
 
 
 def audit_all(wb: Workbench) -> list[Section]:

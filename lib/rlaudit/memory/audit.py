@@ -3,27 +3,28 @@
 Case 004's label dictionary gained an entry per episode and was never pruned; case 003's investigation was
 skewed by zombie processes holding 30 GB. A leak is a growth slope whose interval excludes zero and exceeds a
 practical threshold; this room measures the slope of resident memory over a long rollout and over the shared
-training runs, then finds where it grows (tracemalloc allocation sites inside the subject's code, object
-types, containers reachable from the environment), comparing each with the baseline's counterpart.
+training runs (the recorder samples resident memory by itself), then finds where it grows (tracemalloc
+allocation sites inside the subject's code, object types, containers reachable from the environment),
+comparing each with the baseline's counterpart.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from rlaudit import stats
-from rlaudit.env.analysis import fmt, run_pair, sizes
-from rlaudit.findings import Evidence, Finding, Severity, Status
+from rlaudit.checks import SIDES, Check, check
+from rlaudit.env.analysis import sizes
+from rlaudit.evidence import fmt
+from rlaudit.findings import Finding, Severity, Status
 from rlaudit.memory import plots, probes
-from rlaudit.notebook import Section, audit_section
-from rlaudit.trainer.runs import runs
-from rlaudit.workbench import Workbench
-
-SUBSYSTEM = "memory"
-SIDES = ("baseline", "candidate")
+from rlaudit.notebook import Section
+from rlaudit.trainer.runs import RunData, runs
+from rlaudit.workbench import Pair, Workbench
 
 # Practical thresholds. RSS: 64 KiB per 1000 env steps is 64 MiB per million steps, a leak that ends a long
 # run. Per-episode growth inside the process: 100 entries or 32 KiB per 1000 episodes, beyond what the
@@ -32,6 +33,9 @@ RSS_PER_1000_STEPS = 64 * 1024
 ENTRIES_PER_1000_EPISODES = 100.0
 BYTES_PER_1000_EPISODES = 32 * 1024
 
+MIN_TRAINING_SPAN = 100_000
+"""Env steps a training run must span before its RSS slope can be a finding."""
+
 
 def _mib(b: float) -> str:
     return f"{b / 2**20:.3g} MiB"
@@ -39,10 +43,6 @@ def _mib(b: float) -> str:
 
 def _kib(b: float) -> str:
     return f"{b / 1024:.3g} KiB"
-
-
-MIN_TRAINING_SPAN = 100_000
-"""Env steps a training run must span before its RSS slope can be a finding."""
 
 
 def rss_slope(
@@ -80,165 +80,146 @@ def leak_verdict(base: stats.Interval | None, cand: stats.Interval | None, thres
     return "none"
 
 
-def _rss_finding(
-    fid: str, hypothesis: str, slopes: dict[str, stats.Interval | None], unit: str, what: str, figure: str
-) -> Finding:
-    b, c = slopes["baseline"], slopes["candidate"]
-    verdict = leak_verdict(b, c, RSS_PER_1000_STEPS)
+def _rss_finding(c: Check, slopes: dict[str, stats.Interval | None], what: str) -> Finding:
+    """The verdict on the RSS slopes of both sides (per 1000 env steps) during ``what``."""
+    b, cand = slopes["baseline"], slopes["candidate"]
+    verdict = leak_verdict(b, cand, RSS_PER_1000_STEPS)
 
     def text(iv: stats.Interval | None) -> str:
-        return "n/a" if iv is None else f"{_kib(iv.point)} [{_kib(iv.low)}, {_kib(iv.high)}] per 1000 {unit}"
+        return (
+            "n/a" if iv is None else f"{_kib(iv.point)} [{_kib(iv.low)}, {_kib(iv.high)}] per 1000 env steps"
+        )
 
-    evidence = Evidence(
-        baseline=text(b),
-        candidate=text(c),
-        effect=(c.point - (b.point if b else 0.0)) if c else None,
-        effect_label=f"extra RSS growth, bytes per 1000 {unit}",
-        ci=(c.low, c.high) if c else None,
-        ci_level=0.95,
-        details={"threshold_bytes_per_1000": RSS_PER_1000_STEPS},
-    )
     if verdict == "leak":
         status, severity = Status.SUSPECT, Severity.HIGH
-        evidence.summary = (
-            f"resident memory grows by {text(c)} in the candidate during {what} (baseline "
-            f"{text(b)}): {_mib(c.point * 1000)} per million {unit}"
+        summary = (
+            f"resident memory grows by {text(cand)} in the candidate during {what} (baseline "
+            f"{text(b)}): {_mib(cand.point * 1000)} per million env steps"
         )
         remediation = "Find what grows (the allocation-site and container checks below) and bound or free it."
     elif verdict == "both":
         status, severity = Status.NOTED, Severity.MEDIUM
-        evidence.summary = f"both setups' resident memory grows during {what} ({text(b)} vs {text(c)})"
+        summary = f"both setups' resident memory grows during {what} ({text(b)} vs {text(cand)})"
         remediation = "A shared leak: not a difference between the setups, but worth bounding."
     else:
         status, severity = Status.CLEARED, Severity.INFO
-        evidence.summary = f"no leak during {what}: RSS slope {text(b)} vs {text(c)}"
+        summary = f"no leak during {what}: RSS slope {text(b)} vs {text(cand)}"
         remediation = "Nothing to do."
-    return Finding(
-        id=fid,
-        subsystem=SUBSYSTEM,
-        hypothesis=hypothesis,
-        status=status,
-        severity=severity,
-        evidence=evidence,
+    return c.finding(
+        status,
+        severity,
+        baseline=text(b),
+        candidate=text(cand),
+        effect=(cand.point - (b.point if b else 0.0)) if cand else None,
+        effect_label="extra RSS growth, bytes per 1000 env steps",
+        ci=(cand.low, cand.high) if cand else None,
+        summary=summary,
+        details={"threshold_bytes_per_1000": RSS_PER_1000_STEPS},
         remediation=remediation,
-        figures=[figure],
+        figures=["RSS over time"],
     )
 
 
-@audit_section("memory/rss", SUBSYSTEM, "Resident memory does not grow over a long rollout or a training run")
-def rss(wb: Workbench, *, seed: int = 0) -> Section:
-    """RSS slopes per 1000 env steps over a fixed-policy rollout and over the shared training runs."""
-    hypothesis = "Resident memory does not grow over a long rollout or a training run"
-    sz = sizes(wb.profile)
-    pair = run_pair(
-        wb,
-        probes.rss_rollout,
-        "memory: RSS over a rollout",
-        seed=seed,
-        steps=sz.memory_steps,
-        samples=2 * sz.memory_snapshots,
-    )
-    if (f := pair.guard("memory/rss-rollout", SUBSYSTEM, hypothesis)) is not None:
-        return Section.of(f)
-    frames = {s: pair[s].table("rss").assign(side=s) for s in SIDES}
-    rollout = pd.concat(frames.values(), ignore_index=True)
-    slopes = {s: rss_slope(frames[s], "env_steps", seed=seed) for s in SIDES}
-    findings = [
-        _rss_finding(
-            "memory/rss-rollout",
-            "Resident memory does not grow over a long rollout",
-            slopes,
-            "env steps",
-            "the rollout",
-            "RSS over time",
+def _slope_rows(
+    where: str, slopes: dict[str, stats.Interval | None], frames: dict[str, pd.DataFrame]
+) -> list[dict]:
+    """Rows of the RSS-slopes table: slope, interval, and RSS at the start and end (mean over runs)."""
+    rows = []
+    for s in SIDES:
+        iv, part = slopes[s], frames[s]
+        by_run = part.groupby("seed")["rss_bytes"] if "seed" in part else None
+        start = by_run.first().mean() if by_run is not None else part["rss_bytes"].iloc[0]
+        end = by_run.last().mean() if by_run is not None else part["rss_bytes"].iloc[-1]
+        rows.append(
+            {
+                "where": where,
+                "side": s,
+                "bytes per 1000 env steps": iv.point if iv else math.nan,
+                "ci_low": iv.low if iv else math.nan,
+                "ci_high": iv.high if iv else math.nan,
+                "RSS at start (MiB)": start / 2**20,
+                "RSS at end (MiB)": end / 2**20,
+            }
         )
-    ]
-    rows = [
-        {
-            "where": "rollout",
-            "side": s,
-            "bytes per 1000 env steps": slopes[s].point if slopes[s] else math.nan,
-            "ci_low": slopes[s].low if slopes[s] else math.nan,
-            "ci_high": slopes[s].high if slopes[s] else math.nan,
-            "RSS at start (MiB)": frames[s]["rss_bytes"].iloc[0] / 2**20,
-            "RSS at end (MiB)": frames[s]["rss_bytes"].iloc[-1] / 2**20,
-        }
-        for s in SIDES
-    ]
-    training = None
-    pairs = runs(wb, short=True)  # the shared short runs: runtime traces, not learning
-    mem_frames: dict[str, list[pd.DataFrame]] = {s: [] for s in SIDES}
-    errors = [p.guard("memory/rss-training", SUBSYSTEM, hypothesis) for p in pairs]
+    return rows
+
+
+RSS_NOTE = (
+    f"Threshold for a leak: the slope's 95% interval excludes 0 and the slope exceeds {_kib(RSS_PER_1000_STEPS)} "
+    f"per 1000 env steps ({_mib(RSS_PER_1000_STEPS * 1000)} per million) more than the baseline's. The first "
+    "20% of each series is warm-up and left out."
+)
+
+
+def _rss_rollout_params(wb: Workbench, seed: int = 0) -> dict[str, Any]:
+    sz = sizes(wb.profile)
+    return {"seed": seed, "steps": sz.memory_steps, "samples": 2 * sz.memory_snapshots}
+
+
+@check(
+    "memory/rss-rollout",
+    "Resident memory does not grow over a long rollout",
+    title="Does resident memory grow over a rollout?",
+    probe=probes.rss_rollout,
+    params=_rss_rollout_params,
+    desc="memory: RSS over a rollout",
+)
+def rss_rollout(c: Check, pair: Pair, *, seed: int = 0) -> Section:
+    """RSS slope per 1000 env steps over a long fixed-policy rollout, both sides."""
+    frames = {s: pair[s].table("rss").assign(side=s) for s in SIDES}
+    slopes = {s: rss_slope(frames[s], "env_steps", seed=seed) for s in SIDES}
+    return c.section(
+        _rss_finding(c, slopes, "the rollout"),
+        tables={"RSS slopes": pd.DataFrame(_slope_rows("rollout", slopes, frames))},
+        figures={"RSS over time": plots.rss_over_time(pd.concat(frames.values(), ignore_index=True))},
+        notes=[RSS_NOTE],
+    )
+
+
+def _short_runs(wb: Workbench) -> list[Pair]:
+    return runs(wb, short=True)  # the shared short runs: runtime traces, not learning
+
+
+@check(
+    "memory/rss-training",
+    "Resident memory does not grow over a training run",
+    title="Does resident memory grow during training?",
+    needs=_short_runs,
+)
+def rss_training(c: Check, pairs: list[Pair], *, seed: int = 0) -> Section:
+    """RSS slope per 1000 env steps over the shared short training runs (the recorder's ``memory`` table)."""
+    frames: dict[str, list[pd.DataFrame]] = {s: [] for s in SIDES}
     for p in pairs:
         for s in SIDES:
-            res = p[s]
-            if res.ok:
-                from rlaudit.trainer.runs import RunData
-
-                mem = RunData.from_result(res).table("memory")
-                if len(mem):
-                    mem_frames[s].append(mem.assign(side=s, seed=int(res.result.get("seed", -1))))
-    if all(mem_frames[s] for s in SIDES):
-        training = pd.concat([f for s in SIDES for f in mem_frames[s]], ignore_index=True)
-        tslopes = {s: rss_slope(pd.concat(mem_frames[s]), "step", seed=seed, groups="seed") for s in SIDES}
-        found = _rss_finding(
-            "memory/rss-training",
-            "Resident memory does not grow over a training run",
-            tslopes,
-            "env steps",
-            "training",
-            "RSS over time",
+            mem = RunData.from_result(p[s]).table("memory")
+            if len(mem) and "rss_bytes" in mem and "step" in mem:
+                frames[s].append(mem.assign(side=s, seed=int(p[s].result.get("seed", -1))))
+    lacking = [s for s in SIDES if not frames[s]]
+    if lacking:
+        c.missing(
+            "memory table in the training runs (resident memory sampled during train())",
+            "Hand train() the rlaudit recorder it is given and report through it (recorder.log, "
+            "recorder.episode or recorder.watch): the recorder samples resident memory by itself as the "
+            "run goes; a trainer that bypasses it leaves nothing to measure.",
+            lacking,
         )
-        span = int(training["step"].max() - training["step"].min())
-        if found.status.is_flag and span < MIN_TRAINING_SPAN:
-            # A few updates are all allocator and cache warm-up; growth needs a longer run to tell apart.
-            found.status = Status.NOTED
-            found.evidence.summary += (
-                f" (runs of {span:,} steps are too short to tell growth from warm-up; the allocation-site "
-                f"check below decides, or rerun at a profile with runs of {MIN_TRAINING_SPAN:,}+ steps)"
-            )
-        findings.append(found)
-        for s in SIDES:
-            iv = tslopes[s]
-            part = training[training["side"] == s]
-            rows.append(
-                {
-                    "where": "training",
-                    "side": s,
-                    "bytes per 1000 env steps": iv.point if iv else math.nan,
-                    "ci_low": iv.low if iv else math.nan,
-                    "ci_high": iv.high if iv else math.nan,
-                    "RSS at start (MiB)": part.groupby("seed")["rss_bytes"].first().mean() / 2**20,
-                    "RSS at end (MiB)": part.groupby("seed")["rss_bytes"].last().mean() / 2**20,
-                }
-            )
-    else:
-        err = next((e for e in errors if e is not None), None)
-        findings.append(
-            err
-            or Finding(
-                id="memory/rss-training",
-                subsystem=SUBSYSTEM,
-                hypothesis="Resident memory does not grow over a training run",
-                status=Status.NOTED,
-                severity=Severity.INFO,
-                evidence=Evidence(
-                    summary="the training runs recorded no memory table (the trainer never called "
-                    "recorder.sample_memory)"
-                ),
-                remediation="Call recorder.sample_memory(step) once per update in train().",
-            )
+    per_side = {s: pd.concat(frames[s], ignore_index=True) for s in SIDES}
+    slopes = {s: rss_slope(per_side[s], "step", seed=seed, groups="seed") for s in SIDES}
+    training = pd.concat(per_side.values(), ignore_index=True)
+    finding = _rss_finding(c, slopes, "training")
+    span = int(training["step"].max() - training["step"].min())
+    if finding.status.is_flag and span < MIN_TRAINING_SPAN:
+        # A few updates are all allocator and cache warm-up; growth needs a longer run to tell apart.
+        finding.status = Status.NOTED
+        finding.evidence.summary += (
+            f" (runs of {span:,} steps are too short to tell growth from warm-up; the allocation-site "
+            f"check below decides, or rerun at a profile with runs of {MIN_TRAINING_SPAN:,}+ steps)"
         )
-    return Section(
-        title="Does resident memory grow?",
-        findings=findings,
-        tables={"RSS slopes": pd.DataFrame(rows)},
-        figures={"RSS over time": plots.rss_over_time(rollout, training)},
-        notes=[
-            f"Threshold for a leak: the slope's 95% interval excludes 0 and the slope exceeds "
-            f"{_kib(RSS_PER_1000_STEPS)} per 1000 env steps ({_mib(RSS_PER_1000_STEPS * 1000)} per "
-            "million) more than the baseline's. The first 20% of each series is warm-up and left out."
-        ],
+    return c.section(
+        finding,
+        tables={"RSS slopes": pd.DataFrame(_slope_rows("training", slopes, per_side))},
+        figures={"RSS over time": plots.rss_over_time(None, training)},
+        notes=[RSS_NOTE],
     )
 
 
@@ -337,26 +318,26 @@ def _site_key(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-@audit_section(
-    "memory/growth-sites",
-    SUBSYSTEM,
-    "Nothing in the candidate grows with every episode that does not grow in the baseline",
-)
-def growth_sites(wb: Workbench, *, seed: int = 0) -> Section:
-    """tracemalloc allocation sites, live objects by type, and containers reachable from the env."""
-    hypothesis = "Nothing in the candidate grows with every episode that does not grow in the baseline"
-    fid = "memory/growth-sites"
+def _growth_params(wb: Workbench, seed: int = 0) -> dict[str, Any]:
     sz = sizes(wb.profile)
-    pair = run_pair(
-        wb,
-        probes.growth_sites,
-        "memory: where it grows",
-        seed=seed,
-        steps=sz.memory_site_steps,
-        snapshots=sz.memory_snapshots,
-    )
-    if (f := pair.guard(fid, SUBSYSTEM, hypothesis)) is not None:
-        return Section.of(f)
+    return {"seed": seed, "steps": sz.memory_site_steps, "snapshots": sz.memory_snapshots}
+
+
+def _first(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The first non-empty flagged table, in order of evidence strength (containers, sites, types)."""
+    return next(t for t in tables.values() if len(t))
+
+
+@check(
+    "memory/growth-sites",
+    "Nothing in the candidate grows with every episode that does not grow in the baseline",
+    title="Where does memory grow?",
+    probe=probes.growth_sites,
+    params=_growth_params,
+    desc="memory: where it grows",
+)
+def growth_sites(c: Check, pair: Pair) -> Section:
+    """tracemalloc allocation sites, live objects by type, and containers reachable from the env."""
     grow: dict[str, dict[str, pd.DataFrame]] = {}
     for s in SIDES:
         points = pair[s].table("points")
@@ -367,16 +348,11 @@ def growth_sites(wb: Workbench, *, seed: int = 0) -> Section:
             "types": growth_per_episode(pair[s].table("types"), points, "type", "count"),
             "containers": growth_per_episode(pair[s].table("containers"), points, "path", "size"),
         }
+    base, cand = grow["baseline"], grow["candidate"]
     flagged = {
-        "containers": compare_growth(
-            grow["baseline"]["containers"], grow["candidate"]["containers"], ENTRIES_PER_1000_EPISODES
-        ),
-        "sites": compare_growth(
-            grow["baseline"]["sites"], grow["candidate"]["sites"], BYTES_PER_1000_EPISODES
-        ),
-        "types": compare_growth(
-            grow["baseline"]["types"], grow["candidate"]["types"], ENTRIES_PER_1000_EPISODES
-        ),
+        "containers": compare_growth(base["containers"], cand["containers"], ENTRIES_PER_1000_EPISODES),
+        "sites": compare_growth(base["sites"], cand["sites"], BYTES_PER_1000_EPISODES),
+        "types": compare_growth(base["types"], cand["types"], ENTRIES_PER_1000_EPISODES),
     }
     # Byte-counting containers (numpy arrays, "#bytes") use the byte threshold instead of the entry one.
     cont = flagged["containers"]
@@ -403,52 +379,26 @@ def growth_sites(wb: Workbench, *, seed: int = 0) -> Section:
     tables = {f"flagged {k}": v for k, v in flagged.items() if len(v)}
     for s in SIDES:
         tables[f"fastest-growing sites in the subject's code ({s})"] = grow[s]["subject_sites"].head(8)
-    bars = []
-    items = set()
-    for k in ("containers", "sites"):
-        items |= set(flagged[k]["item"].head(5))
-    if not items:
-        items = set(grow["candidate"]["subject_sites"]["item"].head(5))
-    for s in SIDES:
-        for kind in ("containers", "sites"):
-            g = grow[s][kind]
-            for r in g[g["item"].isin(items)].itertuples():
-                bars.append({"item": r.item[:70], "side": s, "per_1000_episodes": r.per_1000_episodes})
-    figure = plots.growth_bars(
-        pd.DataFrame(bars, columns=["item", "side", "per_1000_episodes"]), "what grows per 1000 episodes"
-    )
     if parts:
         confirmed = len(flagged["containers"]) and (len(flagged["sites"]) or len(flagged["types"]))
-        top = (
-            flagged["containers"]
-            if len(flagged["containers"])
-            else flagged["sites"]
-            if len(flagged["sites"])
-            else flagged["types"]
-        )
-        r = top.iloc[0]
-        finding = Finding(
-            id=fid,
-            subsystem=SUBSYSTEM,
-            hypothesis=hypothesis,
-            status=Status.CONFIRMED if confirmed else Status.SUSPECT,
-            severity=Severity.HIGH,
-            evidence=Evidence(
-                baseline=f"{fmt(r['baseline per 1000 episodes'])} per 1000 episodes",
-                candidate=f"{fmt(r['candidate per 1000 episodes'])} per 1000 episodes ({r['item']})",
-                effect=float(r["candidate per 1000 episodes"] - r["baseline per 1000 episodes"]),
-                effect_label="extra growth per 1000 episodes",
-                summary=f"grows with every episode in the candidate only (over {episodes['candidate']} episodes): "
-                + "; ".join(parts)
-                + " (case 004's unbounded per-episode dictionary)",
-                details={k: v.to_dict("records") for k, v in flagged.items()},
-            ),
+        r = _first(flagged).iloc[0]
+        finding = c.finding(
+            Status.CONFIRMED if confirmed else Status.SUSPECT,
+            Severity.HIGH,
+            baseline=f"{fmt(r['baseline per 1000 episodes'])} per 1000 episodes",
+            candidate=f"{fmt(r['candidate per 1000 episodes'])} per 1000 episodes ({r['item']})",
+            effect=float(r["candidate per 1000 episodes"] - r["baseline per 1000 episodes"]),
+            effect_label="extra growth per 1000 episodes",
+            summary=f"grows with every episode in the candidate only (over {episodes['candidate']} episodes): "
+            + "; ".join(parts)
+            + " (case 004's unbounded per-episode dictionary)",
+            details={k: v.to_dict("records") for k, v in flagged.items()},
             remediation="Bound the growing structure: key it by task (not by episode), prune it, or drop it; "
             "a per-episode entry that is never removed costs memory and slows every lookup.",
             figures=["what grows"],
         )
     else:
-        top_c = grow["candidate"]["subject_sites"].head(1)
+        top_c = cand["subject_sites"].head(1)
         what = (
             (
                 f"; the fastest-growing site in the subject's code, `{top_c['item'].iloc[0]}`, grows "
@@ -457,26 +407,19 @@ def growth_sites(wb: Workbench, *, seed: int = 0) -> Section:
             if len(top_c)
             else ""
         )
-        finding = Finding(
-            id=fid,
-            subsystem=SUBSYSTEM,
-            hypothesis=hypothesis,
-            status=Status.CLEARED,
-            severity=Severity.INFO,
-            evidence=Evidence(
-                baseline=f"{episodes['baseline']} episodes",
-                candidate=f"{episodes['candidate']} episodes",
-                summary="no allocation site, object type or container grows per episode in the "
-                "candidate beyond the baseline" + what,
-            ),
+        finding = c.finding(
+            Status.CLEARED,
+            baseline=f"{episodes['baseline']} episodes",
+            candidate=f"{episodes['candidate']} episodes",
+            summary="no allocation site, object type or container grows per episode in the "
+            "candidate beyond the baseline" + what,
             remediation="Nothing to do.",
             figures=["what grows"],
         )
-    return Section(
-        title="Where does memory grow?",
-        findings=[finding],
+    return c.section(
+        finding,
         tables=tables,
-        figures={"what grows": figure},
+        figures={"what grows": _growth_figure(grow, flagged)},
         notes=[
             "tracemalloc snapshots after a garbage collection at evenly spaced points of a random-"
             "policy rollout; sites are matched across versions by file and source line text. "
@@ -487,19 +430,38 @@ def growth_sites(wb: Workbench, *, seed: int = 0) -> Section:
     )
 
 
+def _growth_figure(grow: dict[str, dict[str, pd.DataFrame]], flagged: dict[str, pd.DataFrame]) -> Any:
+    """Bars of the flagged items' growth on both sides (the candidate's fastest subject sites when none is)."""
+    items: set[str] = set()
+    for k in ("containers", "sites"):
+        items |= set(flagged[k]["item"].head(5))
+    if not items:
+        items = set(grow["candidate"]["subject_sites"]["item"].head(5))
+    bars = [
+        {"item": r.item[:70], "side": s, "per_1000_episodes": r.per_1000_episodes}
+        for s in SIDES
+        for kind in ("containers", "sites")
+        for r in grow[s][kind][grow[s][kind]["item"].isin(items)].itertuples()
+    ]
+    return plots.growth_bars(
+        pd.DataFrame(bars, columns=["item", "side", "per_1000_episodes"]), "what grows per 1000 episodes"
+    )
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Buffers implied by the config
 # ---------------------------------------------------------------------------------------------------------
 
 
-@audit_section("memory/buffers", SUBSYSTEM, "The rollout buffers the configs imply have the same size")
-def buffers(wb: Workbench, *, seed: int = 0) -> Section:
+@check(
+    "memory/buffers",
+    "The rollout buffers the configs imply have the same size",
+    title="How big are the rollout buffers?",
+    probe=probes.buffer_sizes,
+    desc="memory: buffer sizes",
+)
+def buffers(c: Check, pair: Pair) -> Section:
     """num_envs x num_steps x observation size (and the other per-step buffers), side by side."""
-    hypothesis = "The rollout buffers the configs imply have the same size"
-    fid = "memory/buffers"
-    pair = wb.run(probes.buffer_sizes, seed=seed)
-    if (f := pair.guard(fid, SUBSYSTEM, hypothesis)) is not None:
-        return Section.of(f)
     res = {s: pair[s].result for s in SIDES}
     rows = [
         {"quantity": q, **{s: res[s].get(k) for s in SIDES}}
@@ -519,60 +481,52 @@ def buffers(wb: Workbench, *, seed: int = 0) -> Section:
     rows.append({"quantity": "total (MiB)", **{s: total[s] / 2**20 for s in SIDES}})
     table = pd.DataFrame(rows)
     if not total["baseline"] or not total["candidate"]:
-        finding = Finding(
-            id=fid,
-            subsystem=SUBSYSTEM,
-            hypothesis=hypothesis,
-            status=Status.NOTED,
-            severity=Severity.INFO,
-            evidence=Evidence(
-                summary="no rollout length key (num_steps) in a config; buffer sizes not computed"
-            ),
+        finding = c.finding(
+            Status.NOTED,
+            summary="no rollout length key (num_steps) in a config; buffer sizes not computed",
             remediation="Name the rollout length num_steps in the config to size buffers.",
         )
-        return Section(
-            title="How big are the rollout buffers?", findings=[finding], tables={"buffers": table}
-        )
+        return c.section(finding, tables={"buffers": table})
     ratio = total["candidate"] / total["baseline"]
     changes = [
         f"{r['quantity']} {fmt(r['baseline'])} -> {fmt(r['candidate'])}"
         for r in rows[:4]
         if r["baseline"] != r["candidate"]
     ]
-    evidence = Evidence(
-        baseline=_mib(total["baseline"]),
-        candidate=_mib(total["candidate"]),
-        effect=ratio,
-        effect_label="buffer size ratio, candidate / baseline",
-        details={"table": table.to_dict("records")},
-    )
+    common = {
+        "baseline": _mib(total["baseline"]),
+        "candidate": _mib(total["candidate"]),
+        "effect": ratio,
+        "effect_label": "buffer size ratio, candidate / baseline",
+        "details": {"table": table.to_dict("records")},
+    }
     if not 0.5 <= ratio <= 2.0:
-        status, severity = Status.NOTED, Severity.MEDIUM
-        evidence.summary = (
-            f"the candidate's rollout buffers take {_mib(total['candidate'])} vs "
+        finding = c.finding(
+            Status.NOTED,
+            Severity.MEDIUM,
+            **common,
+            summary=f"the candidate's rollout buffers take {_mib(total['candidate'])} vs "
             f"{_mib(total['baseline'])} (x{fmt(ratio)}): "
             + "; ".join(changes)
-            + " (a knock-on of the environment or trainer settings that changed)"
+            + " (a knock-on of the environment or trainer settings that changed)",
+            remediation="Check that the change of num_envs, num_steps or observation size is intended.",
         )
-        remediation = "Check that the change of num_envs, num_steps or observation size is intended."
     else:
-        status, severity = Status.CLEARED, Severity.INFO
-        evidence.summary = f"rollout buffers of {_mib(total['baseline'])} vs {_mib(total['candidate'])}" + (
-            ": " + "; ".join(changes) if changes else " (same shapes)"
+        finding = c.finding(
+            Status.CLEARED,
+            **common,
+            summary=f"rollout buffers of {_mib(total['baseline'])} vs {_mib(total['candidate'])}"
+            + (": " + "; ".join(changes) if changes else " (same shapes)"),
+            remediation="Nothing to do.",
         )
-        remediation = "Nothing to do."
-    finding = Finding(
-        id=fid,
-        subsystem=SUBSYSTEM,
-        hypothesis=hypothesis,
-        status=status,
-        severity=severity,
-        evidence=evidence,
-        remediation=remediation,
-    )
-    return Section(title="How big are the rollout buffers?", findings=[finding], tables={"buffers": table})
+    return c.section(finding, tables={"buffers": table})
 
 
 def audit_all(wb: Workbench, *, seed: int = 0) -> list[Section]:
     """Every memory check, in notebook order."""
-    return [rss(wb, seed=seed), growth_sites(wb, seed=seed), buffers(wb, seed=seed)]
+    return [
+        rss_rollout(wb, seed=seed),
+        rss_training(wb, seed=seed),
+        growth_sites(wb, seed=seed),
+        buffers(wb, seed=seed),
+    ]

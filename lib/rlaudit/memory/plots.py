@@ -7,34 +7,42 @@ from typing import Any
 from rlaudit.env.plots import SIDE_COLORS, _figure
 
 
-def rss_over_time(rollout: Any, training: Any | None = None) -> Any:
-    """Resident memory (MiB) over environment steps, baseline and candidate overlaid.
+def rss_over_time(rollout: Any | None, training: Any | None = None) -> Any:
+    """Resident memory (MiB) over environment steps, baseline and candidate overlaid: one panel per series
+    given.
 
     Args:
-        rollout: DataFrame with ``side``, ``env_steps``, ``rss_bytes`` (the long rollout).
-        training: Optional DataFrame with ``side``, ``seed``, ``step``, ``rss_bytes`` (the shared runs).
+        rollout: DataFrame with ``side``, ``env_steps``, ``rss_bytes`` (the long rollout), or None.
+        training: DataFrame with ``side``, ``seed``, ``step``, ``rss_bytes`` (the shared runs), or None.
     """
-    panels = 2 if training is not None and len(training) else 1
+    has_rollout = rollout is not None and len(rollout)
+    has_training = training is not None and len(training)
+    panels = max(1, int(bool(has_rollout)) + int(bool(has_training)))
     fig, axes = _figure(5.0 * panels, 3.2, ncols=panels)
-    for side, color in SIDE_COLORS.items():
-        part = rollout[rollout["side"] == side]
-        axes[0].plot(part["env_steps"], part["rss_bytes"] / 2**20, marker="o", color=color, label=side)
-    axes[0].set_xlabel("env steps (rollout)")
-    axes[0].set_ylabel("RSS (MiB)")
-    axes[0].set_title("fixed-policy rollout")
-    axes[0].legend(fontsize=8)
-    if panels == 2:
+    axes = list(axes)
+    if has_rollout:
+        ax = axes.pop(0)
+        for side, color in SIDE_COLORS.items():
+            part = rollout[rollout["side"] == side]
+            ax.plot(part["env_steps"], part["rss_bytes"] / 2**20, marker="o", color=color, label=side)
+        ax.set_xlabel("env steps (rollout)")
+        ax.set_ylabel("RSS (MiB)")
+        ax.set_title("fixed-policy rollout")
+        ax.legend(fontsize=8)
+    if has_training:
+        ax = axes.pop(0)
         for (side, seed), part in training.groupby(["side", "seed"]):
-            axes[1].plot(
+            ax.plot(
                 part["step"],
                 part["rss_bytes"] / 2**20,
                 color=SIDE_COLORS.get(side),
                 alpha=0.8,
                 label=f"{side} seed {seed}",
             )
-        axes[1].set_xlabel("env steps (training)")
-        axes[1].set_title("shared training runs")
-        axes[1].legend(fontsize=7)
+        ax.set_xlabel("env steps (training)")
+        ax.set_ylabel("RSS (MiB)")
+        ax.set_title("shared training runs")
+        ax.legend(fontsize=7)
     return fig
 
 

@@ -5,7 +5,8 @@ Case 000's torch generator was never seeded (a call whose name reads like ``manu
 from the OS), so two runs with the same seed started from different weights. Each subject runs seeded
 replicas in fresh interpreters (hash randomization and process-level state included) and in its worker,
 with and without its global generators perturbed; the shared training runs give the run-to-run variance of
-the primary metric and, from it, the seeds needed to detect an effect (a power table for the summary).
+the primary metric and, from it, the seeds needed to detect or to clear an effect (the power table of
+:mod:`rlaudit.seeding.power`, which the summary and the trainer's learning check read).
 """
 
 from __future__ import annotations
@@ -17,17 +18,43 @@ import numpy as np
 import pandas as pd
 
 from rlaudit import stats
-from rlaudit.env.analysis import fmt, run_pair, sizes
-from rlaudit.findings import Evidence, Finding, Severity, Status
-from rlaudit.notebook import Section, audit_section
+from rlaudit.checks import SIDES, Check, check, run_probe
+from rlaudit.env.analysis import sizes
+from rlaudit.evidence import fmt
+from rlaudit.findings import Finding, Severity, Status
+from rlaudit.notebook import Section
+from rlaudit.seeding import power as pw
 from rlaudit.seeding import probes
 from rlaudit.trainer.runs import RunData, runs
 from rlaudit.workbench import Pair, Workbench
 
-SUBSYSTEM = "seeding"
-SIDES = ("baseline", "candidate")
-DEFAULT_METRIC = "charts/episodic_return"
-RELATIVE_EFFECTS = (0.05, 0.10, 0.25, 0.50)  # effects to size, as fractions of the baseline's mean
+POWER_TABLE = "power table (seeds per arm)"
+"""Name of the variance section's power table (notebooks show it with ``section.table(POWER_TABLE)``)."""
+
+
+def _compare_env(ea: dict[str, Any], eb: dict[str, Any]) -> dict[str, Any]:
+    """``env_step``: the first step whose digest differs (a shorter rollout differs where it stops)."""
+    da, db = ea["digests"], eb["digests"]
+    first = next((i for i, (x, y) in enumerate(zip(da, db, strict=False)) if x != y), None)
+    if first is None and len(da) != len(db):
+        first = min(len(da), len(db))
+    return {"env_step": first}
+
+
+def _compare_train(ta: dict[str, Any], tb: dict[str, Any]) -> dict[str, Any]:
+    """``init``, ``init_tensors``, ``grad_step`` (1-based), ``losses`` and ``final`` of two training starts."""
+    ga, gb = np.asarray(ta["grad_norms"], dtype=float), np.asarray(tb["grad_norms"], dtype=float)
+    n = min(len(ga), len(gb))
+    diff = ~np.isclose(ga[:n], gb[:n], rtol=1e-9, atol=0.0, equal_nan=True)
+    return {
+        "init": ta["init"] == tb["init"],
+        "init_tensors": sorted(
+            k for k in ta["init_tensors"] if ta["init_tensors"].get(k) != tb["init_tensors"].get(k)
+        ),
+        "grad_step": int(np.argmax(diff)) + 1 if diff.any() else (None if len(ga) == len(gb) else n + 1),
+        "losses": ta["losses"] == tb["losses"],
+        "final": ta["final"] == tb["final"],
+    }
 
 
 def compare_replicas(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
@@ -50,35 +77,15 @@ def compare_replicas(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         "errors": {},
         "parts": [],
     }
-    ea, eb = a.get("env"), b.get("env")
-    if ea is not None and eb is not None:
-        out["parts"].append("env")
-        if "error" in ea or "error" in eb:
-            out["errors"]["env"] = ea.get("error") or eb.get("error")
+    for part, compare in (("env", _compare_env), ("train", _compare_train)):
+        pa, pb = a.get(part), b.get(part)
+        if pa is None or pb is None:
+            continue
+        out["parts"].append(part)
+        if "error" in pa or "error" in pb:
+            out["errors"][part] = pa.get("error") or pb.get("error")
         else:
-            da, db = ea["digests"], eb["digests"]
-            out["env_step"] = next(
-                (i for i, (x, y) in enumerate(zip(da, db, strict=False)) if x != y),
-                None if len(da) == len(db) else min(len(da), len(db)),
-            )
-    ta, tb = a.get("train"), b.get("train")
-    if ta is not None and tb is not None:
-        out["parts"].append("train")
-        if "error" in ta or "error" in tb:
-            out["errors"]["train"] = ta.get("error") or tb.get("error")
-        else:
-            out["init"] = ta["init"] == tb["init"]
-            out["init_tensors"] = sorted(
-                k for k in ta["init_tensors"] if ta["init_tensors"].get(k) != tb["init_tensors"].get(k)
-            )
-            ga, gb = np.asarray(ta["grad_norms"], dtype=float), np.asarray(tb["grad_norms"], dtype=float)
-            n = min(len(ga), len(gb))
-            diff = ~np.isclose(ga[:n], gb[:n], rtol=1e-9, atol=0.0, equal_nan=True)
-            out["grad_step"] = (
-                int(np.argmax(diff)) + 1 if diff.any() else (None if len(ga) == len(gb) else n + 1)
-            )
-            out["losses"] = ta["losses"] == tb["losses"]
-            out["final"] = ta["final"] == tb["final"]
+            out.update(compare(pa, pb))
     out["identical"] = (
         not out["errors"]
         and out["env_step"] is None
@@ -144,15 +151,16 @@ def replica_errors(rep: dict[str, Any]) -> list[str]:
     return out
 
 
-def _errors_finding(fid: str, hypothesis: str, reps: dict[str, dict[str, Any]]) -> Finding | None:
+def _errors_finding(c: Check, reps: dict[str, dict[str, Any]]) -> Finding | None:
+    """ERROR naming the first failed replica (the subject itself broke), or None when every replica ran."""
     errors = {s: replica_errors(reps[s]) for s in SIDES}
     if not any(errors.values()):
         return None
     first = next(e for s in SIDES for e in errors[s])
     finding = Finding.error(
-        fid,
-        SUBSYSTEM,
-        hypothesis,
+        c.id,
+        c.subsystem,
+        c.hypothesis,
         " and ".join(s for s in SIDES if errors[s]),
         RuntimeError(f"a seeded replica failed: {first}"),
     )
@@ -164,9 +172,10 @@ def _errors_finding(fid: str, hypothesis: str, reps: dict[str, dict[str, Any]]) 
     return finding
 
 
-def _replicas(wb: Workbench, seed: int) -> Pair:
+def replicas_pair(wb: Workbench, seed: int = 0) -> Pair:
+    """The :func:`rlaudit.seeding.probes.replicas` probe on both sides (cached; shared by two checks)."""
     sz = sizes(wb.profile)
-    return run_pair(
+    return run_probe(
         wb,
         probes.replicas,
         "seeding: replicas",
@@ -177,84 +186,69 @@ def _replicas(wb: Workbench, seed: int) -> Pair:
     )
 
 
-@audit_section(
-    "seeding/fresh-processes",
-    SUBSYSTEM,
-    "With the same seed, two fresh processes produce identical "
-    "rollouts, initial weights and first updates; different seeds produce different ones",
-)
-def fresh_processes(wb: Workbench, *, seed: int = 0) -> Section:
-    """Seeded replicas in new interpreters, compared digest by digest."""
-    hypothesis = (
-        "With the same seed, two fresh processes produce identical rollouts, initial weights and first "
-        "updates; different seeds produce different ones"
-    )
-    fid = "seeding/fresh-processes"
-    pair = _replicas(wb, seed)
-    if (f := pair.guard(fid, SUBSYSTEM, hypothesis)) is not None:
-        return Section.of(f)
+def _replicas(c: Check, pair: Pair) -> dict[str, dict[str, Any]]:
+    """Both sides' replicas; stops the check with SKIPPED when neither side has anything to replicate."""
     reps = {s: pair[s].json("replicas") for s in SIDES}
     if not reps["baseline"]["parts"] and not reps["candidate"]["parts"]:
-        return Section.of(
-            Finding(
-                id=fid,
-                subsystem=SUBSYSTEM,
-                hypothesis=hypothesis,
-                status=Status.SKIPPED,
-                severity=Severity.INFO,
-                evidence=Evidence(summary="neither subject has make_env or train to replicate"),
-                remediation="Expose make_env(config, seed) or train(config, steps, seed, recorder).",
-            )
+        c.missing(
+            "make_env or train to replicate",
+            "Expose make_env(config, seed) or train(config, steps, seed, recorder) in the subject.",
         )
-    if (f := _errors_finding(fid, hypothesis, reps)) is not None:
-        return Section.of(f)
+    return reps
+
+
+def _replica_text(cmp: dict[str, Any] | None, fallback: str = "n/a") -> str:
+    if not cmp:
+        return fallback
+    return "identical" if cmp["identical"] else describe_difference(cmp)
+
+
+@check(
+    "seeding/fresh-processes",
+    "With the same seed, two fresh processes produce identical rollouts, initial weights and first "
+    "updates; different seeds produce different ones",
+    title="Same seed, two fresh processes: same run?",
+    needs=replicas_pair,
+)
+def fresh_processes(c: Check, pair: Pair, *, seed: int = 0) -> Section:
+    """Seeded replicas in new interpreters, compared digest by digest."""
+    reps = _replicas(c, pair)
+    if (f := _errors_finding(c, reps)) is not None:
+        return c.section(f)
     rep = {s: same_seed_report(reps[s]) for s in SIDES}
-    rows = []
-    for s in SIDES:
-        r = rep[s]
-        rows.append(
-            {
-                "side": s,
-                "two fresh processes, same seed": "identical"
-                if r["fresh"] and r["fresh"]["identical"]
-                else describe_difference(r["fresh"])
-                if r["fresh"]
-                else "; ".join(r["fresh_errors"]) or "n/a",
-                "fresh vs worker, same seed": "identical"
-                if r["warm"] and r["warm"]["identical"]
-                else describe_difference(r["warm"])
-                if r["warm"]
-                else "n/a",
-                "different seeds": (
-                    "differ" if not r["insensitive"] else "identical " + ", ".join(r["insensitive"])
-                ),
-                "PYTHONHASHSEED": r["hashseed"] or "(random)",
-            }
-        )
+    rows = [
+        {
+            "side": s,
+            "two fresh processes, same seed": _replica_text(
+                rep[s]["fresh"], "; ".join(rep[s]["fresh_errors"]) or "n/a"
+            ),
+            "fresh vs worker, same seed": _replica_text(rep[s]["warm"]),
+            "different seeds": (
+                "differ" if not rep[s]["insensitive"] else "identical " + ", ".join(rep[s]["insensitive"])
+            ),
+            "PYTHONHASHSEED": rep[s]["hashseed"] or "(random)",
+        }
+        for s in SIDES
+    ]
     table = pd.DataFrame(rows)
     findings = []
     broken = {s: bool(rep[s]["fresh"]) and not rep[s]["fresh"]["identical"] for s in SIDES}
-    c, b = rep["candidate"], rep["baseline"]
+    cand, base = rep["candidate"], rep["baseline"]
     if broken["candidate"] and not broken["baseline"]:
-        what = describe_difference(c["fresh"])
+        what = describe_difference(cand["fresh"])
         findings.append(
-            Finding(
-                id=fid,
-                subsystem=SUBSYSTEM,
-                hypothesis=hypothesis,
-                status=Status.CONFIRMED,
-                severity=Severity.HIGH,
-                evidence=Evidence(
-                    baseline="identical",
-                    candidate=f"differ: {what}",
-                    effect=float(len(c["fresh"]["init_tensors"])) if c["fresh"]["init"] is False else None,
-                    effect_label="initial weight tensors that differ between same-seed runs",
-                    summary=(
-                        f"same seed {seed}, two fresh processes: the candidate's {what} differ, the baseline's are "
-                        "identical: some generator is not seeded from the run's seed"
-                    ),
-                    details={"candidate": c["fresh"], "baseline": b["fresh"]},
+            c.finding(
+                Status.CONFIRMED,
+                Severity.HIGH,
+                baseline="identical",
+                candidate=f"differ: {what}",
+                effect=float(len(cand["fresh"]["init_tensors"])) if cand["fresh"]["init"] is False else None,
+                effect_label="initial weight tensors that differ between same-seed runs",
+                summary=(
+                    f"same seed {seed}, two fresh processes: the candidate's {what} differ, the baseline's are "
+                    "identical: some generator is not seeded from the run's seed"
                 ),
+                details={"candidate": cand["fresh"], "baseline": base["fresh"]},
                 remediation=(
                     "Seed every generator from the run's seed in one place (torch.manual_seed(seed), "
                     "np.random.default_rng(seed), env.reset(seed=seed)); check for torch.seed() or "
@@ -264,68 +258,47 @@ def fresh_processes(wb: Workbench, *, seed: int = 0) -> Section:
         )
     elif broken["candidate"] and broken["baseline"]:
         findings.append(
-            Finding(
-                id=fid,
-                subsystem=SUBSYSTEM,
-                hypothesis=hypothesis,
-                status=Status.NOTED,
-                severity=Severity.MEDIUM,
-                evidence=Evidence(
-                    baseline=describe_difference(b["fresh"]),
-                    candidate=describe_difference(c["fresh"]),
-                    summary="neither setup reproduces itself with the same seed in fresh processes",
-                ),
-                remediation="Seed both setups fully before comparing single runs; until then compare over many seeds.",
+            c.finding(
+                Status.NOTED,
+                Severity.MEDIUM,
+                baseline=describe_difference(base["fresh"]),
+                candidate=describe_difference(cand["fresh"]),
+                summary="neither setup reproduces itself with the same seed in fresh processes",
+                remediation="Seed both setups fully before comparing single runs; until then compare over many "
+                "seeds.",
             )
         )
-    if c["insensitive"] and not set(c["insensitive"]) <= set(b["insensitive"]):
-        new = sorted(set(c["insensitive"]) - set(b["insensitive"]))
+    if cand["insensitive"] and not set(cand["insensitive"]) <= set(base["insensitive"]):
+        new = sorted(set(cand["insensitive"]) - set(base["insensitive"]))
         findings.append(
-            Finding(
+            c.finding(
+                Status.SUSPECT,
+                Severity.HIGH,
                 id="seeding/seed-ignored",
-                subsystem=SUBSYSTEM,
                 hypothesis="Different seeds give different rollouts, initial weights and updates",
-                status=Status.SUSPECT,
-                severity=Severity.HIGH,
-                evidence=Evidence(
-                    baseline="seed-dependent",
-                    candidate=f"identical for seeds {seed} and {seed + 1}: " + ", ".join(new),
-                    summary=f"seeds {seed} and {seed + 1} give the candidate the same "
-                    + ", ".join(new)
-                    + ": the seed does not reach them, so 'several seeds' are one run repeated",
-                ),
+                baseline="seed-dependent",
+                candidate=f"identical for seeds {seed} and {seed + 1}: " + ", ".join(new),
+                summary=f"seeds {seed} and {seed + 1} give the candidate the same "
+                + ", ".join(new)
+                + ": the seed does not reach them, so 'several seeds' are one run repeated",
                 remediation="Pass the run's seed to the generator behind these (the environment's reset, the init).",
             )
         )
     if not findings:
+        parts = {"env": "environment rollouts", "train": "initial weights, gradient norms and losses"}
         findings.append(
-            Finding(
-                id=fid,
-                subsystem=SUBSYSTEM,
-                hypothesis=hypothesis,
-                status=Status.CLEARED,
-                severity=Severity.INFO,
-                evidence=Evidence(
-                    baseline=rows[0]["two fresh processes, same seed"],
-                    candidate=rows[1]["two fresh processes, same seed"],
-                    summary=(
-                        f"same seed {seed} in two fresh processes: identical "
-                        + " and ".join(
-                            {
-                                "env": "environment rollouts",
-                                "train": "initial weights, gradient norms and losses",
-                            }[p]
-                            for p in reps["candidate"]["parts"]
-                        )
-                        + f" in both setups; seed {seed + 1} differs"
-                    ),
-                ),
+            c.finding(
+                Status.CLEARED,
+                baseline=rows[0]["two fresh processes, same seed"],
+                candidate=rows[1]["two fresh processes, same seed"],
+                summary=f"same seed {seed} in two fresh processes: identical "
+                + " and ".join(parts[p] for p in reps["candidate"]["parts"])
+                + f" in both setups; seed {seed + 1} differs",
                 remediation="Nothing to do.",
             )
         )
-    return Section(
-        title="Same seed, two fresh processes: same run?",
-        findings=findings,
+    return c.section(
+        findings,
         tables={"replicas": table},
         notes=[
             "Each fresh replica is a new interpreter started by the subject's worker with its own "
@@ -338,49 +311,51 @@ def fresh_processes(wb: Workbench, *, seed: int = 0) -> Section:
     )
 
 
-@audit_section(
+def rng_verdict(inproc: dict[str, Any]) -> tuple[str, list[str], dict[str, Any]]:
+    """One side's dependence on global generators from its in-worker replicas.
+
+    Returns:
+        ``(verdict, leaks, perturbed)``: ``independent`` (moving every global generator changes nothing),
+        ``nondeterministic`` (two same-seed calls already differ), or ``depends`` with the generators that
+        leak in; and the comparison of the perturbed replica with the canonical one.
+    """
+    base = inproc["same"]
+    pert = compare_replicas(base, inproc["perturbed"])
+    if pert["identical"]:
+        return "independent", [], pert
+    if "repeat" in inproc and not compare_replicas(base, inproc["repeat"])["identical"]:
+        return "nondeterministic", [], pert
+    leaks = [
+        g
+        for g in ("python", "numpy", "torch")
+        if f"perturbed_{g}" in inproc and not compare_replicas(base, inproc[f"perturbed_{g}"])["identical"]
+    ]
+    return "depends", leaks, pert
+
+
+@check(
     "seeding/global-rng",
-    SUBSYSTEM,
     "Seeded calls do not depend on Python's, NumPy's or torch's global generator state",
+    title="Hidden dependence on global generators",
+    needs=replicas_pair,
 )
-def global_rng(wb: Workbench, *, seed: int = 0) -> Section:
+def global_rng(c: Check, pair: Pair) -> Section:
     """Perturb the global generators before a seeded replica in the worker; name the generator that leaks in."""
-    hypothesis = "Seeded calls do not depend on Python's, NumPy's or torch's global generator state"
-    fid = "seeding/global-rng"
-    pair = _replicas(wb, seed)
-    if (f := pair.guard(fid, SUBSYSTEM, hypothesis)) is not None:
-        return Section.of(f)
-    reps = {s: pair[s].json("replicas") for s in SIDES}
-    if (f := _errors_finding(fid, hypothesis, reps)) is not None:
-        return Section.of(f)
-    verdicts = {}
-    rows = []
-    for s in SIDES:
-        inproc = reps[s]["in_process"]
-        base = inproc["same"]
-        pert = compare_replicas(base, inproc["perturbed"])
-        if pert["identical"]:
-            verdict, leaks = "independent", []
-        elif "repeat" in inproc and not compare_replicas(base, inproc["repeat"])["identical"]:
-            verdict, leaks = "nondeterministic", []
-        else:
-            leaks = [
-                g
-                for g in ("python", "numpy", "torch")
-                if f"perturbed_{g}" in inproc
-                and not compare_replicas(base, inproc[f"perturbed_{g}"])["identical"]
-            ]
-            verdict = "depends"
-        verdicts[s] = (verdict, leaks, pert)
-        rows.append(
+    reps = _replicas(c, pair)
+    if (f := _errors_finding(c, reps)) is not None:
+        return c.section(f)
+    verdicts = {s: rng_verdict(reps[s]["in_process"]) for s in SIDES}
+    table = pd.DataFrame(
+        [
             {
                 "side": s,
-                "verdict": verdict,
-                "generators that leak in": ", ".join(leaks) or "—",
-                "what changed when perturbed": describe_difference(pert),
+                "verdict": verdicts[s][0],
+                "generators that leak in": ", ".join(verdicts[s][1]) or "—",
+                "what changed when perturbed": describe_difference(verdicts[s][2]),
             }
-        )
-    table = pd.DataFrame(rows)
+            for s in SIDES
+        ]
+    )
     (vb, lb, _), (vc, lc, pc) = verdicts["baseline"], verdicts["candidate"]
     if vc == "depends" and (vb != "depends" or set(lc) - set(lb)):
         status, severity = Status.SUSPECT, Severity.HIGH
@@ -408,42 +383,21 @@ def global_rng(wb: Workbench, *, seed: int = 0) -> Section:
         status, severity = Status.NOTED, Severity.LOW
         summary = f"baseline: {vb}; candidate: {vc} (no new dependence in the candidate)"
         remediation = "Consider seeding the baseline's hidden generators too."
-    finding = Finding(
-        id=fid,
-        subsystem=SUBSYSTEM,
-        hypothesis=hypothesis,
-        status=status,
-        severity=severity,
-        evidence=Evidence(
-            baseline=vb if not lb else f"{vb}: {', '.join(lb)}",
-            candidate=vc if not lc else f"{vc}: {', '.join(lc)}",
-            summary=summary,
-            details={"table": table.to_dict("records")},
-        ),
+    finding = c.finding(
+        status,
+        severity,
+        baseline=vb if not lb else f"{vb}: {', '.join(lb)}",
+        candidate=vc if not lc else f"{vc}: {', '.join(lc)}",
+        summary=summary,
+        details={"table": table.to_dict("records")},
         remediation=remediation,
     )
-    return Section(
-        title="Hidden dependence on global generators",
-        findings=[finding],
-        tables={"global generators": table},
-    )
+    return c.section(finding, tables={"global generators": table})
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Run-to-run variance and the seeds a comparison needs
 # ---------------------------------------------------------------------------------------------------------
-
-
-def final_values(run: RunData, metric: str, tail: float = 0.2) -> float | None:
-    """The mean of a scalar's last ``tail`` fraction of logged values (the run's final level)."""
-    scalars = run.table("scalars")
-    if scalars.empty:
-        return None
-    part = scalars[scalars["name"] == metric].sort_values("step")
-    if part.empty:
-        return None
-    k = max(1, math.ceil(tail * len(part)))
-    return float(part["value"].iloc[-k:].mean())
 
 
 def variance_table(values: dict[str, list[float]], *, seed: int) -> dict[str, Any]:
@@ -472,77 +426,56 @@ def variance_table(values: dict[str, list[float]], *, seed: int) -> dict[str, An
     return out
 
 
-@audit_section(
+def final_values(pairs: list[Pair], metric: Any) -> dict[str, list[float]]:
+    """Per side, each run's final value of ``metric`` (:meth:`RunData.final`), runs that never reported it
+    left out."""
+    values: dict[str, list[float]] = {s: [] for s in SIDES}
+    for p in pairs:
+        for s in SIDES:
+            v = RunData.from_result(p[s]).final(metric)
+            if math.isfinite(v):
+                values[s].append(v)
+    return values
+
+
+@check(
     "seeding/variance",
-    SUBSYSTEM,
     "The runs vary across seeds alike, and we know how many seeds a comparison needs",
+    title="Run-to-run variance and the seeds a comparison needs",
+    needs=runs,
 )
 def variance(
-    wb: Workbench, *, seed: int = 0, metric: str = DEFAULT_METRIC, alpha: float = 0.05, power: float = 0.8
+    c: Check, pairs: list[Pair], *, seed: int = 0, alpha: float = 0.05, power: float = 0.8
 ) -> Section:
-    """Run-to-run SD of the primary metric over the shared runs' seeds, and a power table (seeds per arm)."""
-    hypothesis = "The runs vary across seeds alike, and we know how many seeds a comparison needs"
-    fid = "seeding/variance"
-    pairs = runs(wb)
-    values: dict[str, list[float]] = {s: [] for s in SIDES}
-    errors = []
-    other_metrics: dict[str, dict[str, list[float]]] = {}
-    for p in pairs:
-        if (g := p.guard(fid, SUBSYSTEM, hypothesis)) is not None:
-            errors.append(g)
-        for s in SIDES:
-            if not p[s].ok:
-                continue
-            run = RunData.from_result(p[s])
-            v = final_values(run, metric)
-            if v is not None:
-                values[s].append(v)
-            scalars = run.table("scalars")
-            for name in sorted(set(scalars["name"])) if len(scalars) else []:
-                if str(name).startswith("env/") or str(name) == "charts/episodic_length":
-                    fv = final_values(run, str(name))
-                    if fv is not None:
-                        other_metrics.setdefault(str(name), {k: [] for k in SIDES})[s].append(fv)
-    if min(len(v) for v in values.values()) < 2:
-        if errors:
-            return Section.of(errors[0])
-        return Section.of(
-            Finding(
-                id=fid,
-                subsystem=SUBSYSTEM,
-                hypothesis=hypothesis,
-                status=Status.NOTED,
-                severity=Severity.INFO,
-                evidence=Evidence(
-                    summary=f"fewer than two runs logged {metric} on a side; no variance to estimate",
-                    details={"values": values},
-                ),
-                remediation=f"Log {metric} from train() (recorder.log) and run at least two seeds.",
-            )
+    """Run-to-run SD of the primary metric's final value over the shared runs' seeds, and the power table
+    (:mod:`rlaudit.seeding.power`): seeds per side to detect, or to clear, an effect of several sizes."""
+    metric = c.wb.metric
+    values = final_values(pairs, metric)
+    short = [s for s in SIDES if len(values[s]) < 2]
+    if short:
+        c.missing(
+            f"two or more runs reporting {metric.name} (got {', '.join(f'{s} {len(values[s])}' for s in SIDES)})",
+            metric.how_to_report + " Run at least two seeds per side (the profile's seeds).",
+            short,
         )
     var = variance_table(values, seed=seed)
     sd = var["pooled_sd"]
     base_mean = var["baseline"]["mean"]
-    effects = [e * abs(base_mean) for e in RELATIVE_EFFECTS] if base_mean else [0.5 * sd, sd, 2 * sd]
-    effects = [e for e in effects if e > 0]
-    table = (
-        stats.power_table(sd if sd > 0 else 1e-12, effects, alpha=alpha, power=power)
-        if effects
-        else pd.DataFrame()
+    table = pw.seeds_table(
+        sd, pw.table_effects(sd, base_mean), baseline_mean=base_mean, alpha=alpha, power=power
     )
-    if len(table) and base_mean:
-        table.insert(1, "effect (% of baseline mean)", [100 * e / abs(base_mean) for e in table["effect"]])
-    rows = [
-        {"metric": metric, "side": s, "seeds": var[s]["n"], "mean": var[s]["mean"], "sd": var[s]["sd"]}
-        for s in SIDES
-    ]
-    for name, vals in other_metrics.items():
-        v2 = variance_table(vals, seed=seed)
-        rows += [
-            {"metric": name, "side": s, "seeds": v2[s]["n"], "mean": v2[s]["mean"], "sd": v2[s]["sd"]}
+    spread = pd.DataFrame(
+        [
+            {
+                "metric": metric.name,
+                "side": s,
+                "seeds": var[s]["n"],
+                "mean": var[s]["mean"],
+                "sd": var[s]["sd"],
+            }
             for s in SIDES
         ]
-    spread = pd.DataFrame(rows)
+    )
     sb, sc = var["baseline"]["sd"], var["candidate"]["sd"]
     n_b, n_c = var["baseline"]["n"], var["candidate"]["n"]
     test = None
@@ -556,56 +489,49 @@ def variance(
             status, severity = Status.SUSPECT, Severity.MEDIUM
     row10 = table.iloc[1] if len(table) > 1 else (table.iloc[0] if len(table) else None)
     need = (
-        (
-            f"detecting a {fmt(row10['effect'])} change ({fmt(row10['effect_sd'])} SD) with power {power:.0%} at "
-            f"alpha {alpha} takes {int(row10['seeds_per_arm'])} seeds per arm"
-        )
+        f"detecting a {fmt(row10['effect'])} change ({fmt(row10['effect_sd'])} SD) with power {power:.0%} at "
+        f"alpha {alpha} takes {int(row10['seeds_to_detect'])} seeds per arm, showing the two setups agree "
+        f"within ±{fmt(row10['effect'])} takes {int(row10['seeds_to_clear'])}"
         if row10 is not None
-        else ""
+        else "no effect size to size (the SD and the baseline's mean are both 0)"
     )
     summary = (
-        f"final {metric} varies across seeds with SD {fmt(sb)} (baseline, {n_b} seeds) and {fmt(sc)} "
+        f"final {metric.name} varies across seeds with SD {fmt(sb)} (baseline, {n_b} seeds) and {fmt(sc)} "
         f"(candidate, {n_c} seeds); {need}"
     )
     if status == Status.SUSPECT:
         summary = f"the candidate's runs vary {fmt(sc / sb)} times more across seeds: " + summary
-    finding = Finding(
-        id=fid,
-        subsystem=SUBSYSTEM,
-        hypothesis=hypothesis,
-        status=status,
-        severity=severity,
-        evidence=Evidence(
-            baseline=round(sb, 6),
-            candidate=round(sc, 6),
-            effect=sc / sb if sb > 0 else None,
-            effect_label="SD ratio candidate/baseline",
-            test=test,
-            summary=summary,
-            details={
-                "metric": metric,
-                "pooled_sd": sd,
-                "variance": var,
-                "alpha": alpha,
-                "power": power,
-                "power_table": table.to_dict("records"),
-                "other_metrics": spread.to_dict("records"),
-            },
-        ),
+    finding = c.finding(
+        status,
+        severity,
+        baseline=round(sb, 6),
+        candidate=round(sc, 6),
+        effect=sc / sb if sb > 0 else None,
+        effect_label="SD ratio candidate/baseline",
+        test=test,
+        summary=summary,
+        details={
+            "metric": metric.name,
+            "pooled_sd": sd,
+            "variance": var,
+            "alpha": alpha,
+            "power": power,
+            "power_table": table.to_dict("records"),
+        },
         remediation=(
-            f"Size attribution experiments with the power table: at least {int(row10['seeds_per_arm'])} "
+            f"Size attribution experiments with the power table: at least {int(row10['seeds_to_detect'])} "
             "seeds per arm for the effect sizes you care about."
             if row10 is not None
             else "Run more seeds to estimate the variance."
         ),
     )
-    return Section(
-        title="Run-to-run variance and the seeds a comparison needs",
-        findings=[finding],
-        tables={"spread across seeds": spread, "power table (seeds per arm)": table},
+    return c.section(
+        finding,
+        tables={"spread across seeds": spread, POWER_TABLE: table},
         notes=[
-            f"Final value = mean of the last 20% of logged points of each run; the SD pools both "
-            f"sides' seeds. Two-sided test at alpha {alpha}, power {power:.0%} (noncentral t)."
+            f"Final value = mean of {metric.name} over the last quarter of each run's steps; the SD pools both "
+            f"sides' seeds. Detect: two-sided t-test at alpha {alpha}, power {power:.0%} (noncentral t). Clear: "
+            f"two one-sided tests at alpha {alpha} within ±effect, power {power:.0%}, no true difference."
         ],
     )
 

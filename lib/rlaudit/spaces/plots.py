@@ -82,7 +82,12 @@ def input_paths_figure(arrays: Mapping[str, Mapping[str, np.ndarray]]) -> Any:
 
 
 def cost_figure(table: pd.DataFrame, times_a: np.ndarray, times_b: np.ndarray) -> Any:
-    """Left: candidate/baseline ratios of the input's costs; right: forward time per round, both sides."""
+    """Left: candidate/baseline ratios of the input's costs; right: forward CPU time per call, block by block.
+
+    Args:
+        table: The cost table (``quantity``, ``ratio``).
+        times_a, times_b: Baseline and candidate CPU seconds per forward call, one value per timed block.
+    """
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(10, 3.4), layout="constrained")
@@ -96,11 +101,11 @@ def cost_figure(table: pd.DataFrame, times_a: np.ndarray, times_b: np.ndarray) -
         left.set_xscale("log")
     left.set_xlabel("candidate / baseline")
     left.set_title("Cost of the input", fontsize=10)
-    rounds = np.arange(1, len(times_a) + 1)
-    right.plot(rounds, np.asarray(times_a) * 1e6, "o-", color=COLORS["baseline"], label="baseline")
-    right.plot(rounds, np.asarray(times_b) * 1e6, "s-", color=COLORS["candidate"], label="candidate")
-    right.set_xlabel("round (interleaved)")
-    right.set_ylabel("median forward time, µs")
+    for side, values, marker in (("baseline", times_a, "o-"), ("candidate", times_b, "s-")):
+        x = np.arange(1, len(values) + 1)
+        right.plot(x, np.asarray(values) * 1e6, marker, ms=3, color=COLORS[side], label=side)
+    right.set_xlabel("timed block (rounds in order)")
+    right.set_ylabel("CPU µs per forward call")
     right.set_title("Forward pass, side by side", fontsize=10)
     right.legend(fontsize=8)
     return fig

@@ -6,7 +6,6 @@ Run inside the subject's process; numpy at module level, torch inside the probes
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import numpy as np
@@ -218,38 +217,46 @@ def first_layer_flops(
     return int(total)
 
 
-@probe(requires=("make_env", "make_policy"), version=2)
+@probe(requires=("make_env", "make_policy"), version=3)
 def forward_timing(
     ctx: ProbeContext,
     *,
     round: int = 0,
     pair: str = "",
     batch: int = 64,
-    calls: int = 100,
+    blocks: int = 20,
+    calls: int = 10,
     env_seed: int = 0,
     rollout_steps: int = 512,
 ) -> dict:
-    """Time the network's forward pass on a batch of real observations (one round of an interleaved A/B).
+    """Time the network's forward pass on a batch of real observations (one round of a side-by-side A/B).
+
+    The time is this process's CPU time (:class:`rlaudit.env.rollout.Clock`), in ``blocks`` blocks of ``calls``
+    forward calls, each followed by the fixed calibration workload
+    (:func:`rlaudit.env.rollout.calibration_workload`): a block's cost in calibration units does not depend on
+    how busy the machine was, so rounds measured at different moments compare.
 
     Args:
         round: Which round of the side-by-side measurement (part of the cache key only).
         pair: Identifies the (baseline, candidate) pair being measured (cache key only), so rounds cached for
-            one pair are never compared with rounds measured at another time for another pair.
+            one pair are never compared with rounds measured for another pair.
         batch: Observations per forward call (the subject's number of environments is a natural choice).
-        calls: Timed forward calls after 5 warm-up calls. On a shared machine a call is sometimes preempted;
-            the 10th percentile (``p10_s``) is the round's robust value, the median is kept for reference.
+        blocks: Timed blocks after 5 warm-up calls.
+        calls: Forward calls per block.
         env_seed: Seed of the environment and random actions.
         rollout_steps: Steps of the rollout that gives the batch.
 
     Returns:
-        ``p10_s`` (seconds per call, 10th percentile), ``median_s``, ``p25_s``, ``p75_s``, ``first_layer_flops`` (per observation),
-        ``obs_bytes`` (one observation as the env returns it), ``input_bytes`` (as the network receives it,
-        float32), ``obs_dtype``, ``param_dtype``, ``n_params``.
+        ``block_s`` and ``calib_s`` (per block: CPU seconds of its calls, of the calibration beside it),
+        ``per_call_s`` (median CPU seconds per call), ``first_layer_flops`` (per observation), ``obs_bytes``
+        (one observation as the env returns it), ``input_bytes`` (as the network receives it, float32),
+        ``obs_dtype``, ``param_dtype``, ``n_params``, ``batch``, ``calls``, ``torch_threads``.
     """
     import torch
 
     from rlaudit.agents.nets import call_policy, describe_modules, trace_forward
     from rlaudit.agents.probes import build_policy
+    from rlaudit.env.rollout import Clock, calibration_workload
 
     data = build_policy(ctx, env_seed, rollout_steps, batch)
     torch.manual_seed(0)
@@ -262,21 +269,23 @@ def forward_timing(
     trace = trace_forward(policy, obs, keep_tensors=False)
     records = describe_modules(policy)
     flops = first_layer_flops(records, trace.calls, trace.obs_consumers())
-    times = []
+    clock = Clock("cpu")
+    block_s, calib_s = [], []
     with torch.no_grad():
         for _ in range(5):
             call_policy(policy, obs)
-        for _ in range(int(calls)):
-            t0 = time.perf_counter()
-            call_policy(policy, obs)
-            times.append(time.perf_counter() - t0)
-    t = np.asarray(times)
+        calibration_workload(clock)  # its first call builds its data
+        for _ in range(int(blocks)):
+            t0 = clock.now()
+            for _ in range(int(calls)):
+                call_policy(policy, obs)
+            block_s.append(clock.now() - t0)
+            calib_s.append(calibration_workload(clock))
     param = next(policy.parameters(), None)
     return {
-        "p10_s": float(np.percentile(t, 10)),
-        "median_s": float(np.median(t)),
-        "p25_s": float(np.percentile(t, 25)),
-        "p75_s": float(np.percentile(t, 75)),
+        "block_s": [float(t) for t in block_s],
+        "calib_s": [float(t) for t in calib_s],
+        "per_call_s": float(np.median(block_s)) / max(1, int(calls)),
         "first_layer_flops": flops,
         "obs_bytes": int(raw_one.nbytes),
         "input_bytes": int(np.prod(raw_one.shape)) * 4,
@@ -284,5 +293,6 @@ def forward_timing(
         "param_dtype": str(param.dtype).replace("torch.", "") if param is not None else None,
         "n_params": int(sum(p.numel() for p in policy.parameters())),
         "batch": int(batch),
+        "calls": int(calls),
         "torch_threads": int(torch.get_num_threads()),
     }
