@@ -156,7 +156,11 @@ from __future__ import annotations
 #                                                    hence the dict); add any other statistic by name
 #                                                    (**{"heart.get": 3}). This alone feeds every audit
 #                                                    that needs returns.
-#         recorder.log(step, **scalars)              e.g. **{"losses/value_loss": v, "perf/sps": sps}
+#         recorder.log(step, **scalars)              e.g. **{"losses/value_loss": v, "perf/sps": sps};
+#                                                    call recorder.log(step) (scalars optional) after each
+#                                                    rollout, before its update: the optimizer steps that
+#                                                    follow are stamped with that env step (the trainer
+#                                                    audit's batch geometry reads them)
 #         with recorder.phase("rollout"): ...        time your phases, with your own names (nested
 #                                                    phases are recorded as "rollout/env")
 #         recorder.sample_memory(step)               optional: the recorder samples memory on its own
