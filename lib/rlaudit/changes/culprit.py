@@ -1,0 +1,1230 @@
+"""The culprit search: which commits, then which hunks, explain each gap, and how much of it.
+
+It runs on the attribution search's machinery (:class:`rlaudit.attribution.search.Search`): the same arms
+(training runs over shared seeds), the same shares of each gap (the primary metric, and steps per second as
+CPU time per step) with intervals that pool run-to-run noise over all arms
+(:func:`rlaudit.stats.fractions_restored_pooled`), the same decisions (a share *matters* when its interval is
+above zero and its point reaches ``delta``; it is *cleared* when its interval is below ``delta``) and the same
+rule for seeds (an arm starts with one and gains more only while an interval straddles ``delta`` and more seeds
+could settle it). What it adds:
+
+**Commits first: a noisy bisection with priors.** Every commit of the history is a real subject (the
+``git:`` ref at that commit), and the checkout of commit ``j`` is the candidate with commits ``j+1..N``
+undone. So the share of the gap that commits ``i+1..j`` explain is the difference of two checkouts,
+``share(c_i) - share(c_j)``, measured as one paired contrast with the same pooled interval (a *view*: two
+arms compared seed by seed). Starting from the whole range (the baseline against the candidate), a range that
+matters is split where its commits' priors (their hunks' subsystems weighed by the audits' evidence) balance,
+one checkout measured per split (two when a single range is left and there are two cores); a range that is
+cleared is dropped whole; seeds are added to a range's endpoints only while its interval straddles ``delta``.
+Several culprit commits come out when several ranges keep mattering (a learning regression in one commit, a
+throughput regression in another). A checkout that does not import or run is *unresolved*, like ``git bisect
+skip``: the range is split elsewhere, or, when nothing is left to split on, its commits are searched together.
+
+**Then hunks: group testing with ddmin-style isolation.** Inside each culprit commit (or the whole diff without
+history), the hunks, strongest prior first, are reverted from the candidate in groups (one hybrid subject per
+group, :mod:`rlaudit.changes.hybrids`): a group that matters is halved, a half that measurably does not matter
+lets its sibling be inferred to matter (halved again without a run), a group that does not matter is dropped
+whole. A hybrid that cannot be built, does not import, crashes or produces NaN is unresolved (recorded, never a
+crash): the hunks it separated that name each other (a function renamed in one, called in the other) are
+merged into one unit and the group split again, or the group is split finer (delta debugging's increase of
+granularity). When the hunks found do not add up to their commit's share, what is left is reverted together and
+reduced ddmin-style (drop a part while the rest still matters) to the smallest group that matters only
+together. Where a culprit commit's hunks no longer apply to the candidate (a later commit rewrote their lines),
+they are reverted from the commit itself and compared with its checkout.
+
+**The answer.** Per culprit (a hunk, or hunks that matter only together): its commit, file, function and
+``@@ -a,b +c,d @@`` header, the share of each gap reverting it restores (interval), the share applying it alone
+to the baseline reproduces (the reverse check; when culprits only reproduce the gap together, the share they
+reproduce together), and what the search spent against a per-commit and a per-hunk sweep at ``max_seeds``.
+
+Assumptions, as for group testing: shares of a range of commits or a group of hunks add up, so a range whose
+share is below ``delta`` holds no culprit; two changes whose effects cancel exactly would be missed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rlaudit import stats
+from rlaudit.attribution.arms import Arm, Effect, attribution_scale
+from rlaudit.attribution.search import Search
+from rlaudit.changes import hybrids
+from rlaudit.changes.changeset import ChangeSet, Commit, Hunk, Tree, linked
+
+Runner = Callable[[Sequence[tuple[Arm, int]]], list[tuple[Any, dict[str, float]]]]
+"""Trains one run per ``(arm, seed)`` and returns, per call, ``(result or None, {metric: value, "sps": value})``
+(NaN where the run failed); a result with ``ok == False`` carries the error (``result.error``)."""
+
+BASE = ("baseline", "candidate")
+LONG_RANGE = 6  # split points in a range from which a spare core measures a second checkout
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Arms and targets
+# ------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ChangeArm(Arm):
+    """An arm of the change search: a commit's checkout, or a hybrid with hunks reverted or applied.
+
+    Attributes:
+        kind: ``"commit"`` (the checkout of a commit), ``"revert"`` (hunks reverted from ``base``) or
+            ``"apply"`` (hunks applied to ``base``: the reverse check).
+        base: The tree it starts from: ``"candidate"``, ``"baseline"`` or a commit hash.
+        hunks: Ids of the hunks reverted or applied.
+        frame: The arm its share is measured against (``"candidate"``; a commit's checkout when the hunks are
+            reverted from that commit; ``"baseline"`` or a checkout for the reverse check).
+        reproduce: The share is what the arm reproduces (frame minus arm) rather than restores.
+        index: For a commit's checkout, the commit's position in the history (1 = the first after the
+            baseline).
+        unresolved: Why its subject could not be built or its runs failed (``""`` otherwise).
+    """
+
+    kind: str = "revert"
+    base: str = "candidate"
+    hunks: tuple[str, ...] = ()
+    frame: str = "candidate"
+    reproduce: bool = False
+    index: int | None = None
+    unresolved: str = ""
+
+
+class Targets:
+    """What each arm runs: commit checkouts as ``git:`` specs, hybrids materialized in the cache.
+
+    Args:
+        cs: The change set.
+        baseline, candidate: The two sides' specs (hybrids run with the interpreter, requirements and
+            environment of the side they start from); None gives bare specs (tests).
+        root: Where hybrids are built (default ``<cache>/hybrids``).
+    """
+
+    def __init__(self, cs: ChangeSet, baseline: Any = None, candidate: Any = None, root: Any = None) -> None:
+        self.cs = cs
+        self.like = {"baseline": baseline, "candidate": candidate}
+        self.root = root
+        self.built: dict[str, hybrids.Hybrid] = {}
+
+    def tree(self, base: str) -> Tree:
+        if base == "baseline":
+            return self.cs.baseline
+        if base == "candidate":
+            return self.cs.candidate
+        c = self.cs.candidate
+        return Tree("git", c.root, base, c.prefix, c.subject, base[:7])
+
+    def commit(self, sha: str) -> Any:
+        """The checkout of commit ``sha`` as a ``git:`` spec, run like the candidate."""
+        from rlaudit.subjects import parse_spec
+
+        c = self.cs.candidate
+        path = f"{c.prefix}/{c.subject}" if c.prefix else c.subject
+        spec = parse_spec(f"git:{c.root}@{sha}:{path}", label=f"commit {sha[:7]}")
+        like = self.like["candidate"]
+        if like is None:
+            return spec
+        return spec.replace(
+            python=like.python,
+            requirements=like.requirements,
+            system_site_packages=like.system_site_packages,
+            env=dict(like.env),
+        )
+
+    def hybrid(self, base: str, hunks: Sequence[Hunk], *, reverse: bool, label: str) -> tuple[Any, str]:
+        """``(spec, "")`` of ``base`` with ``hunks`` reverted (or applied), or ``(None, why)`` when it cannot be
+        built."""
+        stages = hybrids.stages_for(self.cs, hunks, reverse=reverse)
+        built = hybrids.materialize(self.tree(base), stages, root=self.root)
+        self.built[built.key] = built
+        if not built.ok:
+            return None, built.unresolved
+        side = "baseline" if base == "baseline" else "candidate"
+        return built.spec(self.like[side], label=label), ""
+
+    def applies(self, base: str, hunks: Sequence[Hunk], *, reverse: bool) -> str:
+        """Why ``hunks`` do not each apply alone to ``base`` (``""`` when every one does)."""
+        tree = self.tree(base)
+        for h in hunks:
+            why = hybrids.check(tree, [h], reverse=reverse)
+            if why:
+                return why
+        return ""
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Results
+# ------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Culprit:
+    """One change that explains a share of a gap: a hunk, or hunks that matter only together.
+
+    Attributes:
+        hunks: The hunks (one, or several that only matter or only run together).
+        commit: The commit that made them (None without history).
+        arm: The arm that reverts them.
+        effects: Metric -> the share of the gap reverting them restores.
+        reproduced: Metric -> the share applying them alone to the baseline reproduces (the reverse check).
+        together: Metric -> the share it reproduces applied together with its ``partners`` (found when alone it
+            reproduces less than ``delta``: the regression needs them together).
+        partners: The other hunks the regression needs (from the same commits), for ``together``.
+        scope: The hunks searched with it (its commits' hunks).
+        frame: ``(base, frame)``: the tree it is reverted from and the arm its share is measured against.
+        verdict: ``"cause"``, ``"minor"`` or ``"unclear"`` (on its strongest metric).
+        note: What the reader should know (``"only imports with ..."``, ``"matters only together"``).
+    """
+
+    hunks: list[Hunk]
+    commit: Commit | None
+    arm: str
+    effects: dict[str, Effect] = field(default_factory=dict)
+    reproduced: dict[str, Effect] = field(default_factory=dict)
+    together: dict[str, Effect] = field(default_factory=dict)
+    verdict: str = "unclear"
+    note: str = ""
+    partners: list[Hunk] = field(default_factory=list)
+    scope: list[Hunk] = field(default_factory=list, repr=False)
+    frame: tuple[str, str] = ("candidate", "candidate")
+
+    @property
+    def name(self) -> str:
+        """``"<short commit>:<path>:<function> @@ -a,b +c,d @@"`` (and ``+ n more`` for a group)."""
+        h = self.hunks[0]
+        where = f"{h.path}:{h.function}" if h.function else h.path
+        head = f"{h.short_commit + ' ' if h.commit else ''}{where} {h.header}"
+        return head + (f" (+ {len(self.hunks) - 1} more)" if len(self.hunks) > 1 else "")
+
+    @property
+    def subsystem(self) -> str:
+        subs = [h.subsystem for h in self.hunks if h.subsystem]
+        return max(subs, key=subs.count) if subs else ""
+
+    def diff(self) -> str:
+        """The hunks as ``git diff`` prints them."""
+        return "".join(h.text() for h in self.hunks)
+
+    def changes(self) -> list[dict[str, str]]:
+        """``{commit, path, hunk, function}`` per hunk (``hunk``: the ``@@ -a,b +c,d @@`` header)."""
+        return [
+            {"commit": h.commit, "path": h.path, "hunk": h.header, "function": h.function} for h in self.hunks
+        ]
+
+    def best(self) -> float:
+        return max((e.point for e in self.effects.values()), default=-math.inf)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "commit": self.commit.sha if self.commit else "",
+            "commit_subject": self.commit.subject if self.commit else "",
+            "subsystem": self.subsystem,
+            "arm": self.arm,
+            "verdict": self.verdict,
+            "note": self.note,
+            "changes": self.changes(),
+            "hunks": [h.id for h in self.hunks],
+            "diff": self.diff(),
+            "effects": {m: asdict(e) for m, e in self.effects.items()},
+            "reproduced": {m: asdict(e) for m, e in self.reproduced.items()},
+            "together": {m: asdict(e) for m, e in self.together.items()},
+        }
+
+
+@dataclass
+class ChangeResult:
+    """What the change search found and what it cost.
+
+    Attributes:
+        change_set: The change set searched.
+        metrics: The metrics attributed (the primary metric's name, then ``"sps"``).
+        active: The metrics with a measurable gap.
+        gaps: Per metric: baseline and candidate means, how much worse (``worse_by`` with ``low``..``high``),
+            ``measurable``.
+        commits: One row per commit: its verdict (``culprit``, ``cleared``, ``unclear``, ``unresolved``,
+            ``not searched``), prior, and the range that decided it.
+        ranges: Every commit range decided: ``first``..``last`` (1-based), ``effects`` per metric, ``verdict``.
+        culprits: Strongest first (the primary metric's causes, then throughput's, then minor and unclear).
+        arms: Every arm: name, kind, hunks, seeds, measured values, ``unresolved``, and its shares.
+        unresolved: Hybrids or checkouts that could not be built or run: ``arm``, ``hunks``, ``reason``.
+        spent: Runs (cached included), and a per-commit and a per-hunk sweep at ``max_seeds`` for comparison.
+        log: What ran and why, in order.
+        notes: Sentences for the summary.
+    """
+
+    change_set: ChangeSet
+    metrics: list[str]
+    active: list[str]
+    gaps: dict[str, dict[str, Any]]
+    commits: list[dict[str, Any]]
+    ranges: list[dict[str, Any]]
+    culprits: list[Culprit]
+    arms: list[dict[str, Any]]
+    unresolved: list[dict[str, Any]]
+    spent: dict[str, Any]
+    log: list[str]
+    notes: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "change_set": self.change_set.to_dict(),
+            "metrics": self.metrics,
+            "active": self.active,
+            "gaps": self.gaps,
+            "commits": self.commits,
+            "ranges": self.ranges,
+            "culprits": [c.to_dict() for c in self.culprits],
+            "arms": self.arms,
+            "unresolved": self.unresolved,
+            "spent": self.spent,
+            "log": self.log,
+            "notes": self.notes,
+        }
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The search
+# ------------------------------------------------------------------------------------------------------------
+
+
+class ChangeSearch(Search):
+    """Commit bisection, then hunk isolation, on the attribution search's arms and intervals.
+
+    Args:
+        wb: The workbench (runs go through its executor); None with ``runner``.
+        cs: The change set, mapped and prioritized (:func:`rlaudit.changes.changeset.map_all`).
+        runner: Trains runs instead of the workbench (tests simulate trainers with it); see :data:`Runner`.
+        targets: Builds what arms run (default: :class:`Targets` with the workbench's specs).
+        **kwargs: As :class:`rlaudit.attribution.search.Search` (``metric``, ``delta``, ``budget``,
+            ``seeds0``, ``max_seeds``, ``steps``, ``tail``, ``seed``, ``batch``).
+    """
+
+    def __init__(
+        self,
+        wb: Any,
+        cs: ChangeSet,
+        *,
+        runner: Runner | None = None,
+        targets: Targets | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(wb, [], **kwargs)
+        self.cs = cs
+        self.runner = runner
+        if targets is None:
+            specs = wb.specs if wb is not None else {}
+            targets = Targets(cs, specs.get("baseline"), specs.get("candidate"))
+        self.targets = targets
+        self.hunk_by_id = cs.hunks()
+        self.views: dict[str, tuple[str, str]] = {}
+        self.failures: dict[str, str] = {}
+        self.points: dict[int, Arm] = {}
+        self.ranges: list[dict[str, Any]] = []
+        self.commit_verdicts: dict[int, tuple[str, str]] = {}
+        self.culprits: list[Culprit] = []
+        self._injections: dict[tuple[str, ...], str] = {}
+        self.started = time.perf_counter()
+
+    # -- running ---------------------------------------------------------------------------------------
+
+    def measure(self, calls: Sequence[tuple[Arm, int]]) -> list[tuple[Any, dict[str, float]]]:
+        """Train the runs (through the runner, else the workbench) and note the arms whose runs failed or
+        produced NaN: they are unresolved."""
+        out = self.runner(calls) if self.runner is not None else super().measure(calls)
+        for (arm, seed), (res, row) in zip(calls, out, strict=True):
+            if arm.name in BASE:
+                continue
+            reason = ""
+            if res is not None and not getattr(res, "ok", True):
+                error = getattr(res, "error", None) or getattr(res, "missing", None)
+                reason = f"seed {seed} failed: {_first_line(error)}"
+            elif not math.isfinite(row.get(self.metric.name, math.nan)):
+                reason = f"seed {seed} produced no finite {self.metric.name}"
+            if reason and isinstance(arm, ChangeArm) and not arm.unresolved:
+                arm.unresolved = reason
+                self.failures[arm.name] = reason
+        return out
+
+    def _grow(self, arms: Sequence[Arm], n: int | None = None) -> None:
+        """Bring each arm to ``n`` seeds (None: one more each) in one batch, and the arm it is compared with
+        (its frame) to as many, since a contrast is paired by seed."""
+        target: dict[str, int] = {}
+        order: list[Arm] = []
+
+        def want(arm: Arm, k: int) -> None:
+            if arm.name not in target:
+                order.append(arm)
+            target[arm.name] = max(target.get(arm.name, 0), k)
+
+        for arm in arms:
+            if isinstance(arm, ChangeArm) and arm.target is None:
+                continue  # unresolved before any run
+            k = arm.n + 1 if n is None else n
+            want(arm, k)
+            if isinstance(arm, ChangeArm) and arm.frame not in BASE:
+                frame = self.arms[arm.frame]
+                if frame.n < k:
+                    want(frame, k)
+        calls = [(arm, s) for arm in order for s in range(arm.n, target[arm.name])]
+        if not calls:
+            return
+        for (arm, _), (res, row) in zip(calls, self.measure(calls), strict=True):
+            arm.add(res, row)
+            self.runs_used += 1
+            self.cached_runs += int(bool(getattr(res, "cached", False)))
+        self._effects.clear()
+
+    def _undecided(self, arm: Arm) -> bool:
+        if isinstance(arm, ChangeArm) and arm.unresolved:
+            return False
+        return super()._undecided(arm)
+
+    # -- views: shares measured as paired contrasts -----------------------------------------------------
+
+    def view(self, name: str, top: str, bottom: str) -> str:
+        """Register the share of the gap between arms ``top`` and ``bottom`` (``share(top) - share(bottom)``),
+        as one more contrast in the pooled computation; returns its name."""
+        if self.views.get(name) != (top, bottom):
+            self.views[name] = (top, bottom)
+            self._effects.clear()
+        return name
+
+    def _all_views(self) -> dict[str, tuple[str, str]]:
+        out = dict(self.views)
+        for name, arm in self.arms.items():
+            if name in BASE or name in out:
+                continue
+            if isinstance(arm, ChangeArm):
+                out[name] = (arm.frame, name) if arm.reproduce else (name, arm.frame)
+            else:
+                out[name] = (name, "candidate")
+        return out
+
+    def _effects_for(self, metric: str) -> dict[str, Effect]:
+        """Every view's share of ``metric``'s gap, computed together (the contrasts share the pooled noise):
+        a contrast ``top - bottom``, paired by seed, enters the pooled computation as the candidate plus that
+        difference, so its share is ``share(top) - share(bottom)``."""
+        if metric in self._effects:
+            return self._effects[metric]
+        b, c = self._base_arms()
+        vb, vc = attribution_scale(metric, b.values(metric)), attribution_scale(metric, c.values(metric))
+        values: dict[str, np.ndarray] = {}
+        for name, (top, bottom) in self._all_views().items():
+            if top not in self.arms or bottom not in self.arms:
+                continue
+            t = attribution_scale(metric, self.arms[top].values(metric))
+            u = attribution_scale(metric, self.arms[bottom].values(metric))
+            k = min(len(t), len(u), len(vc))
+            if k == 0 or (isinstance(self.arms[top], ChangeArm) and self.arms[top].unresolved):
+                continue
+            if isinstance(self.arms[bottom], ChangeArm) and self.arms[bottom].unresolved:
+                continue
+            values[name] = vc[:k] + (t[:k] - u[:k])
+        out: dict[str, Effect] = {}
+        if values:
+            try:
+                iv = stats.fractions_restored_pooled(vb, vc, values, seed=self.seed)
+            except ValueError:
+                iv = {}
+            out = {
+                k: Effect(point=i.point, low=i.low, high=i.high, n=int((~np.isnan(values[k])).sum()))
+                for k, i in iv.items()
+            }
+        self._effects[metric] = out
+        return out
+
+    def effect_of(self, view: str, metric: str) -> Effect | None:
+        return self._effects_for(metric).get(view)
+
+    def state(self, view: str) -> str:
+        """``matters`` (on some metric with a gap), ``cleared`` (below ``delta`` on every one), ``undecided``
+        (more seeds could settle it), ``unclear`` (they could not), or ``unresolved``."""
+        effects = [self.effect_of(view, m) for m in self.active_metrics]
+        if any(e is None for e in effects):
+            return "unresolved"
+        if any(e.matters(self.delta) for e in effects):
+            return "matters"
+        if all(e.high < self.delta for e in effects):
+            return "cleared"
+        if all(e.decided(self.delta) or self._futile(e) for e in effects):
+            return "unclear"
+        return "undecided"
+
+    # -- arms ------------------------------------------------------------------------------------------
+
+    def commit_arm(self, index: int) -> Arm:
+        """The checkout of the ``index``-th commit (0: the baseline, N: the candidate)."""
+        n = len(self.cs.commits)
+        if index == 0:
+            return self._base_arms()[0]
+        if index == n:
+            return self._base_arms()[1]
+        sha = self.cs.commits[index - 1].sha
+        name = f"commit {sha[:7]}"
+        if name not in self.arms:
+            self.arms[name] = ChangeArm(
+                name=name, target=self.targets.commit(sha), kind="commit", base=sha, index=index
+            )
+        return self.arms[name]
+
+    def hunk_arm(
+        self, hunks: Sequence[Hunk], *, base: str = "candidate", frame: str = "candidate"
+    ) -> ChangeArm:
+        """The arm reverting ``hunks`` from ``base`` (measured against ``frame``)."""
+        ids = tuple(sorted(h.id for h in hunks))
+        key = f"revert {_label(hunks)}" + ("" if base == "candidate" else f" from {base[:7]}")
+        if key not in self.arms:
+            target, why = self.targets.hybrid(base, hunks, reverse=True, label=key)
+            arm = ChangeArm(
+                name=key, target=target, kind="revert", base=base, hunks=ids, frame=frame, unresolved=why
+            )
+            self.arms[key] = arm
+            if why:
+                self._unresolved(arm, why)
+        return self.arms[key]  # type: ignore[return-value]
+
+    def apply_arm(
+        self, hunks: Sequence[Hunk], *, base: str = "baseline", frame: str = "baseline"
+    ) -> ChangeArm:
+        """The reverse check: ``hunks`` applied to ``base`` alone (its share: what it reproduces)."""
+        ids = tuple(sorted(h.id for h in hunks))
+        name = f"apply {_label(hunks)}" + ("" if base == "baseline" else f" onto {base[:7]}")
+        if name not in self.arms:
+            target, why = self.targets.hybrid(base, hunks, reverse=False, label=name)
+            arm = ChangeArm(
+                name=name,
+                target=target,
+                kind="apply",
+                base=base,
+                hunks=ids,
+                frame=frame,
+                reproduce=True,
+                unresolved=why,
+            )
+            self.arms[name] = arm
+            if why:
+                self._unresolved(arm, why)
+        return self.arms[name]  # type: ignore[return-value]
+
+    def _unresolved(self, arm: ChangeArm, why: str) -> None:
+        self.failures[arm.name] = why
+        self.log.append(f"unresolved: {arm.name}: {why}")
+
+    # -- 1. commits ------------------------------------------------------------------------------------
+
+    def _range_view(self, i: int, j: int) -> str:
+        commits = self.cs.commits
+        name = (
+            f"commit {commits[j - 1].short}"
+            if j - i == 1
+            else f"commits {commits[i].short}..{commits[j - 1].short}"
+        )
+        return self.view(f"range {name}", self.points[i].name, self.points[j].name)
+
+    def _split_points(self, i: int, j: int, allowed: Sequence[int], k: int) -> list[int]:
+        """Up to ``k`` checkouts inside range ``(i, j]`` that split its commits' prior mass most evenly."""
+        commits = self.cs.commits
+        priors = [max(commits[x - 1].prior, 0.0) for x in range(i + 1, j + 1)]
+        total = sum(priors)
+        floor = 0.05 * (total / len(priors)) if total > 0 else 1.0  # no commit is ruled out by its prior
+        mass = np.cumsum([p + floor for p in priors])
+        picked: list[int] = []
+        for q in range(1, k + 1):
+            goal = mass[-1] * q / (k + 1)
+            options = [m for m in allowed if m not in picked]
+            if not options:
+                break
+            picked.append(min(options, key=lambda m: (abs(mass[m - i - 1] - goal), m)))
+        return sorted(picked)
+
+    def bisect(self) -> list[tuple[int, int]]:
+        """Find the commit ranges that matter, down to single commits where checkouts allow.
+
+        Returns:
+            The culprit ranges ``(i, j)`` (commits ``i+1..j``; one commit when ``j == i + 1``), in history order.
+        """
+        n = len(self.cs.commits)
+        self.points = {0: self.commit_arm(0), n: self.commit_arm(n)}
+        if n == 1:
+            self.commit_verdicts[1] = ("culprit", "the only commit")
+            return [(0, 1)]
+        bad: set[int] = set()
+        final: dict[tuple[int, int], str] = {}
+        culprits: list[tuple[int, int]] = []
+        while True:
+            marks = sorted(self.points)
+            split: list[tuple[int, int, list[int]]] = []
+            grow: dict[str, Arm] = {}
+            for i, j in itertools.pairwise(marks):
+                if (i, j) in final:
+                    continue
+                view = self._range_view(i, j)
+                state = self.state(view)
+                allowed = [m for m in range(i + 1, j) if m not in bad]
+                if state == "matters" and j - i == 1:
+                    self._decide(i, j, view, "culprit", final)
+                    culprits.append((i, j))
+                elif state == "matters" and not allowed:
+                    self._decide(i, j, view, "culprit (cannot be split: checkouts inside do not run)", final)
+                    culprits.append((i, j))
+                elif state == "matters":
+                    split.append((i, j, allowed))
+                elif state == "cleared":
+                    self._decide(i, j, view, "cleared", final)
+                elif state == "undecided":
+                    ends = [self.points[x] for x in (i, j) if x not in (0, n)]
+                    ends = [a for a in ends if a.n < self.max_seeds]
+                    if ends:
+                        grow.update({a.name: a for a in ends})
+                    else:
+                        self._decide(i, j, view, "unclear", final)
+                else:
+                    self._decide(i, j, view, state, final)
+            if not split and not grow:
+                break
+            # one checkout per range; a spare core takes a second one in a long range (trisection), where it
+            # saves a round without costing runs a bisection would not spend anyway
+            spare = max(0, self.batch - len(grow) - len(split))
+            new: list[tuple[int, Arm]] = []
+            for pos, (i, j, allowed) in enumerate(sorted(split, key=lambda s: -(s[1] - s[0]))):
+                k = 1 + (spare if pos == 0 and len(allowed) >= LONG_RANGE else 0)
+                for m in self._split_points(i, j, allowed, min(k, len(allowed))):
+                    new.append((m, self.commit_arm(m)))
+            needed = len(new) * self.seeds0 + len(grow)
+            if self.runs_used + needed > self.budget:
+                self.notes.append(
+                    "budget spent before the commit bisection finished; the ranges left are unclear"
+                )
+                for i, j in itertools.pairwise(marks):
+                    if (i, j) not in final:
+                        self._decide(i, j, self._range_view(i, j), "unclear (budget)", final)
+                break
+            if new:
+                self.log.append(
+                    "commit bisection: checkouts "
+                    + ", ".join(f"{a.name} (after {m} of {n} commits)" for m, a in new)
+                    + (f"; one more seed for {', '.join(grow)}" if grow else "")
+                )
+            elif grow:
+                self.log.append(
+                    f"commit bisection: one more seed for {', '.join(grow)} (a range straddles delta)"
+                )
+            targets: list[Arm] = [a for _, a in new]
+            self._grow(targets, self.seeds0)
+            self._grow(list(grow.values()))
+            for m, arm in new:
+                if getattr(arm, "unresolved", ""):
+                    bad.add(m)
+                    self.commit_verdicts[m] = ("unresolved", arm.unresolved)  # type: ignore[attr-defined]
+                    self.log.append(f"unresolved checkout {arm.name} (skipped, like git bisect skip)")
+                else:
+                    self.points[m] = arm
+        return sorted(culprits)
+
+    def _decide(self, i: int, j: int, view: str, verdict: str, final: dict[tuple[int, int], str]) -> None:
+        final[(i, j)] = verdict
+        commits = self.cs.commits[i:j]
+        effects = {m: asdict(e) for m in self.active_metrics if (e := self.effect_of(view, m)) is not None}
+        self.ranges.append(
+            {
+                "first": i + 1,
+                "last": j,
+                "commits": [c.sha for c in commits],
+                "view": view,
+                "between": list(self.views[view]),
+                "effects": effects,
+                "verdict": verdict,
+            }
+        )
+        for k in range(i + 1, j + 1):
+            if self.commit_verdicts.get(k, ("",))[0] != "unresolved":
+                self.commit_verdicts[k] = (verdict.split(" ")[0], view)
+        self.log.append(f"{view}: {verdict} ({_effects_text(effects)})")
+
+    # -- 2. hunks --------------------------------------------------------------------------------------
+
+    def search_hunks(self, i: int, j: int) -> None:
+        """Isolate the hunks of commits ``i+1..j`` (the whole diff without history) that explain their share."""
+        commits = self.cs.commits[i:j]
+        hunks = [h for c in commits for h in c.hunks] if self.cs.commits else list(self.cs.diff)
+        where = ", ".join(c.short for c in commits) if commits else "the whole diff"
+        if not hunks:
+            self.notes.append(f"{where}: no hunks to search (only documentation changed)")
+            return
+        base, frame = "candidate", "candidate"
+        if commits:
+            why = self.targets.applies("candidate", hunks, reverse=True)
+            if why:
+                base, frame = commits[-1].sha, self.points[j].name
+                self.log.append(
+                    f"hunks of {where} reverted from {commits[-1].short} itself, not from the candidate ({why})"
+                )
+        anchor = (
+            self._range_view(i, j) if self.cs.commits else self.view("range all", "baseline", "candidate")
+        )
+        order = sorted(hunks, key=lambda h: -h.prior)  # stable: ties keep their position in the diff
+        units = [[h] for h in order]
+        self.log.append(f"hunk search in {where}: {len(hunks)} hunks, strongest prior first")
+        found = self._group_test(units, base, frame, anchor)
+        self._together(units, found, base, frame, anchor)
+
+    def _explains(self, arm: str, anchor: str) -> bool:
+        """Reverting ``arm``'s hunks surely restores all of the ``anchor`` range's share (within ``delta``) on
+        every metric where the range matters: the rest of its hunks cannot hold a meaningful share."""
+        for m in self.active_metrics:
+            whole = self.effect_of(anchor, m)
+            if whole is None or not whole.matters(self.delta):
+                continue
+            part = self.effect_of(arm, m)
+            if part is None or part.low < whole.point - self.delta:
+                return False
+        return True
+
+    def _contributes(self, view: str) -> bool:
+        """Surely restores more than the minor floor (a quarter of ``delta``) on some metric with a gap."""
+        return any(
+            (e := self.effect_of(view, m)) is not None and e.contributes(self.delta)
+            for m in self.active_metrics
+        )
+
+    def _group_test(self, units: list[list[Hunk]], base: str, frame: str, anchor: str) -> list[list[Hunk]]:
+        """Group testing over ``units`` (lists of hunks that are reverted together), known to matter as a whole
+        (the ``anchor`` range's share).
+
+        A group that matters is halved; its sibling is measured, unless the group alone already restores the
+        whole range's share (then the sibling cannot hold a meaningful share); a group that does not matter
+        lets its sibling be inferred to matter. An unresolved group regroups hunks that name each other, or is
+        split finer.
+
+        Returns:
+            The units found to matter on their own (as measured singles).
+        """
+        found: list[list[Hunk]] = []
+        if len(units) == 1:
+            work: list[tuple[list[list[Hunk]], list[list[Hunk]] | None, list[list[Hunk]] | None]] = [
+                (units, None, None)
+            ]
+        else:
+            first, second = _halves(units)
+            work = [(first, second, units)]
+        tried: set[frozenset[frozenset[str]]] = set()
+        while work:
+            batch, work = work[: self.batch], work[self.batch :]
+            arms = [self.hunk_arm(_flat(g), base=base, frame=frame) for g, _, _ in batch]
+            runnable = [a for a in arms if a.target is not None]
+            if runnable:
+                self.log.append("group test: " + " | ".join(a.name for a in runnable))
+                self.evaluate(runnable)
+            for (g, sibling, parent), arm in zip(batch, arms, strict=True):
+                if arm.target is not None and arm.n == 0:
+                    return found  # out of budget (evaluate noted it)
+                state = "unresolved" if arm.unresolved else self.state(arm.name)
+                if state == "matters":
+                    if len(g) > 1:
+                        a, b = _halves(g)
+                        work.append((a, b, g))
+                    else:
+                        found.append(g[0])
+                elif state in ("unclear", "undecided") and len(g) == 1 and self._contributes(arm.name):
+                    found.append(g[0])  # a small share, surely there: reported (as minor or unclear)
+                elif state == "unresolved":
+                    regrouped = self._regroup(g, parent or units)
+                    key = frozenset(frozenset(h.id for h in u) for u in regrouped) if regrouped else None
+                    if regrouped is not None and key in tried:
+                        continue  # the same regrouping is already under way
+                    if regrouped is not None:
+                        tried.add(key)
+                        # hunks that name each other now form one unit: split the parent again, without them apart
+                        a, b = _halves(regrouped)
+                        self.log.append(
+                            "regrouped after an unresolved hybrid (hunks that name each other stay together): "
+                            + " | ".join(_label(_flat([u])) for u in regrouped if len(u) > 1)
+                        )
+                        work = [w for w in work if w[2] is not parent]
+                        work.append((a, b, regrouped))
+                        continue
+                    if len(g) > 1:
+                        a, b = _halves(g)
+                        work.extend([(a, None, g), (b, None, g)])  # finer: measure both halves
+                    else:
+                        self.log.append(f"unresolved alone, and nothing it names lies outside it: {arm.name}")
+                if not sibling:
+                    continue
+                if state == "matters" and self._explains(arm.name, anchor):
+                    self.log.append(
+                        f"not needed (its sibling restores the whole share of {anchor.removeprefix('range ')}): "
+                        + _label(_flat(sibling))
+                    )
+                    continue
+                if state == "cleared" and len(sibling) > 1:
+                    self.log.append("inferred to matter (its sibling does not): " + _label(_flat(sibling)))
+                    a, b = _halves(sibling)
+                    work.append((a, b, sibling))
+                else:
+                    work.append((sibling, None, parent))
+        return found
+
+    def _regroup(self, group: list[list[Hunk]], parent: list[list[Hunk]]) -> list[list[Hunk]] | None:
+        """``parent`` with every set of units that name each other (a rename and its callers: connected by
+        :func:`~rlaudit.changes.changeset.linked`) merged into one unit, where such a set has units both inside
+        and outside ``group`` (the split that broke the hybrid); None when there is none."""
+        inside = {h.id for h in _flat(group)}
+        units = [list(u) for u in parent]
+        comp = list(range(len(units)))
+
+        def find(x: int) -> int:
+            while comp[x] != x:
+                comp[x] = comp[comp[x]]
+                x = comp[x]
+            return x
+
+        for a in range(len(units)):
+            for b in range(a + 1, len(units)):
+                if any(linked(x, y) for x in units[a] for y in units[b]):
+                    comp[find(a)] = find(b)
+        members: dict[int, list[int]] = {}
+        for i in range(len(units)):
+            members.setdefault(find(i), []).append(i)
+        merged: list[list[Hunk]] = []
+        done: set[int] = set()
+        changed = False
+        for i, unit in enumerate(units):
+            if i in done:
+                continue
+            group_of = members[find(i)]
+            sides = {any(h.id in inside for h in units[k]) for k in group_of}
+            if len(group_of) > 1 and sides == {True, False}:
+                merged.append([h for k in group_of for h in units[k]])
+                done.update(group_of)
+                changed = True
+            else:
+                merged.append(unit)
+                done.add(i)
+        return merged if changed else None
+
+    def _together(
+        self, units: list[list[Hunk]], found: list[list[Hunk]], base: str, frame: str, anchor: str
+    ) -> None:
+        """Record the culprits found; when they do not add up to the share of their commits (``anchor``),
+        revert what is left together and reduce it ddmin-style to the smallest group that matters only together."""
+        for unit in found:
+            self._add_culprit(unit, base, frame, scope=_flat(units))
+        found_arms = [self.hunk_arm(u, base=base, frame=frame).name for u in found]
+        missing = []
+        for m in self.active_metrics:
+            e = self.effect_of(anchor, m)
+            if e is None or not e.matters(self.delta):
+                continue
+            got = sum(
+                x.low
+                for a in found_arms
+                if (x := self.effect_of(a, m)) is not None and x.contributes(self.delta)
+            )
+            if got < e.point - self.delta:
+                missing.append(m)
+        if not missing:
+            return
+        taken = {h.id for u in found for h in u}
+        rest = [u for u in units if not any(h.id in taken for h in u)]
+        if not rest:
+            return
+        why = f"the hunks found explain less than their commits' share of {', '.join(missing)}: the rest together"
+        if not self._reverts_matter(rest, base, frame, why):
+            where = anchor.removeprefix("range ")
+            self.notes.append(
+                f"{where}, {', '.join(missing)}: the culprits found and the rest of its hunks reverted together do "
+                "not add up to its share; its hunks interact"
+            )
+            return
+        group = self._ddmin(
+            rest, lambda part: self._reverts_matter(part, base, frame, "ddmin: reverted together")
+        )
+        self._add_culprit(_flat(group), base, frame, note="matters only together", scope=_flat(units))
+
+    def _reverts_matter(self, units: list[list[Hunk]], base: str, frame: str, why: str) -> bool:
+        """Reverting ``units`` together from ``base`` restores a share that matters (False when unresolved)."""
+        arm = self.hunk_arm(_flat(units), base=base, frame=frame)
+        if arm.target is None:
+            return False
+        if arm.n == 0:
+            self.log.append(f"{why}: {arm.name}")
+        self.evaluate([arm])
+        return not arm.unresolved and self.state(arm.name) == "matters"
+
+    def _reproduces(self, hunks: Sequence[Hunk], metric: str, why: str) -> bool:
+        """Applying ``hunks`` together to the baseline reproduces a share of ``metric``'s gap that matters."""
+        arm = self._inject(hunks, why=why)
+        if arm is None or arm.target is None or arm.unresolved:
+            return False
+        e = self.effect_of(arm.name, metric)
+        return e is not None and e.matters(self.delta)
+
+    def _ddmin(self, units: list[list[Hunk]], holds: Callable[[list[list[Hunk]]], bool]) -> list[list[Hunk]]:
+        """The smallest part of ``units`` for which ``holds`` still does: drop parts while it holds for the rest,
+        splitting finer when no part can go (delta debugging's reduction to a 1-minimal set)."""
+        current = list(units)
+        n = 2
+        while len(current) >= 2 and self.runs_used + self.seeds0 <= self.budget:
+            reduced = None
+            for chunk in _chunks(current, n):
+                rest = [u for u in current if u not in chunk]
+                if rest and holds(rest):
+                    reduced = rest
+                    break
+            if reduced is not None:
+                current, n = reduced, max(n - 1, 2)
+            elif n >= len(current):
+                break
+            else:
+                n = min(len(current), 2 * n)
+        return current
+
+    def _add_culprit(
+        self, hunks: Sequence[Hunk], base: str, frame: str, note: str = "", scope: Sequence[Hunk] = ()
+    ) -> Culprit:
+        for c in self.culprits:
+            if {h.id for h in c.hunks} == {h.id for h in hunks}:
+                return c
+        arm = self.hunk_arm(hunks, base=base, frame=frame)
+        commit = self.cs.commit_of(hunks[0])
+        if len(hunks) > 1 and not note:
+            note = "hunks that only import or run together"
+        culprit = Culprit(list(hunks), commit, arm.name, note=note)
+        culprit.scope = list(scope) or list(hunks)
+        culprit.frame = (base, frame)
+        self.culprits.append(culprit)
+        return culprit
+
+    # -- 3. reverse checks and first places -----------------------------------------------------------
+
+    def reverse_checks(self) -> None:
+        """Apply each culprit alone to the baseline (to its commit's parent where it does not apply to the
+        baseline), at ``seeds0`` seeds. A culprit that restores a share when reverted but reproduces less than
+        ``delta`` alone needs other changes: the hunks searched with it are applied with it, and reduced
+        ddmin-style to the partners it needs; a partner not yet a culprit becomes one (reverting it restores
+        the gap too)."""
+        for c in list(self.culprits):
+            if self.runs_used + self.seeds0 > self.budget:
+                self.notes.append("budget spent before every culprit could be applied alone to the baseline")
+                return
+            self._inject(c.hunks, why="reverse check (alone in the baseline: does it reproduce the gap?)")
+        for c in list(self.culprits):
+            for m in self.active_metrics:
+                restores = self.effect_of(c.arm, m)
+                alone = self.effect_of(self._inject_name(c.hunks), m)
+                if (
+                    restores is None
+                    or alone is None
+                    or not restores.matters(self.delta)
+                    or alone.high >= self.delta
+                ):
+                    continue
+                self._partners(c, m)
+
+    def _partners(self, c: Culprit, metric: str) -> None:
+        """Find the hunks ``c`` needs to reproduce ``metric``'s gap (it reproduces little alone)."""
+        own = {h.id for h in c.hunks}
+        others = [h for h in c.scope if h.id not in own]
+        if not others or self.runs_used + self.seeds0 > self.budget:
+            return
+        units = _components(others)  # hunks that name each other are applied together, or they do not import
+        why = f"{metric}: {_label(c.hunks)} reproduces little alone; applied with the hunks searched with it"
+        if not self._reproduces([*c.hunks, *_flat(units)], metric, why):
+            self.notes.append(
+                f"{metric}: {c.name} restores a share when reverted but does not reproduce it in the baseline, "
+                "even with the other hunks of its commits: it needs changes from elsewhere"
+            )
+            return
+        need = self._ddmin(
+            units, lambda part: self._reproduces([*c.hunks, *_flat(part)], metric, "ddmin: applied together")
+        )
+        c.partners = _flat(need)
+        together = self._inject([*c.hunks, *c.partners])
+        if together is not None and (e := self.effect_of(together.name, metric)) is not None:
+            c.together[metric] = e
+        c.note = (c.note + "; " if c.note else "") + "reproduces the gap only with " + _label(c.partners)
+        base, frame = c.frame
+        for unit in need:
+            partner = self._add_culprit(unit, base, frame, scope=c.scope)
+            if partner is c:
+                continue
+            arm = self.arms[partner.arm]
+            if arm.n == 0 and arm.target is not None:
+                self.log.append(f"{metric}: the partner reverted alone: {arm.name}")
+                self.evaluate([arm])
+            self._inject(partner.hunks, why=f"{metric}: the partner alone in the baseline")
+            partner.partners = list(c.hunks)
+            if together is not None and (e := self.effect_of(together.name, metric)) is not None:
+                partner.together[metric] = e
+            if "reproduces the gap only with" not in partner.note:
+                partner.note = (
+                    (partner.note + "; " if partner.note else "")
+                    + "reproduces the gap only with "
+                    + _label(c.hunks)
+                )
+
+    def _inject_name(self, hunks: Sequence[Hunk]) -> str:
+        return self._injections.get(tuple(sorted(h.id for h in hunks)), "")
+
+    def _inject(self, hunks: Sequence[Hunk], why: str = "applied to the baseline") -> ChangeArm | None:
+        """The arm applying ``hunks`` alone to the baseline (or to their commit's parent), run at ``seeds0``."""
+        ids = tuple(sorted(h.id for h in hunks))
+        if ids in self._injections:
+            return self.arms[self._injections[ids]]  # type: ignore[return-value]
+        base, frame = "baseline", "baseline"
+        commit = self.cs.commit_of(hunks[0])
+        if commit is not None and self.targets.applies("baseline", hunks, reverse=False):
+            # an earlier commit rewrote their context: apply them to their own commit's parent instead
+            k = self.cs.commits.index(commit)
+            base, frame = commit.parent, self.commit_arm(k).name
+        arm = self.apply_arm(hunks, base=base, frame=frame)
+        self._injections[ids] = arm.name
+        if arm.target is not None and arm.n == 0:
+            if self.runs_used + self.seeds0 > self.budget:
+                self.notes.append(f"budget spent before {arm.name} could run")
+                return arm
+            self.log.append(f"{why}: {arm.name}")
+            self._grow([arm], self.seeds0)
+        return arm
+
+    def confirm_first_places(self) -> None:
+        """The culprit ranked first on each metric gains seeds until it rests on two and its interval clears the
+        runner-up's (both grow while they overlap), as for attribution's first places."""
+        while True:
+            grow: dict[str, Arm] = {}
+            for m in self.active_metrics:
+                ranked = sorted(
+                    ((e, c) for c in self.culprits if (e := self.effect_of(c.arm, m)) is not None),
+                    key=lambda t: -t[0].point,
+                )
+                if not ranked or not ranked[0][0].matters(self.delta):
+                    continue
+                top = self.arms[ranked[0][1].arm]
+                if top.n < 2:
+                    grow[top.name] = top
+                partners = {h.id for h in ranked[0][1].partners}
+                # partners are one cause (each restores it all when reverted): their order means nothing
+                if len(ranked) > 1 and partners & {h.id for h in ranked[1][1].hunks}:
+                    continue
+                if len(ranked) > 1 and ranked[1][0].high >= ranked[0][0].low:
+                    second = self.arms[ranked[1][1].arm]
+                    grow.update({top.name: top, second.name: second})
+            pending = [a for a in grow.values() if a.n < self.max_seeds]
+            if not pending or self.runs_used + len(pending) > self.budget:
+                return
+            self.log.append("one more seed for a first place: " + ", ".join(a.name for a in pending))
+            self._grow(pending)
+
+    # -- the whole search ------------------------------------------------------------------------------
+
+    def run_changes(self) -> ChangeResult:
+        """Commits (bisection), then hunks (group testing) inside each culprit range, reverse checks, first
+        places; returns the result."""
+        b, c = self._base_arms()
+        self._grow([b, c], self.max_seeds)
+        self._gap_known = {m: self.has_gap(m) for m in self._metrics}
+        for m in self._metrics:
+            if not self._gap_known[m]:
+                self.notes.append(self._gap_note(m))
+        if self.active_metrics and (self.cs.commits or self.cs.diff):
+            ranges = self.bisect() if self.cs.commits else [(0, 0)]
+            for i, j in ranges:
+                self.search_hunks(i, j)
+            self.reverse_checks()
+            self.confirm_first_places()
+        return self.result()
+
+    def result(self) -> ChangeResult:
+        metrics = list(self._metrics)
+        active = list(self.active_metrics)
+        for c in self.culprits:
+            c.effects = {m: e for m in active if (e := self.effect_of(c.arm, m)) is not None}
+            inj = self._inject_name(c.hunks)
+            c.reproduced = {m: e for m in active if inj and (e := self.effect_of(inj, m)) is not None}
+            verdicts = [e.verdict(self.delta) for e in c.effects.values()]
+            c.verdict = next((v for v in ("cause", "minor", "unclear") if v in verdicts), "no effect")
+        primary = self.metric.name
+
+        def rank(c: Culprit) -> tuple[int, int, float]:
+            order = {"cause": 0, "minor": 1, "unclear": 2}.get(c.verdict, 3)
+            e = c.effects.get(primary)
+            on_primary = e is not None and e.matters(self.delta)
+            return (order, 0 if on_primary else 1, -(e.point if on_primary and e else c.best()))
+
+        self.culprits.sort(key=rank)
+        gaps: dict[str, dict[str, Any]] = {}
+        b, c = self._base_arms()
+        for m in metrics:
+            g = self.gap(m)
+            gaps[m] = {
+                "baseline": _mean(b.values(m)),
+                "candidate": _mean(c.values(m)),
+                "worse_by": g.point if g else None,
+                "low": g.low if g else None,
+                "high": g.high if g else None,
+                "measurable": bool(self._gap_known.get(m)),
+            }
+        commits = []
+        for k, commit in enumerate(self.cs.commits, start=1):
+            verdict, why = self.commit_verdicts.get(k, ("not searched", ""))
+            commits.append(
+                {
+                    "index": k,
+                    "sha": commit.sha,
+                    "subject": commit.subject,
+                    "prior": commit.prior,
+                    "hunks": len(commit.hunks),
+                    "verdict": verdict,
+                    "decided_by": why,
+                    "checkout": f"commit {commit.short}" if f"commit {commit.short}" in self.arms else "",
+                }
+            )
+        arms = []
+        views = self._all_views()
+        for name, arm in self.arms.items():
+            row = {
+                "name": name,
+                "kind": getattr(arm, "kind", "side"),
+                "target": str(arm.target) if arm.target is not None else None,
+                "hunks": list(getattr(arm, "hunks", ())),
+                "frame": getattr(arm, "frame", ""),
+                "seeds": arm.n,
+                "measured": arm.measured,
+                "unresolved": getattr(arm, "unresolved", ""),
+                "errors": arm.errors(),
+                "effects": {
+                    m: asdict(e)
+                    for m in active
+                    if name in views and (e := self.effect_of(name, m)) is not None
+                },
+            }
+            arms.append(row)
+        hunks_searched = len(self.cs.searched)
+        n_commits = len(self.cs.commits)
+        base_runs = 2 * self.max_seeds
+        variant_runs = sum(a.n for k, a in self.arms.items() if k not in BASE)
+        spent = {
+            "runs": self.runs_used,
+            "cached_runs": self.cached_runs,
+            "variant_runs": variant_runs,
+            "budget": self.budget,
+            "seconds": round(time.perf_counter() - self.started, 1),
+            "seeds_per_arm_max": self.max_seeds,
+            "commits": n_commits,
+            "hunks": hunks_searched,
+            "per_commit_sweep_runs": (n_commits + 2) * self.max_seeds if n_commits else None,
+            "per_hunk_sweep_runs": hunks_searched * self.max_seeds + base_runs,
+            "per_hunk_sweep_variant_runs": hunks_searched * self.max_seeds,
+            "share_of_per_hunk_sweep": self.runs_used / max(1, hunks_searched * self.max_seeds + base_runs),
+            "unresolved_arms": sum(1 for a in self.arms.values() if getattr(a, "unresolved", "")),
+        }
+        return ChangeResult(
+            change_set=self.cs,
+            metrics=metrics,
+            active=active,
+            gaps=gaps,
+            commits=commits,
+            ranges=self.ranges,
+            culprits=self.culprits,
+            arms=arms,
+            unresolved=[
+                {"arm": a.name, "kind": a.kind, "hunks": list(a.hunks), "reason": a.unresolved}
+                for a in self.arms.values()
+                if isinstance(a, ChangeArm) and a.unresolved
+            ],
+            spent=spent,
+            log=self.log,
+            notes=self.notes,
+        )
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Helpers
+# ------------------------------------------------------------------------------------------------------------
+
+
+def _flat(units: Sequence[Sequence[Hunk]]) -> list[Hunk]:
+    return [h for u in units for h in u]
+
+
+def _halves(units: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    half = (len(units) + 1) // 2
+    return list(units[:half]), list(units[half:])
+
+
+def _components(hunks: Sequence[Hunk]) -> list[list[Hunk]]:
+    """``hunks`` grouped into sets that name each other (:func:`~rlaudit.changes.changeset.linked`,
+    transitively), each set in the order of ``hunks``, sets in the order of their first hunk."""
+    parent = list(range(len(hunks)))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a in range(len(hunks)):
+        for b in range(a + 1, len(hunks)):
+            if linked(hunks[a], hunks[b]):
+                parent[find(a)] = find(b)
+    groups: dict[int, list[Hunk]] = {}
+    for i, h in enumerate(hunks):
+        groups.setdefault(find(i), []).append(h)
+    return list(groups.values())
+
+
+def _chunks(units: Sequence[Any], n: int) -> list[list[Any]]:
+    n = max(1, min(n, len(units)))
+    size, extra = divmod(len(units), n)
+    out, start = [], 0
+    for i in range(n):
+        end = start + size + (1 if i < extra else 0)
+        out.append(list(units[start:end]))
+        start = end
+    return out
+
+
+def _label(hunks: Sequence[Hunk]) -> str:
+    """A short name for a set of hunks: ``"train.py:collect @@ -74,8 +77,8 @@"`` or ``"3 hunks (a, b, ...)"``."""
+    if len(hunks) == 1:
+        h = hunks[0]
+        return (
+            f"{h.short_commit + ':' if h.commit else ''}{h.path.split('/')[-1]}"
+            + (f":{h.function}" if h.function else "")
+            + f" {h.header}"
+        )
+    files = sorted({h.path.split("/")[-1] for h in hunks})
+    return f"{len(hunks)} hunks in {', '.join(files[:3])}{'...' if len(files) > 3 else ''} ({_digest(hunks)})"
+
+
+def _digest(hunks: Sequence[Hunk]) -> str:
+    import hashlib
+
+    return hashlib.sha256("\0".join(sorted(h.id for h in hunks)).encode()).hexdigest()[:6]
+
+
+def _first_line(error: Any) -> str:
+    text = str(error) if error is not None else "failed"
+    return text.strip().splitlines()[0][:300] if text.strip() else "failed"
+
+
+def _mean(values: np.ndarray) -> float | None:
+    ok = values[~np.isnan(values)]
+    return float(ok.mean()) if ok.size else None
+
+
+def _effects_text(effects: dict[str, dict[str, float]]) -> str:
+    if not effects:
+        return "no share measured"
+    return "; ".join(
+        f"{m}: {e['point']:.0%} ({e['low']:.0%}..{e['high']:.0%}, {int(e['n'])} seed{'s' if e['n'] != 1 else ''})"
+        for m, e in effects.items()
+    )

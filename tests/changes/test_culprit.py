@@ -1,0 +1,180 @@
+"""The culprit search against a simulated trainer (tests/support/changes.py), on the real example histories and
+real hybrids: commit bisection, hunk isolation, unresolved hybrids, interactions, reverse checks, what it costs."""
+
+from __future__ import annotations
+
+import pytest
+
+from rlaudit.changes import changeset as csm
+from rlaudit.changes.culprit import ChangeSearch, Targets
+from support import changes as sc
+
+HYBRIDS: dict[str, object] = {}
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    # hybrids are content-addressed: the tests of this module share them (the history is the same)
+    HYBRIDS["root"] = tmp_path_factory.mktemp("hybrids")
+    return sc.history(tmp_path_factory.mktemp("history"))
+
+
+def _history(example: dict) -> csm.ChangeSet:
+    cs = csm.change_set(f"git:{example['repo']}@{example['commits'][0]}", f"git:{example['repo']}@main")
+    return csm.map_all(cs)
+
+
+def _search(cs, oracle, **kw):
+    kw = {"metric": "return", "max_seeds": 5, "budget": 60, "steps": 1000, **kw}
+    return ChangeSearch(None, cs, runner=oracle, targets=Targets(cs, root=HYBRIDS.get("root")), **kw)
+
+
+def test_the_culprit_commit_and_hunk_come_first_for_a_third_of_a_per_hunk_sweep(example, tmp_cache):
+    cs = _history(example)
+    oracle = sc.oracle_for_history(cs)
+    result = _search(cs, oracle).run_changes()
+    c1, c2, c3, c4 = cs.commits
+    harmful = sc.find(c3.hunks, "np.stack(b_obs, axis=1)")
+    first, second = result.culprits[:2]
+    assert first.hunks == [harmful] and first.commit is c3 and first.verdict == "cause"
+    e = first.effects["return"]
+    assert e.low <= 1.0 <= e.high and e.low > 0.8
+    assert first.reproduced["return"].low > 0.8  # applied alone to the baseline, it reproduces the gap
+    assert first.changes() == [
+        {"commit": c3.sha, "path": "tinyrl/train.py", "hunk": "@@ -76,8 +79,8 @@", "function": "collect"}
+    ]
+    # the throughput regression in another file: the observe helper and the reset that calls it run only together
+    assert second.commit is c4 and {h.id for h in second.hunks} == {h.id for h in c4.hunks}
+    assert second.effects["sps"].low > 0.8 and second.note
+    verdicts = {row["sha"]: row["verdict"] for row in result.commits}
+    assert verdicts == {c1.sha: "cleared", c2.sha: "cleared", c3.sha: "culprit", c4.sha: "culprit"}
+    # the rename's hunks were once split apart: an unresolved hybrid, recorded, never a culprit half
+    assert any("ImportError" in u["reason"] for u in result.unresolved)
+    for c in result.culprits:
+        rename = {h.id for h in c3.hunks if "discounted_returns" in "".join(h.lines)}
+        assert not (0 < len(rename & {h.id for h in c.hunks}) < len(rename))
+    spent = result.spent
+    assert spent["runs"] == oracle.calls
+    assert spent["per_hunk_sweep_runs"] == 14 * 5 + 10 and spent["per_commit_sweep_runs"] == 6 * 5
+    assert spent["runs"] <= spent["per_hunk_sweep_runs"] / 3
+
+
+def test_seeds_are_added_only_where_an_interval_straddles_delta(example, tmp_cache):
+    cs = _history(example)
+    c1, _, c3, _ = cs.commits
+    # clear-cut shares: every arm is decided on its first seed; only the first places get a second
+    search = _search(cs, sc.oracle_for_history(cs))
+    result = search.run_changes()
+    firsts = {c.arm for c in result.culprits[:2]}
+    assert {a["name"]: a["seeds"] for a in result.arms if a["name"] not in ("baseline", "candidate")} == {
+        a["name"]: 2 if a["name"] in firsts else 1
+        for a in result.arms
+        if a["name"] not in ("baseline", "candidate")
+    }
+    # a noisy trainer: a range whose interval straddles delta gains seeds at its checkouts, one round at a time
+    oracle = sc.oracle_for_history(cs, noise={"return": 0.12, "sps": 800.0})
+    harmful = sc.find(c3.hunks, "np.stack(b_obs, axis=1)")
+    small = sc.find(c1.hunks, "self.lengths: list[int] = []")
+    oracle.harm.update({harmful.id: {"return": 0.4}, small.id: {"return": 0.6}})
+    result = _search(cs, oracle).run_changes()
+    seeds = {a["name"]: a["seeds"] for a in result.arms}
+    (grown,) = [line for line in result.log if line.startswith("commit bisection: one more seed")]
+    names = grown.removeprefix("commit bisection: one more seed for ").split(" (")[0].split(", ")
+    assert names and all(seeds[n] >= 2 for n in names)
+    # the straddling range was decided with the added seed; the others on their first
+    after = [r for r in result.ranges if set(r["between"]) & set(names) and r["effects"]["return"]["n"] == 2]
+    assert len(after) == 1 and after[0]["verdict"] in ("cleared", "culprit")
+    assert all(r["effects"]["return"]["n"] == 1 for r in result.ranges if r is not after[0])
+
+
+def test_priors_choose_where_the_bisection_looks_first(example, tmp_cache):
+    cs = _history(example)
+    for c, prior in zip(cs.commits, (0.01, 0.01, 0.01, 5.0), strict=True):
+        c.prior = prior
+    oracle = sc.oracle_for_history(cs)
+    _search(cs, oracle).run_changes()
+    assert (
+        oracle.seen[10] == f"commit {cs.commits[2].short}"
+    )  # the last commit holds the mass: split before it
+
+
+def test_a_checkout_that_does_not_run_is_skipped_like_git_bisect_skip(example, tmp_cache):
+    cs = _history(example)
+    oracle = sc.oracle_for_history(cs, broken_commits={cs.commits[1].sha})
+    result = _search(cs, oracle).run_changes()
+    verdicts = {row["sha"]: row["verdict"] for row in result.commits}
+    assert verdicts[cs.commits[1].sha] == "unresolved"
+    assert verdicts[cs.commits[2].sha] == "culprit" and result.culprits[0].commit is cs.commits[2]
+
+
+def test_hunks_that_no_longer_apply_to_the_candidate_are_reverted_from_their_commit(example, tmp_cache):
+    cs = _history(example)
+    c1 = cs.commits[0]
+    late = sc.find(c1.hunks, "mean_length = float(")  # commit 3 rewrote its context
+    oracle = sc.Oracle(cs, {late.id: {"return": 1.0}})
+    search = _search(cs, oracle)
+    result = search.run_changes()
+    assert result.culprits[0].hunks == [late]
+    arm = search.arms[result.culprits[0].arm]
+    assert arm.base == c1.sha and arm.frame == f"commit {c1.short}"
+    assert any("reverted from" in line for line in result.log)
+    assert result.culprits[0].effects["return"].low > 0.8
+
+
+def test_a_regression_that_needs_two_hunks_together(tmp_path, tmp_cache):
+    made = sc.pair(tmp_path)
+    cs = csm.map_all(csm.change_set(made["v1"], made["v2"]))
+    x = sc.find(cs.diff, "b_obs.append(obs)\n")
+    y = sc.find(cs.diff, "np.take(self.eye")
+    buffer = sc.find(cs.diff, "self._obs = np.zeros(")
+    oracle = sc.Oracle(
+        cs, {}, together=[(frozenset({x.id, y.id}), {"return": 1.0})], requires={y.id: {buffer.id}}
+    )
+    result = _search(cs, oracle).run_changes()
+    causes = [c for c in result.culprits if c.verdict == "cause"]
+    assert {h.id for c in causes for h in c.hunks} >= {x.id, y.id}
+    # each alone restores the whole gap when reverted, and reproduces none of it when applied alone; together
+    # they reproduce it
+    for c in causes:
+        assert c.effects["return"].low > 0.8
+        assert c.reproduced["return"].high < 0.2
+        assert c.together["return"].low > 0.8
+
+
+def test_hunks_that_only_matter_reverted_together_are_isolated_ddmin_style(tmp_path, tmp_cache):
+    made = sc.pair(tmp_path)
+    cs = csm.map_all(csm.change_set(made["v1"], made["v2"]))
+    a = sc.find(cs.diff, "self.lengths: list[int] = []")
+    b = sc.find(cs.diff, "# one-hot rows")
+    # either one alone causes the whole gap: reverting one leaves the other
+    oracle = sc.Oracle(cs, {a.id: {"return": 1.0}, b.id: {"return": 1.0}})
+    result = _search(cs, oracle).run_changes()
+    (group,) = [c for c in result.culprits if len(c.hunks) > 1]
+    assert {h.id for h in group.hunks} == {a.id, b.id} and group.note == "matters only together"
+    assert group.effects["return"].low > 0.8
+
+
+def test_no_gap_no_search(example, tmp_cache):
+    cs = _history(example)
+    oracle = sc.Oracle(cs, {})
+    result = _search(cs, oracle).run_changes()
+    assert result.culprits == [] and result.active == [] and oracle.calls == 10
+    assert any("No measurable" in n for n in result.notes)
+
+
+def test_a_small_budget_ends_the_search_with_a_note(example, tmp_cache):
+    cs = _history(example)
+    result = _search(cs, sc.oracle_for_history(cs), budget=12).run_changes()
+    assert result.spent["runs"] <= 12
+    assert any("budget" in n for n in result.notes)
+
+
+def test_the_result_serializes(example, tmp_cache):
+    import json
+
+    cs = _history(example)
+    result = _search(cs, sc.oracle_for_history(cs)).run_changes()
+    data = json.loads(json.dumps(result.to_dict()))
+    top = data["culprits"][0]
+    assert top["changes"][0]["function"] == "collect" and "np.stack(b_obs, axis=1)" in top["diff"]
+    assert data["spent"]["per_hunk_sweep_runs"] == 80
