@@ -315,6 +315,8 @@ def attribution_section(inv: Investigation, delta: float = DEFAULT_DELTA) -> Sec
 
 
 def executive_section(inv: Investigation) -> Section:
+    """The executive summary's sentences, above the ranked subsystems (one row each: verdict, measured
+    shares, the two strongest audit findings, one remediation)."""
     rows = pd.DataFrame(inv.summary.get("causes", []))
     return Section(
         title="Executive summary",

@@ -37,19 +37,28 @@ def test_one_run_is_binned_on_the_grid_and_its_interior_gaps_interpolated():
     assert np.isnan(binned_curve(_curve([25], [1.0]), edges)[[0, 1, 3]]).all()
 
 
-def test_seeds_with_different_steps_are_averaged_on_one_grid_with_a_t_band():
+def test_seeds_with_different_steps_are_averaged_on_one_grid():
     a = _curve([0, 10, 20, 30, 40], [0.0, 1.0, 2.0, 3.0, 4.0])  # bins: 0 | 1 | 2 | 3, 4
     b = _curve([5, 15, 25, 35], [10.0, 11.0, 12.0, 13.0])  # the other seed's episodes end elsewhere
     out = mean_curves({"baseline": [a, b], "candidate": [_curve([8, 38], [1.0, 1.0])]}, bins=4)
     base = out[out["arm"] == "baseline"]
     assert base["step"].tolist() == [5.0, 15.0, 25.0, 35.0]  # one point per grid step: no zig-zag
     assert np.allclose(base["mean"], [5.0, 6.0, 7.0, 8.25]) and (base["n"] == 2).all()
-    # Student-t at one degree of freedom: 12.706 x sd / sqrt(2), sd of (0, 10) = 7.07
-    assert base["high"].iloc[0] - base["mean"].iloc[0] == pytest.approx(12.706 * 5.0, rel=1e-3)
+    # two seeds: their range (a t interval at one degree of freedom would be 12.7 standard errors wide)
+    assert np.allclose(base["low"], [0.0, 1.0, 2.0, 3.5]) and np.allclose(base["high"], [10, 11, 12, 13])
+    assert (base["band"] == "range").all()
     cand = out[out["arm"] == "candidate"]
     assert cand["step"].tolist() == [5.0, 15.0, 25.0, 35.0]  # the same grid for every arm
-    assert cand["low"].isna().all()  # one seed: no band
+    assert cand["low"].isna().all() and (cand["band"] == "").all()  # one seed: no band
     assert mean_curves({"x": [_curve([], [])]}).empty
+
+
+def test_three_seeds_or_more_get_a_student_t_band():
+    seeds = [_curve([0, 20], [v, v]) for v in (0.0, 3.0, 6.0)]
+    out = mean_curves({"baseline": seeds}, bins=2)
+    # mean 3, sd 3, n 3: t(0.975, 2 df) = 4.303, half width 4.303 * 3 / sqrt(3) = 7.453
+    assert np.allclose(out["mean"], 3.0) and (out["band"] == "t").all()
+    assert out["high"].iloc[0] - 3.0 == pytest.approx(4.303 * 3.0 / np.sqrt(3.0), rel=1e-3)
 
 
 def _result(ranking=None, gaps=None, arms=(), primary=None):
@@ -82,6 +91,8 @@ def _texts(fig):
 
 def test_long_arm_names_are_wrapped_never_cut():
     assert wrap(LONG_ARM).replace("\n", " ") == LONG_ARM and max(map(len, wrap(LONG_ARM).split("\n"))) <= 34
+    metric = "charts/episodic_return_of_the_hardest_curriculum_level"
+    assert wrap(metric, 40) == "charts/episodic_return_of_the_hardest_\ncurriculum_level"  # at a separator
     gaps = {
         "heart.get": {"measurable": True},
         "sps": {"measurable": True, "baseline": 60.0, "candidate": 30.0},
@@ -106,7 +117,8 @@ def test_curves_show_long_metric_names_whole_and_say_why_when_empty(tmp_path):
     arm = Arm("baseline", "baseline", results=results, measured=[{}, {}])
     fig = curves_plot(_result(arms=[arm], primary=metric))
     texts = _texts(fig)
-    assert any(metric.name in t for t in texts) and any(t.startswith("baseline (2 seeds)") for t in texts)
+    assert sum(metric.name in "".join(t.split()) for t in texts) == 2  # the title and the axis
+    assert any(t.startswith("baseline (2 seeds, range)") for t in texts)
     # runs that never reported the metric, runs that failed, nothing at all: each says so
     other = Metric("heart.get", primary=True)
     assert any(

@@ -4,6 +4,7 @@ waterfall. A panel with nothing to draw says why."""
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -22,9 +23,22 @@ _VERDICT_COLOR = {"cause": "#c0392b", "minor": "#d98880", "no effect": "#7f8c8d"
 
 
 def wrap(text: str, width: int = LABEL_WIDTH) -> str:
-    """``text`` on lines of at most ``width`` characters, broken at spaces (a word longer than a line is split
-    across lines): a long arm or metric name is shown whole, never cut short."""
-    return "\n".join(textwrap.wrap(str(text), width, break_long_words=True, break_on_hyphens=False) or [""])
+    """``text`` on lines of at most ``width`` characters, broken at spaces, and inside a longer word after
+    ``/``, ``_`` or ``.`` (metric names such as ``charts/episodic_return``), else anywhere: a long arm or
+    metric name is shown whole, never cut short."""
+    lines: list[str] = []
+    for word in str(text).split(" "):
+        parts = re.split(r"(?<=[/_.])", word) if len(word) > width else [word]
+        for i, part in enumerate(parts):
+            glue = " " if i == 0 and lines and lines[-1] else ""
+            if lines and len(lines[-1]) + len(glue) + len(part) <= width:
+                lines[-1] += glue + part
+                continue
+            while len(part) > width:
+                lines.append(part[:width])
+                part = part[width:]
+            lines.append(part)
+    return "\n".join(lines)
 
 
 def _empty(ax: Any, why: str) -> None:
@@ -115,28 +129,35 @@ def binned_curve(series: pd.DataFrame, edges: np.ndarray) -> np.ndarray:
     return out
 
 
+MIN_SEEDS_FOR_BAND = 3
+"""Seeds from which a bin's band is a Student-t interval. At two seeds the t interval is 12.7 standard errors
+wide (one degree of freedom) and drowns the curves, so the band shows the two seeds' range instead."""
+
+
 def mean_curves(
     curves: Mapping[str, Sequence[pd.DataFrame]], bins: int = 20, level: float = 0.95
 ) -> pd.DataFrame:
     """Learning curves averaged over seeds on one step grid shared by every arm.
 
     Each run is binned on the same grid (:func:`binned_curve`; the grid spans 0 to the last step of any run),
-    then the runs of an arm are averaged bin by bin with a Student-t band over seeds (no band with one seed).
-    Seeds whose episodes end at different steps would otherwise draw a zig-zag between their points.
+    then the runs of an arm are averaged bin by bin. Seeds whose episodes end at different steps would
+    otherwise draw a zig-zag between their points.
 
     Args:
         curves: Arm name -> one ``(step, value)`` table per seed.
         bins: Grid points.
-        level: Coverage of the band.
+        level: Coverage of the Student-t band.
 
     Returns:
-        Columns ``arm``, ``step`` (bin centre), ``mean``, ``low``, ``high``, ``n`` (seeds with a value there);
-        bins no seed reached are left out.
+        Columns ``arm``, ``step`` (bin centre), ``mean``, ``low``, ``high``, ``n`` (seeds with a value there)
+        and ``band``: ``"t"`` (a Student-t interval over seeds, from :data:`MIN_SEEDS_FOR_BAND` seeds),
+        ``"range"`` (the lowest and highest seed, with two) or ``""`` (one seed: ``low``/``high`` NaN). Bins no
+        seed reached are left out.
     """
     from scipy.stats import t as student_t
 
     ends = [float(s["step"].max()) for runs in curves.values() for s in runs if not s.empty]
-    columns = ["arm", "step", "mean", "low", "high", "n"]
+    columns = ["arm", "step", "mean", "low", "high", "n", "band"]
     if not ends or max(ends) <= 0:
         return pd.DataFrame(columns=columns)
     edges = np.linspace(0.0, max(ends), bins + 1)
@@ -144,28 +165,31 @@ def mean_curves(
     frames = []
     for arm, runs in curves.items():
         matrix = np.array([binned_curve(s, edges) for s in runs if not s.empty]).reshape(-1, bins)
-        n = np.isfinite(matrix).sum(axis=0)
+        finite = np.isfinite(matrix)
+        n = finite.sum(axis=0)
         keep = n > 0
         if not keep.any():
             continue
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = np.nansum(np.where(np.isfinite(matrix), matrix, 0.0), axis=0) / np.maximum(n, 1)
-            sd = np.sqrt(
-                np.nansum(np.where(np.isfinite(matrix), (matrix - mean) ** 2, 0.0), axis=0)
-                / np.maximum(n - 1, 1)
-            )
-            half = np.where(
-                n >= 2, student_t.ppf(0.5 + level / 2, np.maximum(n - 1, 1)) * sd / np.sqrt(n), np.nan
-            )
+        values = np.where(finite, matrix, 0.0)
+        mean = values.sum(axis=0) / np.maximum(n, 1)
+        sd = np.sqrt((np.where(finite, matrix - mean, 0.0) ** 2).sum(axis=0) / np.maximum(n - 1, 1))
+        half = student_t.ppf(0.5 + level / 2, np.maximum(n - 1, 1)) * sd / np.sqrt(np.maximum(n, 1))
+        lowest = np.where(finite, matrix, np.inf).min(axis=0)
+        highest = np.where(finite, matrix, -np.inf).max(axis=0)
+        t_band, two = n >= MIN_SEEDS_FOR_BAND, n == 2
+        low = np.where(t_band, mean - half, np.where(two, lowest, np.nan))
+        high = np.where(t_band, mean + half, np.where(two, highest, np.nan))
+        band = np.where(t_band, "t", np.where(two, "range", ""))
         frames.append(
             pd.DataFrame(
                 {
                     "arm": arm,
                     "step": centers[keep],
                     "mean": mean[keep],
-                    "low": (mean - half)[keep],
-                    "high": (mean + half)[keep],
+                    "low": low[keep],
+                    "high": high[keep],
                     "n": n[keep],
+                    "band": band[keep],
                 }
             )
         )
@@ -174,7 +198,8 @@ def mean_curves(
 
 def curves_plot(result: Attribution, top: int = 2, bins: int = 20):  # -> Figure
     """Learning curves of the primary metric: the baseline, the candidate and the ``top`` single restores of
-    its ranking, each the mean over seeds on one step grid with a 95% t band (:func:`mean_curves`)."""
+    its ranking, each the mean over seeds on one step grid, shaded with a 95% t band over seeds (the seeds'
+    range with two seeds; :func:`mean_curves`)."""
     import matplotlib.pyplot as plt
 
     metric = result.primary
@@ -207,7 +232,8 @@ def curves_plot(result: Attribution, top: int = 2, bins: int = 20):  # -> Figure
     for i, (name, part) in enumerate(data.groupby("arm", sort=False)):
         color = colors[i % len(colors)]
         seeds = len(curves.get(str(name), []))
-        label = wrap(f"{name} ({seeds} seed{'s' if seeds != 1 else ''})", 40)
+        shaded = {"t": ", 95% CI", "range": ", range"}.get(str(part["band"].iloc[-1]), "")
+        label = wrap(f"{name} ({seeds} seed{'s' if seeds != 1 else ''}{shaded})", 40)
         ax.plot(part["step"], part["mean"], color=color, label=label)
         ax.fill_between(part["step"], part["low"], part["high"], color=color, alpha=0.2, linewidth=0)
     name = wrap(metric.name, 40)
@@ -233,7 +259,8 @@ def sps_waterfall(result: Attribution):  # -> Figure
     gap = result.gaps.get(SPS, {})
     base, cand = gap.get("baseline"), gap.get("candidate")
     rows = [r for r in result.ranking.get(SPS, []) if r["single"] and r["verdict"] in ("cause", "minor")]
-    labels = ["candidate", *(wrap(r["arm"]) for r in rows), "unexplained", "baseline"]
+    rest = "unexplained" if gap.get("measurable") else "not attributed"
+    labels = ["candidate", *(wrap(r["arm"]) for r in rows), rest, "baseline"]
     lines = sum(label.count("\n") + 1 for label in labels)
     fig, ax = plt.subplots(figsize=(8, 1.0 + 0.3 * max(8, lines)))
     if (
