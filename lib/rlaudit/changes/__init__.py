@@ -13,3 +13,18 @@ gap every culprit restores when reverted and reproduces when applied alone to th
 Submodules are imported where used: :mod:`rlaudit.changes.probes` runs inside subjects' processes, so this
 package imports nothing at import time.
 """
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def suspects(wb: Any, priors: Any) -> tuple[list[Any], list[str]]:
+    """The change search's culprits as attribution suspects (see :func:`rlaudit.changes.search.suspects`).
+
+    Attribution looks this name up on the package (:func:`rlaudit.attribution.suspects.change_suspects`);
+    the search itself is imported only when called.
+    """
+    from rlaudit.changes.search import suspects as find
+
+    return find(wb, priors)

@@ -1008,12 +1008,16 @@ def _name_forms(h: Hunk) -> list[tuple[str, str]]:
     module = PurePosixPath(h.path).with_suffix("").as_posix().replace("/", ".")
     stem = PurePosixPath(h.path).stem
     forms = [(stem, f"file {h.path}"), (module, f"file {h.path}")]
-    for name in h.functions or ((h.function,) if h.function else ()):
+    for full in h.functions or ((h.function,) if h.function else ()):
+        # special methods say nothing about a subsystem (``__init__`` is a constructor, not initialization)
+        name = ".".join(p for p in full.split(".") if not (p.startswith("__") and p.endswith("__")))
+        if not name:
+            continue
         last = name.split(".")[-1]
         forms += [
-            (name, f"function {name}"),
-            (last, f"function {name}"),
-            (f"{stem}.{name}", f"function {name}"),
+            (name, f"function {full}"),
+            (last, f"function {full}"),
+            (f"{stem}.{name}", f"function {full}"),
         ]
     return forms
 
@@ -1107,7 +1111,8 @@ def map_trace(
         if traced:
             h.executed = bool(hits)
         for sub, name in hits.items():
-            _link(h, sub, TRACE_WEIGHT, f"{name} runs in the {sub} probes ({sub})")
+            if sub != "training":  # a training run executes nearly everything: it tells *whether* code runs
+                _link(h, sub, TRACE_WEIGHT, f"{name} runs in the {sub} probes ({sub})")
 
 
 COSMETIC_FACTOR = 0.1  # only comments/docstrings/formatting: can hardly matter

@@ -177,6 +177,8 @@ class Culprit:
         together: Metric -> the share it reproduces applied together with its ``partners`` (found when alone it
             reproduces less than ``delta``: the regression needs them together).
         partners: The other hunks the regression needs (from the same commits), for ``together``.
+        needs: Hunks it does not run without (a helper it calls, an attribute it reads): the reverse check
+            applies them with it.
         scope: The hunks searched with it (its commits' hunks).
         frame: ``(base, frame)``: the tree it is reverted from and the arm its share is measured against.
         verdict: ``"cause"``, ``"minor"`` or ``"unclear"`` (on its strongest metric).
@@ -192,6 +194,7 @@ class Culprit:
     verdict: str = "unclear"
     note: str = ""
     partners: list[Hunk] = field(default_factory=list)
+    needs: list[Hunk] = field(default_factory=list)
     scope: list[Hunk] = field(default_factory=list, repr=False)
     frame: tuple[str, str] = ("candidate", "candidate")
 
@@ -202,6 +205,11 @@ class Culprit:
         where = f"{h.path}:{h.function}" if h.function else h.path
         head = f"{h.short_commit + ' ' if h.commit else ''}{where} {h.header}"
         return head + (f" (+ {len(self.hunks) - 1} more)" if len(self.hunks) > 1 else "")
+
+    @property
+    def applied(self) -> list[Hunk]:
+        """What its reverse check applies to the baseline: its hunks and those it needs to run."""
+        return [*self.hunks, *self.needs]
 
     @property
     def subsystem(self) -> str:
@@ -915,11 +923,20 @@ class ChangeSearch(Search):
             if self.runs_used + self.seeds0 > self.budget:
                 self.notes.append("budget spent before every culprit could be applied alone to the baseline")
                 return
-            self._inject(c.hunks, why="reverse check (alone in the baseline: does it reproduce the gap?)")
+            arm = self._inject(
+                c.hunks, why="reverse check (alone in the baseline: does it reproduce the gap?)"
+            )
+            if arm is not None and arm.unresolved:
+                # it does not run without the hunks it names (a helper it calls, an attribute it reads)
+                own = {x.id for x in c.hunks}
+                needs = [h for u in _components(c.scope) if {x.id for x in u} & own for h in u]
+                c.needs = [h for h in needs if h.id not in own]
+                if c.needs and self.runs_used + self.seeds0 <= self.budget:
+                    self._inject(c.applied, why="reverse check, with the hunks it needs to run")
         for c in list(self.culprits):
             for m in self.active_metrics:
                 restores = self.effect_of(c.arm, m)
-                alone = self.effect_of(self._inject_name(c.hunks), m)
+                alone = self.effect_of(self._inject_name(c.applied), m)
                 if (
                     restores is None
                     or alone is None
@@ -931,23 +948,24 @@ class ChangeSearch(Search):
 
     def _partners(self, c: Culprit, metric: str) -> None:
         """Find the hunks ``c`` needs to reproduce ``metric``'s gap (it reproduces little alone)."""
-        own = {h.id for h in c.hunks}
+        base_set = c.applied
+        own = {h.id for h in base_set}
         others = [h for h in c.scope if h.id not in own]
         if not others or self.runs_used + self.seeds0 > self.budget:
             return
         units = _components(others)  # hunks that name each other are applied together, or they do not import
         why = f"{metric}: {_label(c.hunks)} reproduces little alone; applied with the hunks searched with it"
-        if not self._reproduces([*c.hunks, *_flat(units)], metric, why):
+        if not self._reproduces([*base_set, *_flat(units)], metric, why):
             self.notes.append(
                 f"{metric}: {c.name} restores a share when reverted but does not reproduce it in the baseline, "
                 "even with the other hunks of its commits: it needs changes from elsewhere"
             )
             return
         need = self._ddmin(
-            units, lambda part: self._reproduces([*c.hunks, *_flat(part)], metric, "ddmin: applied together")
+            units, lambda part: self._reproduces([*base_set, *_flat(part)], metric, "ddmin: applied together")
         )
         c.partners = _flat(need)
-        together = self._inject([*c.hunks, *c.partners])
+        together = self._inject([*base_set, *c.partners])
         if together is not None and (e := self.effect_of(together.name, metric)) is not None:
             c.together[metric] = e
         c.note = (c.note + "; " if c.note else "") + "reproduces the gap only with " + _label(c.partners)
@@ -961,7 +979,7 @@ class ChangeSearch(Search):
                 self.log.append(f"{metric}: the partner reverted alone: {arm.name}")
                 self.evaluate([arm])
             self._inject(partner.hunks, why=f"{metric}: the partner alone in the baseline")
-            partner.partners = list(c.hunks)
+            partner.partners = list(base_set)
             if together is not None and (e := self.effect_of(together.name, metric)) is not None:
                 partner.together[metric] = e
             if "reproduces the gap only with" not in partner.note:
@@ -1047,7 +1065,7 @@ class ChangeSearch(Search):
         active = list(self.active_metrics)
         for c in self.culprits:
             c.effects = {m: e for m in active if (e := self.effect_of(c.arm, m)) is not None}
-            inj = self._inject_name(c.hunks)
+            inj = self._inject_name(c.applied)
             c.reproduced = {m: e for m in active if inj and (e := self.effect_of(inj, m)) is not None}
             verdicts = [e.verdict(self.delta) for e in c.effects.values()]
             c.verdict = next((v for v in ("cause", "minor", "unclear") if v in verdicts), "no effect")

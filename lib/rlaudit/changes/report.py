@@ -1,0 +1,250 @@
+"""The change search in the report: the summary notebook's section, the hunk explorer, and the executive
+summary's sentences about each culprit.
+
+- :func:`section`: which commits and hunks explain the gap, as tables (commits with their verdicts, the arms
+  with their shares, the culprits, what was spent against a per-commit and a per-hunk sweep, unresolved
+  hybrids, the search log) and the culprits' diffs.
+- :func:`explore`: in JupyterLab, a picker over every hunk showing its diff and the arms that reverted or
+  applied it; elsewhere (papermill, nbval, the HTML report) the culprits' diffs, statically.
+- :func:`summary_sentences` and :func:`culprit_rows`: what the executive summary says about each culprit
+  (commit and subject line, file and function, the shares with intervals, the reverse check, the cost).
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from typing import Any
+
+from rlaudit.changes.culprit import ChangeResult, Culprit
+
+METRIC_WORDS = {"sps": "the CPU time per step lost"}
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.0%}"
+
+
+def _share(e: Any) -> str:
+    if e is None:
+        return "not measured"
+    seeds = "1 seed" if e.n == 1 else f"{e.n} seeds"
+    return f"{_pct(e.point)} (95% CI {_pct(e.low)}..{_pct(e.high)}, {seeds})"
+
+
+def _label(metric: str) -> str:
+    return "throughput" if metric == "sps" else metric
+
+
+class Diff:
+    """A unified diff shown as a coloured block (HTML) or plain text; a table value of a section."""
+
+    def __init__(self, text: str, title: str = "") -> None:
+        self.text = text
+        self.title = title
+
+    def _repr_html_(self) -> str:
+        lines = []
+        for line in self.text.splitlines():
+            colour = ""
+            if line.startswith("+") and not line.startswith("+++"):
+                colour = "background:#e6ffec"
+            elif line.startswith("-") and not line.startswith("---"):
+                colour = "background:#ffebe9"
+            elif line.startswith("@@"):
+                colour = "color:#6a737d"
+            lines.append(
+                f'<span style="{colour}">{html.escape(line)}</span>' if colour else html.escape(line)
+            )
+        head = f"<p><b>{html.escape(self.title)}</b></p>" if self.title else ""
+        return (
+            head
+            + '<pre class="rl-diff" style="font-size:85%;line-height:1.25">'
+            + "\n".join(lines)
+            + "</pre>"
+        )
+
+    def __repr__(self) -> str:
+        return (self.title + "\n" if self.title else "") + self.text
+
+
+def culprit_rows(result: ChangeResult) -> list[dict[str, Any]]:
+    """One row per culprit: rank, commit and subject, file, function, header, shares and reverse checks."""
+    rows = []
+    for rank, c in enumerate(result.culprits, start=1):
+        h = c.hunks[0]
+        row: dict[str, Any] = {
+            "rank": rank,
+            "commit": f"{h.short_commit} {c.commit.subject}" if c.commit else "(no history)",
+            "file": ", ".join(dict.fromkeys(x.path for x in c.hunks)),
+            "function": ", ".join(dict.fromkeys(x.function or "(module)" for x in c.hunks)),
+            "hunk": "; ".join(x.header for x in c.hunks),
+            "subsystem": c.subsystem,
+            "verdict": c.verdict,
+        }
+        for m in result.active:
+            row[f"restores {_label(m)} gap"] = _share(c.effects.get(m))
+            row[f"reproduces {_label(m)} gap alone"] = _share(c.reproduced.get(m))
+            if m in c.together:
+                row[f"reproduces {_label(m)} gap with its partners"] = _share(c.together[m])
+        row["note"] = c.note
+        rows.append(row)
+    return rows
+
+
+def cost_sentence(result: ChangeResult) -> str:
+    """What the search spent against a per-commit and a per-hunk sweep at the profile's seeds."""
+    s = result.spent
+    per_commit = (
+        f", a per-commit sweep {s['per_commit_sweep_runs']}"
+        if s.get("per_commit_sweep_runs") is not None
+        else ""
+    )
+    return (
+        f"The change search spent {s['runs']} training runs ({s['cached_runs']} from the cache), baseline and "
+        f"candidate included; at {s['seeds_per_arm_max']} seeds a per-hunk sweep of its {s['hunks']} hunks "
+        f"would cost {s['per_hunk_sweep_runs']}{per_commit} ({s['runs'] / max(1, s['per_hunk_sweep_runs']):.0%} "
+        "of the per-hunk sweep)."
+    )
+
+
+def summary_sentences(result: ChangeResult | None) -> list[str]:
+    """The executive summary's sentences: each culprit named with its commit, file, function and hunk, the
+    share of each gap reverting it restores and applying it alone reproduces, and the cost."""
+    if result is None:
+        return []
+    if not result.active:
+        return ["Code changes: no measurable gap to attribute to them."]
+    out = []
+    for c in result.culprits:
+        if c.verdict not in ("cause", "minor"):
+            continue
+        h = c.hunks[0]
+        where = f"{h.path}, {h.function or 'module level'}, {h.header}"
+        if len(c.hunks) > 1:
+            where += f" (with {len(c.hunks) - 1} more hunk{'s' if len(c.hunks) > 2 else ''})"
+        commit = f"commit {h.short_commit} “{c.commit.subject}”: " if c.commit else ""
+        shares = []
+        for m in result.active:
+            e = c.effects.get(m)
+            if e is None or e.high < 0.05:
+                continue
+            text = f"reverting it restores {_share(e)} of {METRIC_WORDS.get(m, f'the {m} gap')}"
+            r = c.reproduced.get(m)
+            if r is not None:
+                text += f"; applied alone to the baseline it reproduces {_pct(r.point)} ({_pct(r.low)}..{_pct(r.high)})"
+            if m in c.together:
+                t = c.together[m]
+                text += f", {_pct(t.point)} with its partners"
+            shares.append(text)
+        kind = "Culprit" if c.verdict == "cause" else "Minor contributor"
+        out.append(f"{kind}: {commit}{where}: " + "; ".join(shares) + ".")
+    if not out:
+        out.append("Code changes: no commit or hunk restores a meaningful share of a gap on its own.")
+    out.append(cost_sentence(result))
+    return out
+
+
+def _arm_rows(result: ChangeResult) -> list[dict[str, Any]]:
+    rows = []
+    for a in result.arms:
+        if a["name"] in ("baseline", "candidate"):
+            continue
+        row: dict[str, Any] = {"arm": a["name"], "kind": a["kind"], "seeds": a["seeds"]}
+        for m in result.active:
+            e = a["effects"].get(m)
+            share = "reproduces" if a["kind"] == "apply" else "restores"
+            row[f"{share}: {_label(m)}"] = (
+                f"{_pct(e['point'])} ({_pct(e['low'])}..{_pct(e['high'])})" if e is not None else ""
+            )
+        row["unresolved"] = a["unresolved"]
+        rows.append(row)
+    return rows
+
+
+def section(result: ChangeResult | None, notes: Sequence[str] = ()) -> Any:
+    """The summary notebook's section: which commit, which hunk, how much of the gap."""
+    import pandas as pd
+
+    from rlaudit.notebook import Section
+
+    title = "Which commit, which hunk?"
+    if result is None:
+        return Section(title=title, notes=list(notes) or ["the code changes were not searched"])
+    tables: dict[str, Any] = {}
+    if result.commits:
+        tables["commits"] = pd.DataFrame(
+            [
+                {
+                    "#": r["index"],
+                    "commit": r["sha"][:7],
+                    "subject": r["subject"],
+                    "hunks": r["hunks"],
+                    "prior": round(r["prior"], 3),
+                    "verdict": r["verdict"],
+                    "decided by": r["decided_by"].removeprefix("range "),
+                }
+                for r in result.commits
+            ]
+        )
+    if result.culprits:
+        tables["culprits"] = pd.DataFrame(culprit_rows(result))
+        for rank, c in enumerate(result.culprits[:3], start=1):
+            tables[f"culprit {rank}: the diff"] = Diff(c.diff(), _culprit_title(c))
+    tables["arms"] = pd.DataFrame(_arm_rows(result))
+    tables["spent"] = pd.DataFrame([result.spent])
+    if result.unresolved:
+        tables["unresolved hybrids"] = pd.DataFrame(result.unresolved)
+    if result.log:
+        tables["search log"] = pd.DataFrame(
+            {"step": range(1, len(result.log) + 1), "what ran and why": result.log}
+        )
+    return Section(
+        title=title,
+        tables=tables,
+        notes=[*notes, *summary_sentences(result), *result.notes],
+    )
+
+
+def _culprit_title(c: Culprit) -> str:
+    commit = f"{c.hunks[0].short_commit} {c.commit.subject} — " if c.commit else ""
+    return f"{commit}{c.name.split(' ', 1)[1] if c.commit else c.name}"
+
+
+def hunk_arms(result: ChangeResult, hunk_id: str) -> list[dict[str, Any]]:
+    """The arms that reverted or applied ``hunk_id`` (alone or in a group), with their shares."""
+    arms = [a for a in result.arms if a["name"] not in ("baseline", "candidate")]
+    return [row for row, a in zip(_arm_rows(result), arms, strict=True) if hunk_id in a["hunks"]]
+
+
+def explore(result: ChangeResult | None) -> Any:
+    """Pick a hunk, see its diff and its arms: ipywidgets in JupyterLab; the culprits' diffs otherwise."""
+    from rlaudit.notebook import interactive
+
+    if result is None:
+        return Diff("", "the code changes were not searched")
+    hunks = result.change_set.searched
+    if not interactive():
+        text = "\n".join(c.diff() for c in result.culprits) or "no culprit"
+        return Diff(text, "the culprits' hunks (pick any hunk in JupyterLab)")
+    import ipywidgets as widgets
+    import pandas as pd
+    from IPython.display import HTML, display
+
+    culprit_ids = {h.id for c in result.culprits for h in c.hunks}
+    options = [(("★ " if h.id in culprit_ids else "") + f"{h.id} {h.function}", h.id) for h in hunks]
+    pick = widgets.Dropdown(options=options, description="hunk", layout=widgets.Layout(width="80%"))
+    by_id = {h.id: h for h in hunks}
+
+    def show(hunk_id: str) -> None:
+        h = by_id[hunk_id]
+        display(
+            HTML(
+                Diff(h.text(), f"{h.id}: {h.subsystem or 'no subsystem'}, prior {h.prior:.3g}")._repr_html_()
+            )
+        )
+        rows = hunk_arms(result, hunk_id)
+        display(pd.DataFrame(rows) if rows else HTML("<p>no arm reverted or applied this hunk</p>"))
+
+    out = widgets.interactive_output(show, {"hunk_id": pick})
+    return widgets.VBox([pick, out])
