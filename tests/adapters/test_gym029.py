@@ -1,9 +1,9 @@
 """A subject pinned to Gymnasium 0.29.1, in a virtual environment of its own (the Pendulum example).
 
-``data/examples/pendulum/pair.yaml`` gives both sides ``requirements.txt`` (gymnasium==0.29.1) with
-``system_site_packages: true``, so the environment is built once per test session by
-:mod:`rlaudit.adapters.venv` (installing gymnasium 0.29.1 only; numpy and torch come from the interpreter
-running the tests)
+``data/examples/pendulum/pair.yaml`` gives both sides ``requirements.txt`` (gymnasium==0.29.1 and the
+NumPy 1.26 it was released against) with ``system_site_packages: true``, so the environment is built once per
+test session by :mod:`rlaudit.adapters.venv` (installing those two; torch comes from the interpreter running
+the tests)
 and the probes run there with rlaudit reached through ``PYTHONPATH``: the env rollout, the spaces
 observations, a loss probe environment and a short training run.
 """
@@ -17,7 +17,6 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 
@@ -47,7 +46,7 @@ def workbench(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
             wb.close()
 
 
-def test_the_environment_has_gymnasium_029_and_the_installed_torch(workbench: object) -> None:
+def test_the_environment_has_gymnasium_029_numpy_1_and_the_installed_torch(workbench: object) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     code = (
         "import gymnasium, numpy, torch; print(gymnasium.__version__, numpy.__version__, torch.__version__)"
@@ -55,7 +54,7 @@ def test_the_environment_has_gymnasium_029_and_the_installed_torch(workbench: ob
     proc = subprocess.run(
         [workbench.python, "-c", code], capture_output=True, text=True, env=env, timeout=300, check=True
     )
-    assert proc.stdout.split() == ["0.29.1", np.__version__, torch.__version__]
+    assert proc.stdout.split() == ["0.29.1", "1.26.4", torch.__version__]
     marker = json.loads((Path(workbench.python).parent.parent / ".rlaudit-venv.json").read_text())
     assert marker["system_site_packages"] is True
 
