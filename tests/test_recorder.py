@@ -333,3 +333,19 @@ def test_null_recorder_has_the_same_api() -> None:
 
 def test_rss_bytes_is_positive() -> None:
     assert rss_bytes() > 0
+
+
+def test_log_without_scalars_stamps_the_following_optimizer_steps(tmp_path: Path) -> None:
+    net = torch.nn.Linear(2, 1)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    rec = Recorder(tmp_path)
+    rec.watch(net, opt)
+    for rollout_end in (2048, 4096):
+        rec.log(rollout_end)  # the rollout's last step, before its update
+        for _ in range(2):
+            opt.zero_grad()
+            net(torch.ones(1, 2)).sum().backward()
+            opt.step()
+    rec.close()
+    assert list(read_table(tmp_path / "updates").step) == [2048, 2048, 4096, 4096]
+    assert len(read_table(tmp_path / "scalars")) == 0

@@ -226,7 +226,11 @@ class Recorder:
         self._explicit_pre_clip = float(pre_clip)
 
     def log(self, step: int, **scalars: float) -> None:
-        """Record named scalars (``charts/episodic_return=...``) at environment step ``step``."""
+        """Record named scalars (``**{"losses/value_loss": v}``) at environment step ``step``.
+
+        With no scalars it only sets the step: optimizer steps are stamped with the last step any recorder call
+        gave, so a trainer calls ``log(step)`` after each rollout, before its update.
+        """
         self._see_step(step)
         col_step, col_name, col_value = self._scalars["step"], self._scalars["name"], self._scalars["value"]
         for name, value in scalars.items():
