@@ -349,3 +349,15 @@ def test_log_without_scalars_stamps_the_following_optimizer_steps(tmp_path: Path
     rec.close()
     assert list(read_table(tmp_path / "updates").step) == [2048, 2048, 4096, 4096]
     assert len(read_table(tmp_path / "scalars")) == 0
+
+
+def test_columns_give_the_tables_without_reading_files(tmp_path: Path) -> None:
+    rec = Recorder(tmp_path, flush_seconds=3600.0)
+    rec.log(5, **{"losses/value_loss": 0.5})
+    rec.episode(step=5, env=1, **{"return": -200.0})
+    assert rec.columns("scalars")["name"].tolist() == ["losses/value_loss"]
+    assert rec.columns("episodes")["return"].tolist() == [-200.0]
+    assert not tmp_path.joinpath("scalars.parquet").exists()  # nothing flushed yet
+    with pytest.raises(ValueError, match="unknown recorder table 'rewards'"):
+        rec.columns("rewards")
+    rec.close()

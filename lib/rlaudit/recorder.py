@@ -304,6 +304,20 @@ class Recorder:
         self._mb_indices += len(values)
         self._minibatches.append((step, epoch, count - 1, values))
 
+    def columns(self, table: str) -> dict[str, np.ndarray]:
+        """One table as recorded so far, as equal-length numpy columns (what the file would hold).
+
+        For code running in the subject's process, which may have no pandas (or one built for another NumPy):
+        read the tables here instead of with :func:`rlaudit.io.read_table`.
+
+        Args:
+            table: One of ``scalars``, ``episodes``, ``updates``, ``layers``, ``phases``, ``memory``,
+                ``minibatches``.
+        """
+        if table not in _TABLES:
+            raise ValueError(f"unknown recorder table {table!r}; expected one of {', '.join(_TABLES)}")
+        return getattr(self, f"_table_{table}")()
+
     def phase_totals(self) -> dict[str, tuple[int, float]]:
         """``{phase path: (count, seconds)}`` recorded so far (the phases table as a mapping)."""
         return {k: (int(v[0]), float(v[1])) for k, v in self._phase_totals.items()}
@@ -568,6 +582,9 @@ class NullRecorder:
 
     def minibatch(self, epoch: int, indices: Any) -> None:
         pass
+
+    def columns(self, table: str) -> dict[str, np.ndarray]:
+        return {}
 
     def phase_totals(self) -> dict[str, tuple[int, float]]:
         return {}
