@@ -15,7 +15,9 @@ after the install and says what is missing.
 (``--system-site-packages``; when that interpreter is itself a venv, its site-packages are linked with a
 ``.pth`` file, because ``--system-site-packages`` only reaches the base installation). Packages named in the
 requirements are still installed into the new environment and take precedence; anything already satisfied
-(torch, typically) is not downloaded again. Pin ``torch==<the version you have>`` in such a file.
+(torch, typically) is not downloaded again. Pin ``torch==<the version you have>`` in such a file. A file that
+pins an older NumPy than the base's (``numpy<2`` beside ``gymnasium==0.29.1``) leaves the base's pandas and
+pyarrow visible but unimportable there: probe-side code never imports them (tables fall back to ``.npz``).
 
 Standard library only.
 """
