@@ -12,7 +12,7 @@ Rules of the game:
 * This file runs in its own process, started in this directory with this directory first on sys.path,
   so `import my_trainer` finds your package here. Baseline and candidate never share a process.
 * Keep imports inside the functions when they are slow; rlaudit imports this file once per process.
-* Try it: `python -c "import subject"`, then
+* Try it: `python -c "import subject"` (with your trainer's packages installed), then
   `make report BASELINE=path/to/old/subject.py CANDIDATE=path/to/new/subject.py`.
 * Your own pins (gymnasium==0.29.1, numpy<2, ...): give each side `requirements:` (a pip requirements file)
   and `system_site_packages: true` (reuse the installed torch) in a pair file; rlaudit builds that virtual
@@ -24,17 +24,20 @@ What each notebook reads (a check whose capability or recorder table is missing 
   01_agents         make_env, make_policy                          -
   02_trainer        config, train                                  episode (the learning curves: the
                                                                    primary metric), phase (the speed table:
-                                                                   your own phase names), watch (batch
+                                                                   your own phase names), watch and
+                                                                   log(step) before each update (batch
                                                                    geometry: optimizer steps per update),
                                                                    minibatch (optional: sample coverage)
-  03_logging        train, log_dir                                 log (the logged return is compared with
-                                                                   the episodes the recorder saw)
+  03_logging        train, log_dir                                 log: a logged `charts/episodic_return` is
+                                                                   compared with the episodes the recorder
+                                                                   saw (that one check is SKIPPED without
+                                                                   it)
   04_checkpointing  train, checkpoints, load_checkpoint;           -
                     train(resume_from=) for resume continuity
   05_env            config, make_env                               -
   06_curriculum     config, make_curriculum                        -
-  07_optimizer      config, make_env, make_policy, make_optimizer;  watch (learning rate, grad norms and
-                    train for what ran                             update ratios as they ran)
+  07_optimizer      config, make_env, make_policy,                 watch (learning rate, grad norms and
+                    make_optimizer; train for what ran             update ratios as they ran)
   08_init           make_env, make_policy                          -
   09_loss           compute_advantages, compute_loss, make_env,    -
                     make_policy (with the interface below);
@@ -52,8 +55,8 @@ What each notebook reads (a check whose capability or recorder table is missing 
 
 The primary metric (the learning gap every audit and the summary measure) is the episodic return you pass
 to recorder.episode(**{"return": r}) unless metrics() declares another; `rlaudit report --metric NAME`
-overrides it. recorder.episode alone is enough for every audit that needs returns; nothing requires a
-logged `charts/episodic_return`.
+overrides it. recorder.episode alone is enough for every audit that needs returns; only the logging
+audit's check of the logged return reads a logged `charts/episodic_return`.
 
 The policy interface the loss checks drive (CleanRL's): policy.get_action_and_value(obs, action=None) ->
 (action, logprob, entropy, value) on a batch, and policy.get_value(obs) -> value. A policy without it still
