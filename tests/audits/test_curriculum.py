@@ -130,3 +130,46 @@ def test_cost_checks_stay_quiet_with_a_busy_core(bench: Any, flagged: Any, descr
         sections = [audit.scaling(wb, seed=7), audit.cost_trend(wb, seed=7), audit.overhead(wb, seed=7)]
         assert proc.poll() is None
     assert not flagged(sections), describe(flagged(sections))
+
+
+def test_tvd_interval_of_two_samples_of_one_distribution_stays_below_the_margin() -> None:
+    counts = {str(k): 625 for k in range(16)}  # 10,000 draws over 16 tasks
+    point, low, high = audit.tvd_interval(counts, dict(counts), seed=0)
+    assert point == 0.0 and low == 0.0 and 0 < high < audit.TVD_MARGIN
+    skewed = {**counts, "0": 2625}
+    assert audit.tvd_interval(skewed, counts, seed=0)[1] > audit.TVD_MARGIN
+
+
+def test_growth_gap_combines_both_intervals() -> None:
+    flat = {"relative_growth": 0.0, "growth_low": -0.1, "growth_high": 0.1}
+    rising = {"relative_growth": 0.5, "growth_low": 0.4, "growth_high": 0.6}
+    low, high = audit.growth_gap(flat, rising)
+    assert low == pytest.approx(0.5 - np.hypot(0.1, 0.1)) and high == pytest.approx(0.5 + np.hypot(0.1, 0.1))
+    assert audit.slope_gap(Interval(0.0, -0.1, 0.1), Interval(1.0, 0.9, 1.1)) == pytest.approx(
+        (1.0, 0.8, 1.2)
+    )
+
+
+def test_overhead_verdict_weighs_the_share_a_costlier_curriculum_adds() -> None:
+    # case 004: 150x per episode and three quarters of a step
+    assert audit.overhead_verdict(Interval(150.0, 130.0, 160.0), 0.06, 0.75)[0].value == "CONFIRMED"
+    # a label per episode: 1.8x per episode, 4 points of a step more: flagged, but a medium cost
+    status, severity, kind = audit.overhead_verdict(Interval(1.8, 1.7, 1.9), 0.06, 0.10)
+    assert (status.value, severity.value, kind) == ("SUSPECT", "MEDIUM", "costlier")
+    assert audit.overhead_verdict(Interval(1.01, 0.95, 1.08), 0.06, 0.06)[2] == "same"
+    # 1.8x of a negligible share is the same in practice; a wide interval on a real share is open
+    assert audit.overhead_verdict(Interval(1.8, 1.7, 1.9), 0.001, 0.0018)[2] == "same"
+    assert audit.overhead_verdict(Interval(1.1, 0.8, 1.5), 0.10, 0.11)[2] == "open"
+
+
+def test_a_subject_without_a_curriculum_is_skipped_naming_it() -> None:
+    from types import SimpleNamespace
+
+    from rlaudit.checks import Check, Missing
+
+    none = SimpleNamespace(result={"has_curriculum": False})
+    c = Check(audit.sampling.spec, SimpleNamespace(profile=None, metric=None))
+    with pytest.raises(Missing, match="make_curriculum"):
+        audit._no_curriculum(c, {"baseline": none, "candidate": none})
+    one = audit._no_curriculum(c, {"baseline": SimpleNamespace(result={}), "candidate": none})
+    assert one is not None and one.findings[0].status.value == "SUSPECT"

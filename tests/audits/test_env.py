@@ -202,6 +202,108 @@ def test_stat_mismatch_counts_lost_episode_returns() -> None:
     assert out["example"] == {"env": 1, "end_step": 6, "reported_return": 0.0, "return_paid": 0.9}
 
 
+def _booked(reported: list[float], paid: list[float], **extra: list[float]) -> pd.DataFrame:
+    n = len(paid)
+    return pd.DataFrame(
+        {
+            "env": range(n),
+            "end": range(n),
+            "return": paid,
+            "length": [10] * n,
+            "reported.r": reported,
+            **extra,
+        }
+    )
+
+
+def test_stats_reading_tells_a_reward_scale_from_lost_statistics() -> None:
+    # a scaling wrapper outside the env's bookkeeping: the learner gets a tenth of what the env books
+    scaled = episodes.stats_reading(_booked([1.0, 2.0, 0.5, 3.0], [0.1, 0.2, 0.05, 0.3]))
+    assert scaled["kind"] == episodes.TRANSFORMED and scaled["scale"] == pytest.approx(0.1)
+    assert episodes.transform_text(scaled) == "×0.1"
+    # case 001: the accumulators recreated on reset report nothing for most episodes
+    lost = episodes.stats_reading(_booked([0.0, 0.0, 0.5, 0.0], [0.9, 0.4, 0.5, 1.3]))
+    assert lost["kind"] == episodes.LOST and lost["zeroed"] == 1.0
+    # the env books episodes of other lengths than the learner sees: another reading again
+    ends = episodes.stats_reading(_booked([1.0, 2.0], [0.5, 2.0], **{"reported.l": [4.0, 10.0]}))
+    assert ends["kind"] == episodes.BOUNDARIES
+    assert episodes.stats_reading(_booked([1.0, 2.0], [1.0, 2.0]))["kind"] == "match"
+
+
+def test_the_rollout_of_a_reward_scaling_wrapper_reads_as_transformed(tmp_path: Any) -> None:
+    # The env books its own returns in info["episode"]; a wrapper outside scales what the learner receives.
+    from types import SimpleNamespace
+
+    from gymnasium.wrappers import TransformReward
+
+    from rlaudit.env import probes
+    from rlaudit.io import read_table
+
+    subject = SimpleNamespace(
+        config=lambda: {}, make_env=lambda config, seed: TransformReward(Countdown(3), lambda r: 0.1 * r)
+    )
+    ctx = probe_context(subject, tmp_path / "scaled", ("config", "make_env"), config={})
+    probes.rollout(ctx, seed=0, steps=30, policy="random")
+    reading = episodes.stats_reading(read_table(tmp_path / "scaled" / "episodes"))
+    assert reading["kind"] == episodes.TRANSFORMED and reading["scale"] == pytest.approx(0.1)
+
+
+def test_episode_stats_reads_a_reward_scale_as_a_rewards_change_not_lost_statistics() -> None:
+    from types import SimpleNamespace
+
+    from rlaudit.checks import Check
+
+    booked = [1.0, 2.0, 0.5, 3.0, 1.5]
+    tables = {"baseline": _booked(booked, booked), "candidate": _booked(booked, [0.1 * r for r in booked])}
+    pair = {side: SimpleNamespace(table=lambda name, t=t: t) for side, t in tables.items()}
+    c = Check(audit.episode_stats.spec, SimpleNamespace(profile=None, metric=None))
+    (finding,) = audit.episode_stats.__wrapped__(c, pair).findings
+    assert finding.status.value == "SUSPECT" and finding.severity.value == "MEDIUM"
+    assert "×0.1" in finding.evidence.summary and "not lost statistics" in finding.evidence.summary
+    assert finding.evidence.details["knock_on"] and finding.reads == ["rewards"]
+
+
+def test_divergence_origin_points_upstream_where_the_arrays_can_tell() -> None:
+    steps, n = 6, 2
+    done = np.zeros((steps, n), dtype=bool)
+    done[2, 1] = True  # env 1's episode ends with the third action (same_step: obs 3 starts the next one)
+    base = {"obs": np.zeros((steps + 1, n, 2)), "terminated": done, "truncated": np.zeros_like(done)}
+    cand = {**base, "obs": base["obs"].copy()}
+    cand["obs"][3, 1] = 1.0
+    table = pd.DataFrame({"field": ["obs", "reward"], "first_step": [3, 4]})
+    assert "new episode begins (env 1" in equivalence.divergence_origin(
+        table, {"baseline": base, "candidate": cand}
+    )
+    at_reset = pd.DataFrame({"field": ["obs", "reward"], "first_step": [0, 2]})
+    assert "at the reset" in equivalence.divergence_origin(at_reset, {"baseline": base, "candidate": cand})
+    only_obs = pd.DataFrame({"field": ["obs", "reward"], "first_step": [3, np.nan]})
+    assert "observation encoding" in equivalence.divergence_origin(
+        only_obs, {"baseline": base, "candidate": cand}
+    )
+    # env 0 differs in the middle of an episode: the dynamics changed, nothing upstream to point at
+    cand["obs"][3, 1], cand["obs"][5, 0] = 0.0, 1.0
+    table = pd.DataFrame({"field": ["obs", "reward"], "first_step": [5, 6]})
+    assert equivalence.divergence_origin(table, {"baseline": base, "candidate": cand}) == ""
+
+
+def test_proportion_difference_keeps_width_at_zero() -> None:
+    # Newcombe's hybrid score interval: 0/10 vs 0/10 spans the Wilson bound 1.96^2 / (10 + 1.96^2) either way
+    d, low, high = resets.proportion_difference(0, 10, 0, 10)
+    assert d == 0.0 and high == pytest.approx(1.96**2 / (10 + 1.96**2)) and low == pytest.approx(-high)
+    # 9/10 vs 1/10: Wilson [0.5958, 0.9821] and [0.0179, 0.4042], so 0.8 -/+ sqrt(0.3042^2 + 0.3042^2)
+    d, low, high = resets.proportion_difference(9, 10, 1, 10)
+    assert d == pytest.approx(0.8) and low == pytest.approx(0.3698, abs=1e-4)
+    assert high == pytest.approx(0.8 + np.hypot(0.9821 - 0.9, 0.1 - 0.0179), abs=1e-4)
+
+
+def test_repeats_to_settle_scales_with_the_squared_width() -> None:
+    from rlaudit.env.analysis import repeats_to_settle
+
+    # half-width ln(1.25/0.8)/2 against room ln 1.15: 5 * (0.2231 / 0.1398)^2 = 12.7
+    assert repeats_to_settle(5, 1.0, 0.8, 1.25, 1.15) == 13
+    assert repeats_to_settle(5, 1.2, 1.0, 1.4, 1.15) is None  # the estimate is beyond the margin already
+
+
 def test_reset_spread_separates_desync_from_truncating_every_episode() -> None:
     steps = pd.DataFrame({"ended": np.ones(300, dtype=int)})
     good = pd.DataFrame(

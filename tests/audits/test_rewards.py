@@ -127,3 +127,29 @@ def test_identical_pair_stays_quiet(bench: Any, flagged: Any, describe: Any) -> 
     for seed in (0, 1):
         sections = audit.audit_all(wb, seed=seed)
         assert not flagged(sections), f"seed {seed}: " + describe(flagged(sections))
+
+
+def test_compare_components_states_each_components_scale() -> None:
+    base = components.component_weights(_episodes({"ore.get": 0.1, "battery.get": 0.8}, 0.0), seed=0)
+    gone = components.component_weights(_episodes({"ore.get": 0.1, "battery.get": 0.0}, 0.0, seed=1), seed=0)
+    table = components.compare_components(base, gone).set_index("component")
+    assert components.scale_text(table.loc["battery.get"]) == "×0"
+    assert components.scale_text(table.loc["ore.get"]) == "×1" and table.loc["ore.get", "equivalent"]
+    assert not table.loc["battery.get", "equivalent"]
+    halved = components.component_weights(
+        _episodes({"ore.get": 0.05, "battery.get": 0.4}, 0.0, seed=2), seed=0
+    )
+    both = components.compare_components(base, halved).set_index("component")
+    assert components.uniform_scale(both.reset_index()) == pytest.approx(0.5)
+    assert components.uniform_scale(table.reset_index()) is None
+
+
+def test_settings_changes_carry_their_implied_scale() -> None:
+    from types import SimpleNamespace
+
+    row = SimpleNamespace(baseline=0.8, candidate=0.0, ratio=0.0)
+    assert audit.change_text(row) == "0.8 -> 0 (×0)"
+    assert (
+        audit.change_text(SimpleNamespace(baseline=0.8, candidate=None, ratio=float("nan")))
+        == "0.8 -> absent"
+    )

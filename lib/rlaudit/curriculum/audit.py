@@ -18,14 +18,25 @@ import pandas as pd
 from rlaudit import stats
 from rlaudit.checks import SIDES, Check, check, run_probe
 from rlaudit.curriculum import plots, probes
-from rlaudit.env.analysis import rollout_pair, sizes
-from rlaudit.evidence import fmt, interval, pct
+from rlaudit.env.analysis import rollout_pair, sizes, timing_batch
+from rlaudit.evidence import fmt, interval, judge_ratio, pct
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.notebook import Section
 from rlaudit.timing import calibrated
 from rlaudit.workbench import Pair, Workbench
 
 CALLS = ("sample", "update")
+TVD_MARGIN = 0.05
+"""Two sampling distributions closer than this total variation are practically the same."""
+SLOPE_MARGIN = 0.3
+"""Cost exponents (log-log slopes) within this of each other scale alike (0.3: between constant and linear)."""
+GROWTH_MARGIN = 0.25
+"""A per-call cost that grows by less than 25% of its median over the run beyond the baseline's growth does not
+get slower (one-sided: a candidate whose cost grows less than the baseline's is no concern here)."""
+OVERHEAD_FACTOR = 1.15
+"""Per-episode curriculum costs (in calibration units) within this factor of each other are the same."""
+ADDED_SHARE = 0.02
+"""A curriculum that adds less than 2% of an environment step costs practically nothing more."""
 
 
 def complexity(slope: float) -> str:
@@ -46,18 +57,22 @@ def _no_curriculum(c: Check, pair: Pair) -> Section | None:
     has = {s: pair[s].result.get("has_curriculum", True) for s in SIDES}
     if all(has.values()):
         return None
-    neither = not any(has.values())
+    if not any(has.values()):
+        c.missing(
+            "curriculum: make_curriculum(config) returns None on both sides",
+            "Nothing to compare without a curriculum; return an object with sample() and update(task, score) from "
+            "make_curriculum(config) to audit one.",
+            SIDES,
+        )
     return c.section(
         c.finding(
-            Status.NOTED if neither else Status.SUSPECT,
-            Severity.INFO if neither else Severity.HIGH,
+            Status.SUSPECT,
+            Severity.HIGH,
             baseline="curriculum" if has["baseline"] else "none",
             candidate="curriculum" if has["candidate"] else "none",
             summary="make_curriculum(config) builds no curriculum for "
             + " and ".join(s for s in SIDES if not has[s]),
-            remediation="Nothing to compare without a curriculum."
-            if neither
-            else "Check why one setup trains without a curriculum.",
+            remediation="Check why one setup trains without a curriculum.",
         )
     )
 
@@ -97,6 +112,33 @@ def _sequence_note(pair: Pair, closed: dict[str, Any], repro: dict[str, bool]) -
         f"{how} generators were seeded), so choice sequences are not comparable and the distribution test "
         "carries the verdict"
     )
+
+
+def tvd_interval(
+    counts_a: dict[str, int], counts_b: dict[str, int], *, seed: int, n_boot: int = 1000
+) -> tuple[float, float, float]:
+    """Total variation distance between two samples of draws, with a parametric bootstrap 95% interval.
+
+    Each resample redraws both sides' draws from their own observed frequencies (multinomial), so the interval
+    carries the sampling noise of finite draws (which biases the distance upward: two identical curricula
+    read a small positive distance).
+
+    Returns:
+        ``(tvd, low, high)``.
+    """
+    keys = sorted(set(counts_a) | set(counts_b))
+    a = np.array([counts_a.get(k, 0) for k in keys], dtype=float)
+    b = np.array([counts_b.get(k, 0) for k in keys], dtype=float)
+    if a.sum() == 0 or b.sum() == 0:
+        return math.nan, math.nan, math.nan
+    pa, pb = a / a.sum(), b / b.sum()
+    rng = stats.as_generator(seed)
+    boot_a = rng.multinomial(int(a.sum()), pa, size=n_boot) / a.sum()
+    boot_b = rng.multinomial(int(b.sum()), pb, size=n_boot) / b.sum()
+    tvd = 0.5 * np.abs(boot_a - boot_b).sum(axis=1)
+    point = 0.5 * float(np.abs(pa - pb).sum())
+    low, high = np.quantile(tvd, [0.025, 0.975])
+    return point, min(float(low), point), max(float(high), point)
 
 
 def phase_table(opened: dict[str, list[dict[str, int]]]) -> pd.DataFrame:
@@ -146,7 +188,7 @@ def _not_reproducible(c: Check, pair: Pair, repro: dict[str, bool], note: str) -
     params=lambda wb, seed=0: {"seed": seed, "episodes": sizes(wb.profile).curriculum_episodes},
     desc="curriculum sampling",
 )
-def sampling(c: Check, pair: Pair) -> Section:
+def sampling(c: Check, pair: Pair, *, seed: int = 0) -> Section:
     """Open-loop chi-square of the sampling distributions; closed-loop choice sequences when reproducible."""
     if (none := _no_curriculum(c, pair)) is not None:
         return none
@@ -184,12 +226,23 @@ def sampling(c: Check, pair: Pair) -> Section:
             "between versions."
         )
     else:
-        status, severity = Status.CLEARED, Severity.INFO
-        summary = (
-            f"the same scores give the same sampling distribution over {len(tasks_b)} tasks (total variation "
-            f"{fmt(test['tvd'])}, chi-square p = {fmt(test['p'])}); {seq_note}"
-        )
-        remediation = "Nothing to do."
+        tvd = tvd_interval(pooled["candidate"], pooled["baseline"], seed=seed)
+        identical = all(repro.values()) and seq_note.startswith("the closed-loop choices are identical")
+        if identical or tvd[2] <= TVD_MARGIN:
+            status, severity = Status.CLEARED, Severity.INFO
+            summary = (
+                f"the same scores give the same sampling distribution over {len(tasks_b)} tasks (total variation "
+                f"{fmt(tvd[0])} {interval(tvd[1], tvd[2])}, within {fmt(TVD_MARGIN)}; chi-square p = "
+                f"{fmt(test['p'])}); {seq_note}"
+            )
+            remediation = "Nothing to do."
+        else:
+            status, severity = Status.NOTED, Severity.INFO
+            summary = (
+                f"inconclusive: total variation {fmt(tvd[0])} {interval(tvd[1], tvd[2])} over {len(tasks_b)} tasks "
+                f"is not shown below {fmt(TVD_MARGIN)} (chi-square p = {fmt(test['p'])}); {seq_note}"
+            )
+            remediation = "Rerun at a larger profile (more draws per phase) to settle it."
     findings = [
         c.finding(
             status,
@@ -233,6 +286,55 @@ def fit_slopes(timings: pd.DataFrame, *, seed: int) -> dict[str, stats.Interval]
     return out
 
 
+def per_call_verdict(
+    c: Check,
+    points: dict[str, dict[str, float]],
+    gaps: dict[str, tuple[float, float]],
+    margin: float,
+    quantity: tuple[str, Any],
+    claims: tuple[str, str],
+    *,
+    details: dict[str, Any],
+    rerun: str,
+    figure: str,
+    worse_only: bool = False,
+) -> Finding:
+    """CLEARED when, for every call, the interval of the candidate's minus the baseline's quantity lies within
+    ``±margin`` (with ``worse_only``, below ``+margin``: a non-inferiority test, for a hypothesis that only a
+    rise contradicts); else NOTED as inconclusive (used when no call was flagged).
+
+    Args:
+        points: Side -> call -> the quantity (a cost exponent, a growth over the run).
+        gaps: Call -> interval of the difference.
+        quantity: ``(template with {b} and {c}, formatter)`` naming one call's values.
+        claims: The summary's claim when alike, and when inconclusive (``{margin}`` is filled in).
+        details, rerun, figure: The finding's details, what a larger profile would add, the figure it cites.
+    """
+    alike = all((worse_only or -margin <= low) and high <= margin for low, high in gaps.values())
+    template, show = quantity
+    margin_text = show(margin) if show is pct else fmt(margin)
+    parts = "; ".join(
+        f"{k}() {template.format(b=show(points['baseline'][k]), c=show(points['candidate'][k]))} (difference "
+        f"{interval(*gaps[k])})"
+        for k in CALLS
+    )
+    claim = claims[0] if alike else f"inconclusive: {claims[1]}"
+    return c.finding(
+        Status.CLEARED if alike else Status.NOTED,
+        baseline={k: round(v, 3) for k, v in points["baseline"].items()},
+        candidate={k: round(v, 3) for k, v in points["candidate"].items()},
+        summary=f"{claim.format(margin=margin_text)}: {parts}",
+        details=details,
+        remediation="Nothing to do." if alike else f"Rerun at a larger profile ({rerun}) to settle it.",
+        figures=[figure],
+    )
+
+
+def slope_gap(base: stats.Interval, cand: stats.Interval) -> tuple[float, float, float]:
+    """Candidate minus baseline exponent, with the conservative interval of two independent intervals."""
+    return cand.point - base.point, cand.low - base.high, cand.high - base.low
+
+
 def scaling_verdict(base: stats.Interval, cand: stats.Interval) -> str:
     """``worse`` when the candidate's exponent is credibly higher by more than 0.3, ``better`` for the
     reverse, else ``same``."""
@@ -250,6 +352,7 @@ def _scaling_params(wb: Workbench, seed: int = 0) -> dict[str, Any]:
         "sizes": list(sz.pool_sizes),
         "repeats": sz.timing_repeats,
         "calls": sz.scaling_calls,
+        "batch": timing_batch(wb),
     }
 
 
@@ -333,9 +436,13 @@ def scaling(c: Check, pair: Pair, *, seed: int = 0) -> Section:
     if worse:
         call, b, cand = max(worse, key=lambda x: x[2].point - x[1].point)
         big = common[-1]
-        tb = timings["baseline"][timings["baseline"]["size"] == big][f"{call}_seconds"]
-        tc = timings["candidate"][timings["candidate"]["size"] == big][f"{call}_seconds"]
-        ratio = stats.bootstrap_ratio_ci(tc, tb, stat=np.median, seed=seed)
+        at_big = {s: timings[s][timings[s]["size"] == big] for s in SIDES}
+        tb, tc = (at_big[s][f"{call}_seconds"] for s in SIDES)
+        # the ratio between sides in calibration units: the sides may have been timed at different moments
+        units = {
+            s: calibrated(at_big[s], at_big[s][f"{call}_seconds"].to_numpy(), seconds=False) for s in SIDES
+        }
+        ratio = stats.bootstrap_ratio_ci(units["candidate"], units["baseline"], stat=np.median, seed=seed)
         finding = c.finding(
             Status.CONFIRMED if cand.low > 0.7 else Status.SUSPECT,
             Severity.HIGH,
@@ -343,7 +450,7 @@ def scaling(c: Check, pair: Pair, *, seed: int = 0) -> Section:
             candidate=_slope_text(call, cand),
             effect=cand.point - b.point,
             effect_label="difference of log-log slopes (cost exponent)",
-            ci=(cand.low - b.high, cand.high - b.low),
+            ci=slope_gap(b, cand)[1:],
             summary=(
                 f"the candidate's {call}() cost is {complexity(cand.point)} in the task-pool size (slope "
                 f"{fmt(cand.point)} vs {fmt(b.point)}): at {big} tasks one call costs "
@@ -358,18 +465,21 @@ def scaling(c: Check, pair: Pair, *, seed: int = 0) -> Section:
             figures=["cost scaling"],
         )
     else:
-        finding = c.finding(
-            Status.CLEARED,
-            baseline={call: round(fits["baseline"][call].point, 3) for call in CALLS},
-            candidate={call: round(fits["candidate"][call].point, 3) for call in CALLS},
-            summary="per-call cost scales alike: "
-            + "; ".join(
-                f"{call}() slope {fmt(fits['baseline'][call].point)} vs {fmt(fits['candidate'][call].point)}"
-                for call in CALLS
+        gaps = {k: slope_gap(fits["baseline"][k], fits["candidate"][k])[1:] for k in CALLS}
+        points = {side: {k: fits[side][k].point for k in CALLS} for side in SIDES}
+        finding = per_call_verdict(
+            c,
+            points,
+            gaps,
+            SLOPE_MARGIN,
+            ("slope {b} vs {c}", fmt),
+            (
+                "per-call cost scales alike, within ±{margin}",
+                "no exponent surely higher, but not every one shown within ±{margin}",
             ),
             details={"fits": table.to_dict("records")},
-            remediation="Nothing to do.",
-            figures=["cost scaling"],
+            rerun="more repeats per pool size",
+            figure="cost scaling",
         )
     sz = sizes(c.profile)
     return c.section(
@@ -389,7 +499,8 @@ def scaling(c: Check, pair: Pair, *, seed: int = 0) -> Section:
 
 
 def growth(blocks: pd.DataFrame, column: str) -> dict[str, Any]:
-    """Trend of a per-call cost over blocks: Mann-Kendall, Theil-Sen slope, growth over the run.
+    """Trend of a per-call cost over blocks: Mann-Kendall, Theil-Sen slope, growth over the run (the slope
+    times the run's span over the median cost, with the Theil-Sen interval as ``growth_low``/``growth_high``).
 
     The cost is taken in calibration units when the blocks carry ``calib_seconds`` (a fixed workload timed
     right after each block), so a machine that gets busier during the run does not read as a trend.
@@ -399,12 +510,15 @@ def growth(blocks: pd.DataFrame, column: str) -> dict[str, Any]:
     t = stats.trend_test(y, x)
     med = float(np.median(y))
     span = float(x[-1] - x[0]) if len(x) > 1 else 0.0
-    rel = t["slope"] * span / med if med > 0 else math.nan
+    per_run = span / med if med > 0 else math.nan
+    low, high = t.get("ci") or (math.nan, math.nan)
     return {
         "p": t["p"],
         "direction": t["direction"],
         "slope": t["slope"],
-        "relative_growth": rel,
+        "relative_growth": t["slope"] * per_run,
+        "growth_low": low * per_run,
+        "growth_high": high * per_run,
         "median": med,
     }
 
@@ -413,7 +527,13 @@ def trend_pair(wb: Workbench, seed: int = 0) -> Pair:
     """The :func:`rlaudit.curriculum.probes.trend` probe on both sides (shared by the trend and overhead checks)."""
     sz = sizes(wb.profile)
     return run_probe(
-        wb, probes.trend, "curriculum cost over time", seed=seed, blocks=sz.trend_blocks, calls=sz.trend_calls
+        wb,
+        probes.trend,
+        "curriculum cost over time",
+        seed=seed,
+        blocks=sz.trend_blocks,
+        calls=sz.trend_calls,
+        batch=timing_batch(wb),
     )
 
 
@@ -438,6 +558,15 @@ def trend_table(
     return pd.DataFrame(rows), res
 
 
+def growth_gap(gb: dict[str, Any], gc: dict[str, Any]) -> tuple[float, float]:
+    """Interval of the candidate's minus the baseline's growth over the run: the two independent intervals
+    combined in quadrature on each side (as Newcombe combines two proportions' intervals)."""
+    d = gc["relative_growth"] - gb["relative_growth"]
+    low = d - math.hypot(gc["relative_growth"] - gc["growth_low"], gb["growth_high"] - gb["relative_growth"])
+    high = d + math.hypot(gc["growth_high"] - gc["relative_growth"], gb["relative_growth"] - gb["growth_low"])
+    return low, high
+
+
 def grows(gb: dict[str, Any], gc: dict[str, Any]) -> bool:
     """The candidate's cost rises credibly (Mann-Kendall p < 0.01) by over 25% of its median across the run,
     and by 25 points more than the baseline's."""
@@ -445,8 +574,8 @@ def grows(gb: dict[str, Any], gc: dict[str, Any]) -> bool:
     return (
         gc["direction"] == "increasing"
         and gc["p"] < 0.01
-        and gc["relative_growth"] > 0.25
-        and gc["relative_growth"] - max(rb, 0.0) > 0.25
+        and gc["relative_growth"] > GROWTH_MARGIN
+        and gc["relative_growth"] - max(rb, 0.0) > GROWTH_MARGIN
     )
 
 
@@ -455,6 +584,7 @@ def grows(gb: dict[str, Any], gc: dict[str, Any]) -> bool:
     "A curriculum call does not get slower as training goes on",
     title="Does a curriculum call get slower as training goes on?",
     needs=trend_pair,
+    reads=("memory",),
 )
 def cost_trend(c: Check, pair: Pair) -> Section:
     """CPU time per call over many episodes at the configured pool size; Mann-Kendall trend test."""
@@ -494,20 +624,23 @@ def cost_trend(c: Check, pair: Pair) -> Section:
             figures=["cost over time"],
         )
     else:
-        finding = c.finding(
-            Status.CLEARED,
-            baseline={k: round(res[("baseline", k)]["relative_growth"], 3) for k in CALLS},
-            candidate={k: round(res[("candidate", k)]["relative_growth"], 3) for k in CALLS},
-            summary=f"no call gets slower over {episodes} episodes (growth over the run: "
-            + "; ".join(
-                f"{k}() {pct(res[('baseline', k)]['relative_growth'])} vs "
-                f"{pct(res[('candidate', k)]['relative_growth'])}"
-                for k in CALLS
-            )
-            + ")",
+        gaps = {k: growth_gap(res[("baseline", k)], res[("candidate", k)]) for k in CALLS}
+        points = {side: {k: res[(side, k)]["relative_growth"] for k in CALLS} for side in SIDES}
+        finding = per_call_verdict(
+            c,
+            points,
+            gaps,
+            GROWTH_MARGIN,
+            ("growth {b} vs {c} over the run", pct),
+            (
+                f"no call gets slower over {episodes} episodes by more than {{margin}} beyond the baseline",
+                f"no call surely gets slower over {episodes} episodes, but the growth is not shown to stay within "
+                "{margin} of the baseline's",
+            ),
             details=details,
-            remediation="Nothing to do.",
-            figures=["cost over time"],
+            rerun="more and longer blocks",
+            worse_only=True,
+            figure="cost over time",
         )
     return c.section(finding, tables={"trend": table}, figures={"cost over time": plots.trend(long)})
 
@@ -518,21 +651,58 @@ def cost_trend(c: Check, pair: Pair) -> Section:
 
 
 def overhead_row(
-    side: str, blocks: pd.DataFrame, episodes: pd.DataFrame, steps: pd.DataFrame
+    side: str, blocks: pd.DataFrame, episodes: pd.DataFrame, steps: pd.DataFrame, rollout_calib: list[float]
 ) -> dict[str, Any]:
-    """One side's curriculum cost per episode and per vector step (µs), and its share of a vector step."""
-    per_ep = float(np.median((blocks["sample_seconds"] + blocks["update_seconds"]).to_numpy()))
+    """One side's curriculum cost per episode and per vector step (µs), and its share of a vector step.
+
+    The share sets two probes' timings against each other (the curriculum's blocks and the rollout's steps,
+    measured at different moments), so each is taken in units of the calibration workload timed beside it.
+
+    Args:
+        blocks: The trend probe's blocks (``sample_seconds``, ``update_seconds``, ``calib_seconds``).
+        episodes, steps: The random-policy rollout's tables.
+        rollout_calib: The calibration workload's seconds timed after the rollout (empty: shares in seconds).
+    """
+    per_ep = (blocks["sample_seconds"] + blocks["update_seconds"]).to_numpy(dtype=float)
     eps_per_step = len(episodes) / max(1, len(steps))
     step_cost = float(steps["seconds"].median())
-    cost = per_ep * eps_per_step
+    calib = [x for x in rollout_calib if x > 0]
+    if calib and "calib_seconds" in blocks:
+        units = float(np.median(calibrated(blocks, per_ep, seconds=False))) * eps_per_step
+        share = units / (step_cost / float(np.median(calib))) if step_cost > 0 else math.nan
+    else:
+        share = float(np.median(per_ep)) * eps_per_step / step_cost if step_cost > 0 else math.nan
     return {
         "side": side,
         "episodes per vector step": eps_per_step,
-        "curriculum µs per episode": 1e6 * per_ep,
-        "curriculum µs per vector step": 1e6 * cost,
+        "curriculum µs per episode": 1e6 * float(np.median(per_ep)),
+        "curriculum µs per vector step": 1e6 * float(np.median(per_ep)) * eps_per_step,
         "env step µs (median)": 1e6 * step_cost,
-        "share of a step": cost / step_cost if step_cost > 0 else math.nan,
+        "share of a step": share,
     }
+
+
+def overhead_verdict(ratio: stats.Interval, share_b: float, share_c: float) -> tuple[Status, Severity, str]:
+    """Status, severity and the kind of verdict (``confirmed``, ``costlier``, ``cheaper``, ``same``, ``open``)
+    from the per-episode cost ratio and the two shares of a step.
+
+    A changed cost counts when the ratio's interval excludes 1 beyond ``OVERHEAD_FACTOR`` and the candidate's
+    curriculum adds more than ``ADDED_SHARE`` of a step; the severity follows the share it adds. The two are the
+    same when the ratio lies within the factor, or the added share's interval within ``ADDED_SHARE``.
+    """
+    added = share_c - share_b
+    scale = [ratio.low / ratio.point, ratio.high / ratio.point] if ratio.point > 0 else [math.nan, math.nan]
+    added_low, added_high = share_c * scale[0] - share_b, share_c * scale[1] - share_b
+    verdict = judge_ratio(*ratio, OVERHEAD_FACTOR)
+    if ratio.low > 1.5 and share_c > 0.5:
+        return Status.CONFIRMED, Severity.HIGH, "confirmed"
+    if verdict.different and ratio.point > 1 and added > ADDED_SHARE:
+        return Status.SUSPECT, Severity.HIGH if added >= 0.10 else Severity.MEDIUM, "costlier"
+    if verdict.different and ratio.point < 1 and added < -ADDED_SHARE:
+        return Status.NOTED, Severity.LOW, "cheaper"
+    if verdict.equivalent or (-ADDED_SHARE <= added_low and added_high <= ADDED_SHARE):
+        return Status.CLEARED, Severity.INFO, "same"
+    return Status.NOTED, Severity.INFO, "open"
 
 
 def overhead_needs(wb: Workbench, seed: int = 0) -> list[Pair]:
@@ -545,6 +715,7 @@ def overhead_needs(wb: Workbench, seed: int = 0) -> list[Pair]:
     "The curriculum costs the environment the same share of a step",
     title="What does the curriculum cost an environment step?",
     needs=overhead_needs,
+    reads=("env", "memory"),
 )
 def overhead(c: Check, evidence: list[Pair], *, seed: int = 0) -> Section:
     """Curriculum cost per environment step: (sample + update) x episodes per vector step, vs the step."""
@@ -552,7 +723,16 @@ def overhead(c: Check, evidence: list[Pair], *, seed: int = 0) -> Section:
     if (none := _no_curriculum(c, cur)) is not None:
         return none
     blocks = {s: cur[s].table("blocks") for s in SIDES}
-    rows = [overhead_row(s, blocks[s], env[s].table("episodes"), env[s].table("steps")) for s in SIDES]
+    rows = [
+        overhead_row(
+            s,
+            blocks[s],
+            env[s].table("episodes"),
+            env[s].table("steps"),
+            env[s].json("facts").get("calib_seconds", []),
+        )
+        for s in SIDES
+    ]
     table = pd.DataFrame(rows)
     # the side-by-side ratio in calibration units, so a side measured while the machine ran slower is not
     # charged for it; the table keeps microseconds
@@ -566,26 +746,33 @@ def overhead(c: Check, evidence: list[Pair], *, seed: int = 0) -> Section:
         per_episode["candidate"], per_episode["baseline"], stat=np.median, seed=seed
     )
     b, cand = rows
-    if ratio.low > 1.5 and cand["share of a step"] > 0.10:
-        status, severity = (
-            Status.CONFIRMED if cand["share of a step"] > 0.5 else Status.SUSPECT,
-            Severity.HIGH,
-        )
+    status, severity, kind = overhead_verdict(ratio, b["share of a step"], cand["share of a step"])
+    shares = f"{pct(cand['share of a step'])} of an environment step (baseline {pct(b['share of a step'])})"
+    cost = f"{fmt(ratio.point)}x {interval(ratio.low, ratio.high)}"
+    if kind in ("confirmed", "costlier"):
         summary = (
-            f"wrapping the environment in the candidate's curriculum costs {pct(cand['share of a step'])} of an "
-            f"environment step (baseline {pct(b['share of a step'])}): each episode's sample()+update() got "
-            f"{fmt(ratio.point)}x more expensive"
+            f"wrapping the environment in the candidate's curriculum costs {shares}: each episode's "
+            f"sample()+update() got {cost} more expensive"
         )
         remediation = (
             "Make the curriculum's per-episode path cheap (see the scaling check) or call it less often."
         )
-    else:
-        status, severity = Status.CLEARED, Severity.INFO
+    elif kind == "cheaper":
+        summary = f"the candidate's curriculum is cheaper: {shares}, per-episode cost {cost}"
+        remediation = "Nothing to do for a regression."
+    elif kind == "same":
         summary = (
             f"the curriculum costs {pct(b['share of a step'])} vs {pct(cand['share of a step'])} of an environment "
-            f"step (per-episode cost ratio {fmt(ratio.point)})"
+            f"step (per-episode cost ratio {cost}): the same within ×{fmt(OVERHEAD_FACTOR)} or "
+            f"{pct(ADDED_SHARE)} of a step"
         )
         remediation = "Nothing to do."
+    else:
+        summary = (
+            f"inconclusive: the curriculum costs {shares}, per-episode cost ratio {cost}, neither shown the same "
+            f"within ×{fmt(OVERHEAD_FACTOR)} nor surely costlier by {pct(ADDED_SHARE)} of a step"
+        )
+        remediation = "Rerun at a larger profile (more and longer timed blocks) to settle it."
     finding = c.finding(
         status,
         severity,
@@ -602,7 +789,8 @@ def overhead(c: Check, evidence: list[Pair], *, seed: int = 0) -> Section:
         finding,
         tables={"curriculum overhead": table},
         notes="Estimated from measured parts: CPU time per sample()+update() at the configured pool size, times the "
-        "episodes that end per vector step under the random policy, over the median CPU time of a vector step.",
+        "episodes that end per vector step under the random policy, over the median CPU time of a vector step; "
+        "each in units of a calibration workload timed beside it, so probes timed at different moments compare.",
     )
 
 

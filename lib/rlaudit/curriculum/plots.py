@@ -8,6 +8,28 @@ import numpy as np
 
 from rlaudit.env.plots import SIDE_COLORS, _figure
 
+CALLS = ("sample", "update")
+
+
+def _per_call_panels(table: Any, height: float) -> Any:
+    """A figure with one panel per curriculum call, and per panel ``(ax, call, [(side, color, rows), ...])`` for
+    the sides that have rows."""
+    fig, axes = _figure(10.0, height, ncols=len(CALLS))
+    panels = []
+    for ax, call in zip(axes, CALLS, strict=True):
+        part = table[table["call"] == call]
+        sides = [(side, color, part[part["side"] == side]) for side, color in SIDE_COLORS.items()]
+        panels.append((ax, call, [x for x in sides if not x[2].empty]))
+    return fig, panels
+
+
+def _finish(ax: Any, xlabel: str, title: str) -> None:
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("µs per call (CPU)")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+
 
 def scaling(table: Any, fits: dict[tuple[str, str], tuple[float, float, float]]) -> Any:
     """Cost per call against task-pool size, log-log, one panel per call, with the fitted slopes.
@@ -16,30 +38,16 @@ def scaling(table: Any, fits: dict[tuple[str, str], tuple[float, float, float]])
         table: DataFrame with ``side``, ``size``, ``call`` (``sample``/``update``), ``seconds``.
         fits: (side, call) -> (slope, low, high).
     """
-    calls = ["sample", "update"]
-    fig, axes = _figure(10.0, 3.4, ncols=2)
-    for ax, call in zip(axes, calls, strict=True):
-        part = table[table["call"] == call]
-        for side, color in SIDE_COLORS.items():
-            p = part[part["side"] == side]
-            if p.empty:
-                continue
+    fig, panels = _per_call_panels(table, 3.4)
+    for ax, call, sides in panels:
+        for side, color, p in sides:
             ax.scatter(p["size"], 1e6 * p["seconds"], s=10, alpha=0.5, color=color)
             med = p.groupby("size")["seconds"].median()
             slope, low, high = fits.get((side, call), (np.nan, np.nan, np.nan))
-            ax.plot(
-                med.index,
-                1e6 * med.to_numpy(),
-                color=color,
-                marker="o",
-                label=f"{side}: slope {slope:.2f} [{low:.2f}, {high:.2f}]",
-            )
+            label = f"{side}: slope {slope:.2f} [{low:.2f}, {high:.2f}]"
+            ax.plot(med.index, 1e6 * med.to_numpy(), color=color, marker="o", label=label)
         ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("task-pool size")
-        ax.set_ylabel("µs per call (CPU)")
-        ax.set_title(f"{call}()")
-        ax.legend(fontsize=8)
+        _finish(ax, "task-pool size", f"{call}()")
     return fig
 
 
@@ -49,17 +57,11 @@ def trend(table: Any) -> Any:
     Args:
         table: DataFrame with ``side``, ``episodes``, ``call``, ``seconds``.
     """
-    fig, axes = _figure(10.0, 3.2, ncols=2)
-    for ax, call in zip(axes, ["sample", "update"], strict=True):
-        part = table[table["call"] == call]
-        for side, color in SIDE_COLORS.items():
-            p = part[part["side"] == side]
+    fig, panels = _per_call_panels(table, 3.2)
+    for ax, call, sides in panels:
+        for side, color, p in sides:
             ax.plot(p["episodes"], 1e6 * p["seconds"], color=color, marker=".", label=side)
-        ax.set_yscale("log")
-        ax.set_xlabel("episodes played")
-        ax.set_ylabel("µs per call (CPU)")
-        ax.set_title(f"{call}() over time")
-        ax.legend(fontsize=8)
+        _finish(ax, "episodes played", f"{call}() over time")
     return fig
 
 

@@ -160,17 +160,25 @@ def _time_calls(cur: Any, driver: _Driver, calls: int, clock: Clock) -> tuple[fl
     return t_sample / calls, t_update / calls
 
 
-@probe(requires=("config", "make_curriculum"), version=1)
+@probe(requires=("config", "make_curriculum"), version=2)
 def scaling(
-    ctx: ProbeContext, *, seed: int = 0, sizes: list[int] | None = None, repeats: int = 5, calls: int = 48
+    ctx: ProbeContext,
+    *,
+    seed: int = 0,
+    sizes: list[int] | None = None,
+    repeats: int = 5,
+    calls: int = 48,
+    batch: str = "",
 ) -> dict:
     """Cost per ``sample()`` and per ``update()`` over task-pool sizes, interleaved across sizes.
 
     The pool size is set through the first config key named like :data:`POOL_KEYS` (a copy of the config is
-    passed to ``make_curriculum``). Each curriculum first plays ``2 * calls`` warm-up episodes.
+    passed to ``make_curriculum``). Each curriculum first plays ``2 * calls`` warm-up episodes. ``batch`` names
+    the pair the timing is for (only part of the cache key: both sides are timed in one batch).
 
     Writes:
-        ``timings`` table: ``size``, ``repeat``, ``sample_seconds``, ``update_seconds`` (CPU seconds per call);
+        ``timings`` table: ``size``, ``repeat``, ``sample_seconds``, ``update_seconds`` (CPU seconds per call),
+        ``calib_seconds`` (a fixed workload timed right after each block, for ratios between sides);
         ``facts.json``: the key, sizes that could not be built (with the error).
     """
     key = find_key(ctx.config, POOL_KEYS)
@@ -191,7 +199,13 @@ def scaling(
         for _ in range(2 * calls):
             driver.episode()
         built[int(size)] = (cur, driver)
-    rows: dict[str, list[Any]] = {"size": [], "repeat": [], "sample_seconds": [], "update_seconds": []}
+    rows: dict[str, list[Any]] = {
+        "size": [],
+        "repeat": [],
+        "sample_seconds": [],
+        "update_seconds": [],
+        "calib_seconds": [],
+    }
     total, done = repeats * len(built), 0
     for r in range(repeats):
         for size, (cur, driver) in built.items():
@@ -200,6 +214,7 @@ def scaling(
             rows["repeat"].append(r)
             rows["sample_seconds"].append(ts)
             rows["update_seconds"].append(tu)
+            rows["calib_seconds"].append(float(np.mean([calibration_workload(clock) for _ in range(3)])))
             done += 1
             ctx.progress(done, total)
     ctx.write_table("timings", {k: np.asarray(v) for k, v in rows.items()})
@@ -208,8 +223,10 @@ def scaling(
 
 
 @probe(requires=("config", "make_curriculum"), version=2)
-def trend(ctx: ProbeContext, *, seed: int = 0, blocks: int = 12, calls: int = 48) -> dict:
+def trend(ctx: ProbeContext, *, seed: int = 0, blocks: int = 12, calls: int = 48, batch: str = "") -> dict:
     """Cost per call across many episodes at the configured pool size: does it grow as training goes on?
+
+    ``batch`` names the pair the timing is for (only part of the cache key: both sides are timed in one batch).
 
     Writes:
         ``blocks`` table: ``block``, ``episodes`` (played before the block ends), ``sample_seconds``,

@@ -11,6 +11,7 @@ for rooms that still import them from here.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,7 +50,8 @@ class Sizes:
         pool_sizes: Curriculum task-pool sizes for the cost-scaling fit.
         scaling_calls: ``sample()``/``update()`` pairs timed per pool size and repeat.
         trend_blocks: Blocks of the cost-over-time test.
-        trend_calls: Episodes per trend block.
+        trend_calls: Episodes per trend block (blocks of a few milliseconds at least: shorter ones time too
+            noisily for a growth within 25% to be shown or excluded).
         curriculum_episodes: Episodes of the synthetic curriculum drive.
         memory_steps: Vector steps of the resident-memory rollout (an RSS slope needs a long span).
         memory_site_steps: Vector steps of the allocation-site rollout. tracemalloc slows every allocation
@@ -85,12 +87,12 @@ def sizes(profile: Profile) -> Sizes:
             rollout_steps=400,
             equivalence_steps=96,
             throughput_envs=(4, 16, 0),
-            timing_repeats=max(5, profile.timing_repeats),
+            timing_repeats=max(8, profile.timing_repeats),
             block_seconds=0.04,
             pool_sizes=(16, 64, 256, 1024, 4096),
             scaling_calls=48,
-            trend_blocks=12,
-            trend_calls=96,
+            trend_blocks=40,
+            trend_calls=320,
             curriculum_episodes=600,
             memory_steps=400,
             memory_site_steps=400,
@@ -107,8 +109,8 @@ def sizes(profile: Profile) -> Sizes:
             block_seconds=0.2,
             pool_sizes=(16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192),
             scaling_calls=256,
-            trend_blocks=40,
-            trend_calls=256,
+            trend_blocks=80,
+            trend_calls=1024,
             curriculum_episodes=20000,
             memory_steps=8000,
             memory_site_steps=8000,
@@ -120,12 +122,12 @@ def sizes(profile: Profile) -> Sizes:
         rollout_steps=max(1000, profile.rollout_steps // 20),
         equivalence_steps=512,
         throughput_envs=(1, 4, 16, 64, 0),
-        timing_repeats=max(5, profile.timing_repeats),
+        timing_repeats=max(8, profile.timing_repeats),
         block_seconds=0.1,
         pool_sizes=(16, 64, 256, 1024, 4096),
         scaling_calls=128,
-        trend_blocks=24,
-        trend_calls=128,
+        trend_blocks=48,
+        trend_calls=512,
         # The closed-loop drive: a curriculum that does not replay its choices diverges within the first few
         # episodes, and every episode of the candidate's (possibly slow) curriculum costs real time.
         curriculum_episodes=2000,
@@ -155,3 +157,41 @@ def rollout_pair(wb: Any, seed: int = 0, policy: str = "random") -> Any:
 def rollout_pairs(wb: Any, seed: int = 0) -> list[Any]:
     """The shared rollouts under every fixed policy of :data:`POLICIES`, in that order."""
     return [rollout_pair(wb, seed, policy) for policy in POLICIES]
+
+
+def repeats_to_settle(n: int, point: float, low: float, high: float, factor: float) -> int | None:
+    """Repeats (blocks, steps, episodes) that would settle an inconclusive ratio against ``[1/factor, factor]``.
+
+    An interval's half-width shrinks as ``1/sqrt(n)``; the ratio settles once the half-width (on the log scale)
+    fits between the estimate and the nearer margin: ``n * (half / room)**2``.
+
+    Args:
+        n: Repeats behind the interval.
+        point, low, high: The ratio and its interval (positive).
+        factor: The practical margin (> 1).
+
+    Returns:
+        Repeats per side (at least ``n + 1``), or None when the estimate itself lies on or beyond the margin
+        (more repeats would show a difference, not equivalence) or the interval is not usable.
+    """
+    if not all(math.isfinite(v) and v > 0 for v in (point, low, high)) or n < 1:
+        return None
+    half = (math.log(high) - math.log(low)) / 2
+    room = math.log(factor) - abs(math.log(point))
+    if room <= 0:
+        return None
+    return max(n + 1, math.ceil(n * (half / room) ** 2))
+
+
+def timing_batch(wb: Any) -> str:
+    """A token naming the pair under investigation, passed to timing probes as a parameter.
+
+    It is part of the probes' cache key, so a baseline's timing is measured again beside each candidate (both
+    sides in one batch, their workers running at the same time) instead of a cached baseline measured on
+    another, differently loaded moment being set against a fresh candidate.
+    """
+    import hashlib
+
+    found = getattr(wb, "fingerprints", None) or {}
+    text = "|".join(str(found.get(side, "")) for side in ("baseline", "candidate"))
+    return hashlib.blake2b(text.encode(), digest_size=6).hexdigest() if text.strip("|") else ""

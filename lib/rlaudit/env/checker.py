@@ -16,6 +16,7 @@ from rlaudit.workbench import Pair
     "Both environments pass Gymnasium's check_env",
     title="Gymnasium's check_env",
     probe=probes.check_env,
+    reads=("spaces",),
 )
 def check_env(c: Check, pair: Pair) -> Section:
     """``gymnasium.utils.env_checker.check_env`` side by side (single environments only)."""

@@ -153,6 +153,50 @@ def _first_values(arrays: dict[str, dict[str, np.ndarray]], fields: list[str], f
     return ""
 
 
+def divergence_origin(table: pd.DataFrame, arrays: dict[str, dict[str, np.ndarray]]) -> str:
+    """Where the divergence starts, when the arrays can tell: at the reset, in the observations alone, or at the
+    first observation of a new episode. Each points upstream of the step dynamics (what the env is asked to do:
+    its seed, its task, how its observations are encoded); "" when none applies.
+
+    Args:
+        table: :func:`divergence_table`'s table.
+        arrays: Per side, the ``run.npz`` arrays (``terminated``/``truncated`` ``(T, N)``, ``obs``).
+    """
+    differing = table.dropna(subset=["first_step"]).set_index("field")["first_step"]
+    if differing.empty:
+        return ""
+    first = int(differing.min())
+    only_obs = set(differing.index) == {"obs"}
+    if only_obs:
+        return (
+            "only the observations differ, rewards and episode ends agree throughout: the observation encoding "
+            "changed (normalization, stacking, features; see 10_spaces), not the dynamics"
+        )
+    if first == 0:
+        return (
+            "the divergence starts at the reset (step 0), before any action: the environments start from different "
+            "states (seeded differently, or given another task or map), not different step dynamics"
+        )
+    if differing.get("obs") != first or first < 2:
+        return ""
+    # the first differing observation is the first of a new episode when that env's episode ended just before
+    done = (
+        arrays["baseline"]["terminated"] | arrays["baseline"]["truncated"]
+    )  # (T, N), equal on both sides so far
+    obs_a, obs_b = arrays["baseline"]["obs"], arrays["candidate"]["obs"]
+    if first >= len(obs_a):
+        return ""
+    envs = np.flatnonzero(differs(obs_a[first], obs_b[first]).any(axis=-1))
+    fresh = [int(i) for i in envs if done[max(0, first - 2) : first, i].any()]
+    if envs.size and len(fresh) == envs.size:
+        return (
+            f"the divergence starts where a new episode begins (env {fresh[0]} had just reset): what the env starts "
+            "from at that reset differs (a curriculum's task, the reset's seeding, or the state a reset rebuilds), "
+            "not the step dynamics"
+        )
+    return ""
+
+
 def _not_reproducible(c: Check, side: str, step: int, fields: list[str], seed: int) -> Finding:
     at = f"differs from itself at step {step}"
     return c.finding(
@@ -178,6 +222,7 @@ def _not_reproducible(c: Check, side: str, step: int, fields: list[str], seed: i
     probe=probes.equivalence,
     params=lambda wb, seed=0: {"seed": seed, "steps": sizes(wb.profile).equivalence_steps},
     desc="env equivalence",
+    reads=("curriculum", "rewards", "seeding", "spaces", "trainer"),
 )
 def equivalence(c: Check, pair: Pair, *, seed: int = 0) -> Section:
     """Step both environments K steps with one pre-generated action sequence; report the first difference."""
@@ -273,6 +318,9 @@ def _divergence_finding(
             summary += (
                 f"; the dynamics follow at step {first_dyn} ({', '.join(FIELD_WORDS[x] for x in later)})"
             )
+        origin = divergence_origin(table, arrays)
+        if origin:
+            summary += f"; {origin}"
         remediation = (
             "Diff the environment code between versions starting from what produces the "
             f"{FIELD_WORDS[at_first[0]]} (episode ends, resets, reward function); the checks below narrow it down."

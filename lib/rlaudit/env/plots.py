@@ -100,29 +100,9 @@ def throughput_curves(table: Any) -> Any:
     import seaborn as sns
 
     fig, (ax,) = _figure(6.0, 3.4)
-    sns.lineplot(
-        data=table,
-        x="num_envs",
-        y="sps",
-        hue="side",
-        palette=SIDE_COLORS,
-        estimator="median",
-        errorbar=("pi", 50),
-        marker="o",
-        ax=ax,
-    )
-    sns.stripplot(
-        data=table,
-        x="num_envs",
-        y="sps",
-        hue="side",
-        palette=SIDE_COLORS,
-        native_scale=True,
-        size=3,
-        alpha=0.5,
-        legend=False,
-        ax=ax,
-    )
+    common = {"data": table, "x": "num_envs", "y": "sps", "hue": "side", "palette": SIDE_COLORS, "ax": ax}
+    sns.lineplot(**common, estimator="median", errorbar=("pi", 50), marker="o")
+    sns.stripplot(**common, native_scale=True, size=3, alpha=0.5, legend=False)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("num_envs")

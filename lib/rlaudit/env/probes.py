@@ -93,7 +93,7 @@ class _RewardValues:
         }
 
 
-@probe(requires=("config", "make_env"), version=2)
+@probe(requires=("config", "make_env"), version=3)
 def rollout(ctx: ProbeContext, *, seed: int = 0, steps: int = 400, policy: str = "random") -> dict:
     """Play ``steps`` vector steps with a fixed seeded policy, timing every step and logging every episode.
 
@@ -106,7 +106,8 @@ def rollout(ctx: ProbeContext, *, seed: int = 0, steps: int = 400, policy: str =
         ``episodes`` table (see :meth:`rlaudit.env.rollout.EpisodeLog.columns`, plus ``last_reward``);
         ``steps`` table: ``step``, ``seconds`` (CPU time of ``env.step``; wall time for subprocess envs), ``ended`` (environments whose
         episode ended), ``terminated``, ``truncated``, ``reward_sum``; ``facts.json`` (spaces, autoreset
-        mode, wrappers, reward values, reset timing).
+        mode, wrappers, reward values, reset timing, ``calib_seconds``: the calibration workload timed on the
+        same clock after the rollout, so step costs can be set against other probes' in calibration units).
     """
     env = ctx.subject.make_env(ctx.config, seed)
     try:
@@ -153,6 +154,7 @@ def rollout(ctx: ProbeContext, *, seed: int = 0, steps: int = 400, policy: str =
             start = clock.now()
             view.reset(seed=seed + 1000 + i)
             reset_secs.append(clock.now() - start)
+        calib = [calibration_workload(clock) for _ in range(5)]
         facts = _env_facts(view)
     finally:
         _close(env)
@@ -174,6 +176,7 @@ def rollout(ctx: ProbeContext, *, seed: int = 0, steps: int = 400, policy: str =
         rewards=rewards.to_json(),
         first_reset_seconds=first_reset,
         reset_seconds=reset_secs,
+        calib_seconds=calib,
         policy=policy,
         clock=clock.kind,
         steps=steps,
@@ -279,6 +282,7 @@ def throughput(
     num_envs: list[int] | None = None,
     repeats: int = 5,
     block_seconds: float = 0.05,
+    batch: str = "",
 ) -> dict:
     """Environment steps per second for several ``num_envs``, in interleaved timed blocks.
 
@@ -292,6 +296,8 @@ def throughput(
         num_envs: Requested sizes (default: the subject's own).
         repeats: Timed blocks per size.
         block_seconds: Target duration of one block; its vector steps are set from a warm-up.
+        batch: Names the pair this measurement is for (unused here; part of the cache key, so that both sides
+            are timed in one batch, see :func:`rlaudit.env.analysis.timing_batch`).
 
     Writes:
         ``blocks`` table: ``requested``, ``num_envs`` (what ``make_env`` built), ``repeat``, ``vector_steps``,

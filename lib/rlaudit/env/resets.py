@@ -17,12 +17,46 @@ import pandas as pd
 from rlaudit import stats
 from rlaudit.checks import SIDES, Check, check
 from rlaudit.env import plots
-from rlaudit.env.analysis import rollout_pair
-from rlaudit.evidence import fmt, pct
+from rlaudit.env.analysis import repeats_to_settle, rollout_pair
+from rlaudit.evidence import fmt, interval, judge, judge_ratio, pct
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.notebook import Section
 from rlaudit.timing import costlier, ratio_of_ratios
 from rlaudit.workbench import Pair
+
+RESET_FACTOR = 1.5
+"""A reset step's cost relative to a plain step counts as changed beyond this factor either way: the ratio of
+two within-process ratios of noisy CPU timings of single steps, so a looser margin than whole blocks get."""
+SHARE_MARGIN = 0.10
+"""Shares of episodes (cut early, terminated) that differ by less than this are practically the same."""
+
+
+def proportion_difference(
+    k_a: int, n_a: int, k_b: int, n_b: int, z: float = 1.96
+) -> tuple[float, float, float]:
+    """``k_a/n_a - k_b/n_b`` with Newcombe's hybrid score interval (from the two Wilson intervals).
+
+    Newcombe (1998), *Interval estimation for the difference between independent proportions*, method 10: it
+    keeps its coverage at 0 and 1, where the Wald interval collapses to a point.
+
+    Returns:
+        ``(difference, low, high)``; NaN when a side has no trials.
+    """
+    if n_a <= 0 or n_b <= 0:
+        return math.nan, math.nan, math.nan
+
+    def wilson(k: int, n: int) -> tuple[float, float, float]:
+        p = k / n
+        centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+        half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+        return p, centre - half, centre + half
+
+    pa, la, ua = wilson(k_a, n_a)
+    pb, lb, ub = wilson(k_b, n_b)
+    d = pa - pb
+    low = d - math.sqrt((pa - la) ** 2 + (ub - pb) ** 2)
+    high = d + math.sqrt((ua - pa) ** 2 + (pb - lb) ** 2)
+    return d, low, high
 
 
 def reset_step_times(steps: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -59,6 +93,7 @@ def reset_cost_row(side: str, steps: pd.DataFrame, facts: dict[str, Any]) -> dic
     "A step that resets episodes costs the same, relative to a plain step, in both environments",
     title="What does a reset cost?",
     needs=rollout_pair,
+    reads=("curriculum", "memory"),
 )
 def reset_cost(c: Check, pair: Pair, *, seed: int = 0) -> Section:
     """Within each process: median time of steps that reset some environment over steps that reset none."""
@@ -81,28 +116,35 @@ def reset_cost(c: Check, pair: Pair, *, seed: int = 0) -> Section:
         )
     ci = ratio_of_ratios(*groups["candidate"], *groups["baseline"], seed=seed)
     rb, rc = rows[0]["reset-step / plain-step"], rows[1]["reset-step / plain-step"]
-    if costlier(ci, 1.5):
-        status, severity = Status.CONFIRMED if ci.low > 3.0 else Status.SUSPECT, Severity.HIGH
+    n_steps = min(len(pair[s].table("steps")) for s in SIDES)
+    verdict = judge_ratio(*ci, RESET_FACTOR, needed=repeats_to_settle(n_steps, *ci, RESET_FACTOR))
+    measured = f"{fmt(rc)}x a plain step in the candidate vs {fmt(rb)}x in the baseline ({fmt(ci.point)}x {interval(ci.low, ci.high)})"
+    if verdict.different and ci.point > 1:
+        # the whole interval beyond the margin confirms it; beyond 1 with the estimate past the margin suspects it
+        status = Status.CONFIRMED if costlier(ci, RESET_FACTOR) else Status.SUSPECT
+        severity = Severity.HIGH
         summary = (
-            f"a step that resets episodes costs {fmt(rc)}x a plain step in the candidate vs {fmt(rb)}x in the "
-            f"baseline ({fmt(ci.point)}x [{fmt(ci.low)}, {fmt(ci.high)}]): resets got {fmt(ci.point)} times "
-            "more expensive"
+            f"a step that resets episodes costs {measured}: resets got {fmt(ci.point)} times more expensive"
         )
         remediation = (
             "Profile the environment's reset path: rebuild only what a reset changes (case 001 recreated the "
             "whole environment, every buffer and lookup table, on every reset)."
         )
-    elif ci.high < 1 / 1.5:
+    elif ci.high < 1 / RESET_FACTOR:
         status, severity = Status.NOTED, Severity.LOW
         summary = f"resets got cheaper in the candidate ({fmt(ci.point)}x relative to a plain step)"
         remediation = "Nothing to do for a regression; a cheaper reset is an improvement."
-    else:
+    elif verdict.equivalent:
         status, severity = Status.CLEARED, Severity.INFO
-        summary = (
-            f"a reset step costs {fmt(rb)}x a plain step in the baseline and {fmt(rc)}x in the candidate "
-            f"(ratio {fmt(ci.point)} [{fmt(ci.low)}, {fmt(ci.high)}])"
-        )
+        summary = f"a reset step costs {measured}: the same within ×{fmt(RESET_FACTOR)}"
         remediation = "Nothing to do: resets cost the same."
+    else:
+        status, severity = Status.NOTED, Severity.INFO
+        summary = (
+            f"inconclusive: a reset step costs {measured}, neither shown the same within ×{fmt(RESET_FACTOR)} nor "
+            f"surely costlier; {verdict.settle('rollout steps')}"
+        )
+        remediation = "Rerun at a larger profile (longer rollouts, more steps with resets) to settle it."
     finding = c.finding(
         status,
         severity,
@@ -180,6 +222,7 @@ def _bunched(c: Check, sb: float, sc: float) -> Finding | None:
     "time limit",
     title="How are resets spread across the vectorized environments?",
     needs=rollout_pair,
+    reads=("curriculum",),
 )
 def reset_spread_check(c: Check, pair: Pair) -> Section:
     """Case 001's desync: the first episode's random length spreads resets; later episodes run to the limit."""
@@ -209,7 +252,9 @@ def reset_spread_check(c: Check, pair: Pair) -> Section:
         )
     eb = 0.0 if math.isnan(b["early_fraction"]) else b["early_fraction"]
     ec = 0.0 if math.isnan(cand["early_fraction"]) else cand["early_fraction"]
-    if ec - eb > 0.10:
+    diff = proportion_difference(round(ec * cand["later"]), cand["later"], round(eb * b["later"]), b["later"])
+    verdict = judge(*diff, SHARE_MARGIN) if cand["later"] and b["later"] else None
+    if ec - eb > SHARE_MARGIN:
         status, severity = Status.CONFIRMED if ec - eb > 0.5 else Status.SUSPECT, Severity.HIGH
         summary = (
             f"{pct(ec)} of the candidate's later episodes are truncated before the {cand['limit']}-step limit "
@@ -220,25 +265,34 @@ def reset_spread_check(c: Check, pair: Pair) -> Section:
             "Randomize only the first episode's length after reset (desync) and let every later episode run to "
             "max_steps."
         )
-    elif eb - ec > 0.10:
+    elif eb - ec > SHARE_MARGIN:
         status, severity = Status.NOTED, Severity.MEDIUM
         summary = f"the baseline cut {pct(eb)} of later episodes early, the candidate {pct(ec)}"
         remediation = "Check which behaviour the training recipe expects."
-    else:
+    elif verdict is not None and verdict.equivalent:
         status, severity = Status.CLEARED, Severity.INFO
         summary = (
-            f"later episodes run to the time limit alike ({pct(eb)} vs {pct(ec)} cut early; limits "
+            f"later episodes run to the time limit alike ({pct(eb)} vs {pct(ec)} cut early, difference "
+            f"{pct(diff[0], signed=True)} {interval(diff[1], diff[2])} within ±{pct(SHARE_MARGIN)}; limits "
             f"{b['limit']} and {cand['limit']} steps)"
         )
         remediation = "Nothing to do."
+    else:
+        status, severity = Status.NOTED, Severity.INFO
+        summary = (
+            f"inconclusive: {pct(eb)} vs {pct(ec)} of later episodes cut early over {b['later']} and "
+            f"{cand['later']} episodes (difference {interval(diff[1], diff[2])}, not within ±{pct(SHARE_MARGIN)})"
+        )
+        remediation = "Rerun at a larger profile (longer rollouts, more later episodes) to settle it."
     findings = [
         c.finding(
             status,
             severity,
             baseline=f"{pct(eb)} of {b['later']} later episodes cut before {b['limit']} steps",
             candidate=f"{pct(ec)} of {cand['later']} later episodes cut before {cand['limit']} steps",
-            effect=ec - eb,
+            effect=diff[0] if math.isfinite(diff[0]) else ec - eb,
             effect_label="difference in the fraction of later episodes truncated early",
+            ci=diff[1:] if math.isfinite(diff[1]) else None,
             summary=summary,
             details={"baseline": b, "candidate": cand},
             remediation=remediation,
@@ -298,6 +352,7 @@ def termination_problems(b: dict[str, Any], c: dict[str, Any]) -> tuple[list[str
     "Terminations, truncations, final observations and the autoreset mode are handled the same way",
     title="Termination, truncation and autoreset",
     needs=rollout_pair,
+    reads=("curriculum",),
 )
 def termination(c: Check, pair: Pair) -> Section:
     """Autoreset mode, terminated/truncated counts, and whether final observations are handed over."""
@@ -306,6 +361,8 @@ def termination(c: Check, pair: Pair) -> Section:
     b, cand = rows
     problems, test = termination_problems(b, cand)
     keys = ("autoreset mode", "terminated", "truncated", "final obs handed over")
+    diff = proportion_difference(cand["terminated"], cand["episodes"], b["terminated"], b["episodes"])
+    same_share = judge(*diff, SHARE_MARGIN).equivalent if b["episodes"] and cand["episodes"] else False
     if problems:
         status, severity = Status.SUSPECT, Severity.MEDIUM
         summary = "; ".join(problems)
@@ -313,18 +370,30 @@ def termination(c: Check, pair: Pair) -> Section:
             "Make the trainer read final observations the way the candidate's autoreset mode hands them over, "
             "and bootstrap truncated (not terminated) episodes from them."
         )
-    else:
+    elif same_share:
         status, severity = Status.CLEARED, Severity.INFO
         summary = (
             f"same autoreset mode ({b['autoreset mode']}); {b['terminated']}/{b['truncated']} vs "
-            f"{cand['terminated']}/{cand['truncated']} terminated/truncated; final observations handed over alike"
+            f"{cand['terminated']}/{cand['truncated']} terminated/truncated (share terminated differs by "
+            f"{interval(diff[1], diff[2])}, within ±{pct(SHARE_MARGIN)}); final observations handed over alike"
         )
         remediation = "Nothing to do."
+    else:
+        status, severity = Status.NOTED, Severity.INFO
+        summary = (
+            f"inconclusive: same autoreset mode ({b['autoreset mode']}), but {b['episodes']} and {cand['episodes']} "
+            f"episodes cannot show the share that terminates is the same within ±{pct(SHARE_MARGIN)} (difference "
+            f"{interval(diff[1], diff[2])})"
+        )
+        remediation = "Rerun at a larger profile (longer rollouts, more episodes) to settle it."
     finding = c.finding(
         status,
         severity,
         baseline={k: b[k] for k in keys},
         candidate={k: cand[k] for k in keys},
+        effect=diff[0] if math.isfinite(diff[0]) else None,
+        effect_label="difference in the share of episodes that terminate (candidate - baseline)",
+        ci=diff[1:] if math.isfinite(diff[1]) else None,
         test={k: test[k] for k in ("name", "statistic", "p", "tvd")} if test else None,
         summary=summary,
         details={"table": table.to_dict("records")},

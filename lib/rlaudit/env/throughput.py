@@ -14,11 +14,11 @@ import pandas as pd
 from rlaudit import stats
 from rlaudit.checks import SIDES, Check, check
 from rlaudit.env import plots, probes
-from rlaudit.env.analysis import sizes
-from rlaudit.evidence import fmt
+from rlaudit.env.analysis import repeats_to_settle, sizes, timing_batch
+from rlaudit.evidence import fmt, interval
 from rlaudit.findings import Severity, Status
 from rlaudit.notebook import Section
-from rlaudit.timing import CONFIRMED_RATIO, PRACTICAL_RATIO, faster, slower
+from rlaudit.timing import CONFIRMED_RATIO, PRACTICAL_RATIO, faster, judge_speed, slower
 from rlaudit.workbench import Pair
 
 
@@ -65,6 +65,7 @@ def _throughput_params(wb: object, seed: int = 0) -> dict[str, object]:
         "num_envs": list(sz.throughput_envs),
         "repeats": sz.timing_repeats,
         "block_seconds": sz.block_seconds,
+        "batch": timing_batch(wb),
     }
 
 
@@ -75,6 +76,7 @@ def _throughput_params(wb: object, seed: int = 0) -> dict[str, object]:
     probe=probes.throughput,
     params=_throughput_params,
     desc="env throughput",
+    reads=("curriculum", "memory", "spaces", "trainer"),
 )
 def throughput(c: Check, pair: Pair, *, seed: int = 0) -> Section:
     """Steps per second across ``num_envs``, repeated and normalized by a calibration workload; the ratio."""
@@ -107,14 +109,24 @@ def throughput(c: Check, pair: Pair, *, seed: int = 0) -> Section:
         summary = f"the candidate's environment is faster ({fmt(ci.point)}x at {label})"
         remediation = "Nothing to do for a regression."
     else:
-        status, severity = Status.CLEARED, Severity.INFO
-        summary = (
-            f"equal speed at {label}: ratio {fmt(ci.point)} [{fmt(ci.low)}, {fmt(ci.high)}] "
-            f"({fmt(main['baseline sps'])} vs {fmt(main['candidate sps'])} env steps/s)"
-        )
+        verdict = judge_speed(ci, needed=repeats_to_settle(sz.timing_repeats, *ci, PRACTICAL_RATIO))
+        ratio_text = f"ratio {fmt(ci.point)} {interval(ci.low, ci.high)}"
+        if verdict.equivalent:
+            status, severity = Status.CLEARED, Severity.INFO
+            summary = (
+                f"equal speed at {label}: {ratio_text}, within ×{fmt(PRACTICAL_RATIO)} "
+                f"({fmt(main['baseline sps'])} vs {fmt(main['candidate sps'])} env steps/s)"
+            )
+            remediation = "Nothing to do."
+        else:
+            status, severity = Status.NOTED, Severity.INFO
+            summary = (
+                f"inconclusive at {label}: {ratio_text} is neither within ×{fmt(PRACTICAL_RATIO)} nor surely "
+                f"slower; {verdict.settle('timed blocks')}"
+            )
+            remediation = "Rerun at a larger profile (more and longer timed blocks) to settle it."
         if slow_elsewhere:
             summary += f"; slower at num_envs {slow_elsewhere}"
-        remediation = "Nothing to do."
     nb, nc = int(main["num_envs (baseline)"]), int(main["num_envs (candidate)"])
     finding = c.finding(
         status,

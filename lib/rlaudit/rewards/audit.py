@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fnmatch
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -99,6 +100,56 @@ def reward_settings(
     return pd.DataFrame(rows, columns=["key", "kind", "baseline", "candidate", "change", "ratio"])
 
 
+@dataclass(frozen=True)
+class SettingFlag:
+    """How one kind of reward-setting change is reported (see :data:`SETTING_FLAGS`)."""
+
+    changes: tuple[str, ...]
+    status: Status
+    severity: Severity
+    id: str
+    hypothesis: str
+    label: str
+    what: str
+    remediation: str
+    figures: tuple[str, ...] = ()
+
+
+SETTING_FLAGS = (
+    SettingFlag(
+        ("vanished",),
+        Status.SUSPECT,
+        Severity.HIGH,
+        "rewards/component-vanished-in-config",
+        "Every reward component the baseline pays is still declared in the candidate",
+        "components that vanished",
+        "a reward component vanished from the config",
+        "Restore the shaped reward(s) in the candidate's config (case 001 had to add back ore 0.1, battery 0.8, "
+        "heart 1.0 after the rewrite).",
+        ("reward components",),
+    ),
+    SettingFlag(
+        ("changed", "removed"),
+        Status.SUSPECT,
+        Severity.MEDIUM,
+        "rewards/settings-changed",
+        "Reward scales, clipping, normalization and penalties are the same in both configs",
+        "settings changed",
+        "{n} reward setting(s) changed",
+        "Restore the baseline's reward settings, or measure what the new scale does with the summary's attribution "
+        "runs.",
+    ),
+)
+"""Reward-setting changes flagged, in order: components that vanished, then settings changed or removed."""
+
+
+def change_text(row: Any) -> str:
+    """``0.8 -> 0 (×0)``: a setting's change with its implied scale when both values are numbers."""
+    after = fmt(row.candidate) if row.candidate is not None else "absent"
+    scale = f" (×{fmt(row.ratio)})" if isinstance(row.ratio, float) and math.isfinite(row.ratio) else ""
+    return f"{fmt(row.baseline)} -> {after}{scale}"
+
+
 def _config_rules(pair: Pair) -> dict[str, list[str]] | None:
     """The first side's ``config_keys()`` patterns, when a subject declares them."""
     for side in SIDES:
@@ -130,51 +181,29 @@ def settings(c: Check, pair: Pair) -> Section:
                 "can be compared.",
             )
         )
-    vanished = table[table["change"] == "vanished"]
-    changed = table[table["change"].isin(["changed", "removed"])]
+    findings: list[Finding] = []
+    for flag in SETTING_FLAGS:
+        rows = table[table["change"].isin(flag.changes)]
+        if len(rows):
+            items = [f"{r.key}: {change_text(r)}" for r in rows.itertuples()]
+            findings.append(
+                c.finding(
+                    flag.status,
+                    flag.severity,
+                    id=flag.id,
+                    hypothesis=flag.hypothesis,
+                    baseline=_keyed(rows, "baseline"),
+                    candidate=_keyed(rows, "candidate"),
+                    effect=float(len(rows)),
+                    effect_label=flag.label,
+                    summary=f"{flag.what.format(n=len(rows))}: " + "; ".join(items[:6]),
+                    details={"rows": rows.to_dict("records")},
+                    remediation=flag.remediation,
+                    figures=flag.figures,
+                )
+            )
     added = table[table["change"] == "added"]
     same = table[table["change"] == "same"]
-    findings: list[Finding] = []
-    if len(vanished):
-        items = [
-            f"{r.key}: {fmt(r.baseline)} -> {fmt(r.candidate) if r.candidate is not None else 'absent'}"
-            for r in vanished.itertuples()
-        ]
-        findings.append(
-            c.finding(
-                Status.SUSPECT,
-                Severity.HIGH,
-                id="rewards/component-vanished-in-config",
-                hypothesis="Every reward component the baseline pays is still declared in the candidate",
-                baseline=_keyed(vanished, "baseline"),
-                candidate=_keyed(vanished, "candidate"),
-                effect=float(len(vanished)),
-                effect_label="components that vanished",
-                summary="a reward component vanished from the config: " + "; ".join(items),
-                details={"rows": vanished.to_dict("records")},
-                remediation="Restore the shaped reward(s) in the candidate's config (case 001 had to add back ore "
-                "0.1, battery 0.8, heart 1.0 after the rewrite).",
-                figures=["reward components"],
-            )
-        )
-    if len(changed):
-        items = [f"{r.key}: {fmt(r.baseline)} -> {fmt(r.candidate)}" for r in changed.itertuples()]
-        findings.append(
-            c.finding(
-                Status.SUSPECT,
-                Severity.MEDIUM,
-                id="rewards/settings-changed",
-                hypothesis="Reward scales, clipping, normalization and penalties are the same in both configs",
-                baseline=_keyed(changed, "baseline"),
-                candidate=_keyed(changed, "candidate"),
-                effect=float(len(changed)),
-                effect_label="settings changed",
-                summary=f"{len(changed)} reward setting(s) changed: " + "; ".join(items[:6]),
-                details={"rows": changed.to_dict("records")},
-                remediation="Restore the baseline's reward settings, or measure what the new scale does with the "
-                "summary's attribution runs.",
-            )
-        )
     if len(added):
         findings.append(
             c.finding(
@@ -278,6 +307,7 @@ def range_table(facts: dict[str, dict[str, Any]], wrappers: dict[str, dict[str, 
     "Both setups pay rewards over the same range and values, before and after their wrappers",
     title="Reward range and values, before and after wrappers",
     needs=range_needs,
+    reads=("curriculum", "env"),
 )
 def reward_range(c: Check, evidence: list[Pair]) -> Section:
     """Reward range and distinct values paid; the range before and after wrappers (clipping, normalizing)."""

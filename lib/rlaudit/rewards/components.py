@@ -17,13 +17,16 @@ import pandas as pd
 from rlaudit import stats
 from rlaudit.checks import SIDES, Check, check
 from rlaudit.env.analysis import POLICIES, rollout_pair, rollout_pairs
-from rlaudit.evidence import fmt
+from rlaudit.evidence import fmt, interval
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.notebook import Section
 from rlaudit.rewards import plots
 from rlaudit.workbench import Pair
 
 PER_STEP = "per step"  # the regression's length term: a time penalty or any constant per-step reward
+SCALE_MARGIN = 0.2
+"""A component pays the same when its reward per event is within 20% of the baseline's (the ``rescaled``
+verdict's [0.8, 1.25] band), the whole interval of the difference included."""
 
 # Reported episode statistics that are not event counts (totals, identifiers).
 NOT_COUNTS = {"r", "l", "t", "return", "length", "time", "episode_return", "episode_length"}
@@ -130,10 +133,14 @@ def compare_components(base: pd.DataFrame, cand: pd.DataFrame) -> pd.DataFrame:
     Verdicts: ``vanished`` (the baseline pays it, the candidate's weight is within noise of 0 and below a
     fifth of the baseline's), ``rescaled`` (both pay, ratio outside [0.8, 1.25] with disjoint intervals),
     ``unmeasurable`` (the candidate never reports the event, so its weight cannot be estimated),
-    ``new`` (only the candidate pays it), ``same``.
+    ``new`` (only the candidate pays it), ``same``. ``ratio`` is the implied scale (candidate / baseline weight)
+    and ``equivalent`` says whether the difference's interval (the two bootstrap intervals combined) lies within
+    ``SCALE_MARGIN`` of the baseline's weight, or of a twentieth of its largest component for one it does not pay.
     """
     b = base.set_index("component")
     c = cand.set_index("component")
+    paying = b[b["measurable"] & ((b["ci_low"] > 0) | (b["ci_high"] < 0))]["weight"].abs()
+    floor = 0.05 * float(paying.max()) if len(paying) else 1e-9
     rows = []
     for comp in list(dict.fromkeys([*b.index, *c.index])):
         rb = b.loc[comp] if comp in b.index else None
@@ -154,17 +161,45 @@ def compare_components(base: pd.DataFrame, cand: pd.DataFrame) -> pd.DataFrame:
             verdict = "new"
         else:
             verdict = "same"
+        half = math.hypot(
+            *((r["ci_high"] - r["ci_low"]) / 2 if r is not None else math.nan for r in (rb, rc))
+        )
+        margin = SCALE_MARGIN * max(abs(wb_) if math.isfinite(wb_) else 0.0, floor)
+        low, high = wc - wb_ - half, wc - wb_ + half
         rows.append(
             {
                 "component": comp,
                 "baseline weight": wb_,
                 "candidate weight": wc,
+                "ratio": wc / wb_ if math.isfinite(wb_) and wb_ != 0 else math.nan,
+                "difference low": low,
+                "difference high": high,
+                "equivalent": bool(math.isfinite(low) and -margin <= low and high <= margin),
                 "baseline per episode": float(rb["per_episode"]) if rb is not None else math.nan,
                 "candidate per episode": float(rc["per_episode"]) if rc is not None else math.nan,
                 "verdict": verdict,
             }
         )
     return pd.DataFrame(rows)
+
+
+def scale_text(row: pd.Series | dict) -> str:
+    """``×0.5`` (the implied scale of a component, candidate over baseline), ``×0`` for a vanished one."""
+    ratio, before, after = row["ratio"], row["baseline weight"], row["candidate weight"]
+    if math.isfinite(ratio):
+        return f"×{fmt(0.0 if abs(ratio) < 1e-9 else ratio)}"
+    if math.isfinite(before) and math.isfinite(after) and abs(before) < 1e-9 and abs(after) < 1e-9:
+        return "0 on both"
+    return "new" if math.isfinite(after) else "not measured"
+
+
+def uniform_scale(table: pd.DataFrame) -> float | None:
+    """The one scale every paying component shares (within 2%), when they all changed alike, else None."""
+    ratios = table["ratio"].to_numpy(dtype=float)
+    ratios = ratios[np.isfinite(ratios)]
+    if len(ratios) < 2 or np.any(np.abs(ratios - 1) < 0.02):
+        return None
+    return float(np.median(ratios)) if np.ptp(ratios) <= 0.02 * np.max(np.abs(ratios)) else None
 
 
 def _component_finding(c: Check, merged: pd.DataFrame, verdict: str) -> Finding | None:
@@ -175,11 +210,20 @@ def _component_finding(c: Check, merged: pd.DataFrame, verdict: str) -> Finding 
     comps = list(dict.fromkeys(hit["component"]))
     firsts = {comp: hit[hit["component"] == comp].iloc[0] for comp in comps}
     items = [
-        f"{comp}: {fmt(r['baseline weight'])} -> {fmt(r['candidate weight'])} per event"
+        f"{comp}: {fmt(r['baseline weight'])} -> {fmt(r['candidate weight'])} per event ({scale_text(r)})"
         for comp, r in firsts.items()
     ]
     first = hit.iloc[0]
     vanished = verdict == "vanished"
+    common = None if vanished else uniform_scale(merged[merged["policy"] == first["policy"]])
+    tail = (
+        " : the component no longer pays anything"
+        if vanished
+        else f": every component ×{fmt(common)}, a uniform reward scale (a scaling wrapper or coefficient), not a "
+        "change to one component"
+        if common is not None
+        else ""
+    )
     return c.finding(
         Status.CONFIRMED if vanished else Status.SUSPECT,
         Severity.HIGH if vanished else Severity.MEDIUM,
@@ -189,9 +233,10 @@ def _component_finding(c: Check, merged: pd.DataFrame, verdict: str) -> Finding 
         candidate={comp: fmt(r["candidate weight"]) for comp, r in firsts.items()},
         effect=float(first["candidate weight"] - first["baseline weight"]),
         effect_label=f"change in reward per {first['component']} event",
-        summary="measured at runtime, "
-        + "; ".join(items)
-        + (" : the component no longer pays anything" if vanished else ""),
+        ci=(first["difference low"], first["difference high"])
+        if math.isfinite(first["difference low"])
+        else None,
+        summary="measured at runtime, " + "; ".join(items) + tail,
         details={"components": merged.to_dict("records")},
         remediation="Restore the component's reward in the environment config (and check the config rewrite that "
         "dropped it)."
@@ -220,11 +265,53 @@ def _unmeasurable_finding(c: Check, merged: pd.DataFrame) -> Finding | None:
     )
 
 
+def _same_or_open(c: Check, merged: pd.DataFrame, bars: pd.DataFrame) -> Finding:
+    """CLEARED when every measured component pays the same within the margin under both policies, NOTED when a
+    component's interval is too wide to tell, or when no event counts are reported."""
+    if bars[bars["component"] != PER_STEP].empty:
+        return c.finding(
+            Status.NOTED,
+            summary="the environments report no event counts; only totals could be compared",
+            remediation="Report per-component counts in info['episode'] (e.g. ore.get) to measure components.",
+        )
+    measured = merged[merged["baseline weight"].notna() | merged["candidate weight"].notna()]
+    random = measured[measured["policy"] == POLICIES[0]]
+    scales = ", ".join(
+        f"{r['component']} {fmt(r['baseline weight'])} ({scale_text(r)})" for _, r in random.iterrows()
+    )
+    sides = {
+        side: ", ".join(
+            f"{r['component']} {fmt(r[col])}" for _, r in random.iterrows() if math.isfinite(r[col])
+        )
+        for side, col in (("baseline", "baseline weight"), ("candidate", "candidate weight"))
+    }
+    open_rows = measured[~measured["equivalent"]]
+    if open_rows.empty:
+        return c.finding(
+            Status.CLEARED,
+            **sides,
+            summary=f"every component pays the same per event within {fmt(100 * SCALE_MARGIN)}%: {scales}",
+            remediation="Nothing to do.",
+        )
+    parts = [
+        f"{r['component']} ({r['policy']}) {scale_text(r)}, difference {interval(r['difference low'], r['difference high'])}"
+        for _, r in open_rows.iterrows()
+    ]
+    return c.finding(
+        Status.NOTED,
+        **sides,
+        summary="inconclusive: no component shown to change, but not every one shown the same within "
+        f"{fmt(100 * SCALE_MARGIN)}%: " + "; ".join(parts),
+        remediation="Rerun at a larger profile (longer rollouts, more episodes per component) to settle it.",
+    )
+
+
 @check(
     "rewards/components",
     "Under the same fixed policies, every reward component pays the same per event in both setups",
     title="What does each reward component pay? (measured)",
     needs=rollout_pairs,
+    reads=("curriculum", "env"),
 )
 def components(c: Check, pairs: list[Pair], *, seed: int = 0) -> Section:
     """Per-component reward per event and per episode, measured under random and heuristic policies."""
@@ -250,25 +337,7 @@ def components(c: Check, pairs: list[Pair], *, seed: int = 0) -> Section:
         if f is not None
     ]
     if not findings:
-        measurable_any = not all_bars[all_bars["component"] != PER_STEP].empty
-        rows = verdicts["random"].to_dict("records")
-        text_b, text_c = (
-            ", ".join(f"{r['component']} {fmt(r[col])}" for r in rows if math.isfinite(r[col]))
-            for col in ("baseline weight", "candidate weight")
-        )
-        findings.append(
-            c.finding(
-                Status.CLEARED if measurable_any else Status.NOTED,
-                baseline=text_b,
-                candidate=text_c,
-                summary=f"every component pays the same per event ({text_b})"
-                if measurable_any
-                else "the environments report no event counts; only totals could be compared",
-                remediation="Nothing to do."
-                if measurable_any
-                else "Report per-component counts in info['episode'] (e.g. ore.get) to measure components.",
-            )
-        )
+        findings.append(_same_or_open(c, merged, all_bars))
     return c.section(
         findings,
         tables=tables,
@@ -332,6 +401,7 @@ def magnitudes(weights: pd.DataFrame, episodes: pd.DataFrame) -> pd.DataFrame:
     "No reward component is drowned by another in the candidate that was not already in the baseline",
     title="Shaping per step vs terminal reward vs time penalty",
     needs=rollout_pair,
+    reads=("curriculum", "env"),
 )
 def relative_magnitudes(c: Check, pair: Pair, *, seed: int = 0) -> Section:
     """Shaping per step vs terminal reward vs time penalty, measured under the random policy."""
