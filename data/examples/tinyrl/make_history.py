@@ -1,8 +1,8 @@
 """Build the change-search examples from the tinyrl trainer in this directory.
 
 ``python make_history.py DEST`` writes a git repository to ``DEST`` (a fresh directory; nothing is written
-here) whose first commit is this directory's trainer and whose four later commits are a realistic stretch of
-work on it::
+here) whose first commit (tagged ``baseline``) is this directory's trainer and whose four later commits (up to
+``main``) are a realistic stretch of work on it::
 
     c0  tinyrl: REINFORCE on a vectorized corridor        (the baseline)
     c1  Record the episode lengths                       harmless: new statistics
@@ -252,6 +252,7 @@ def build(dest: str | Path, history: list[tuple[str, list[Edit]]] | None = None)
         date = f"2024-05-0{i + 1}T10:00:00+00:00"
         _git(dest, "-c", "commit.gpgsign=false", "commit", "-q", "-m", message, date=date)
         commits.append(_git(dest, "rev-parse", "HEAD"))
+    _git(dest, "tag", "baseline", commits[0])  # git:DEST@baseline and git:DEST@main name the two sides
     return {
         "repo": str(dest),
         "commits": commits,

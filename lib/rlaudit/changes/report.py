@@ -16,6 +16,7 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
+from rlaudit.attribution.arms import DEFAULT_DELTA
 from rlaudit.changes.culprit import ChangeResult, Culprit
 
 METRIC_WORDS = {"sps": "the CPU time per step lost"}
@@ -127,8 +128,8 @@ def summary_sentences(result: ChangeResult | None) -> list[str]:
         shares = []
         for m in result.active:
             e = c.effects.get(m)
-            if e is None or e.high < 0.05:
-                continue
+            if e is None or not e.contributes(DEFAULT_DELTA):
+                continue  # no share of this gap to speak of (its interval reaches down to noise)
             text = f"reverting it restores {_share(e)} of {METRIC_WORDS.get(m, f'the {m} gap')}"
             r = c.reproduced.get(m)
             if r is not None:
@@ -160,6 +161,36 @@ def _arm_rows(result: ChangeResult) -> list[dict[str, Any]]:
         row["unresolved"] = a["unresolved"]
         rows.append(row)
     return rows
+
+
+def findings(result: ChangeResult | None) -> list[Any]:
+    """The search's own verdicts: a NOTED finding for the hybrids that could not be built or run (unresolved,
+    as in delta debugging: recorded, and the search split around them), naming each and why."""
+    from rlaudit.findings import Evidence, Finding, Severity, Status
+
+    if result is None or not result.unresolved:
+        return []
+    hunks = result.change_set.hunks()
+    subs = [
+        hunks[h].subsystem for u in result.unresolved for h in u["hunks"] if h in hunks and hunks[h].subsystem
+    ]
+    items = [f"{u['arm']}: {u['reason']}" for u in result.unresolved]
+    return [
+        Finding(
+            id="summary/changes-unresolved",
+            subsystem=max(subs, key=subs.count) if subs else "trainer",
+            hypothesis="Every subset of the code changes the search tried builds and runs",
+            status=Status.NOTED,
+            severity=Severity.INFO,
+            evidence=Evidence(
+                summary=f"{len(items)} hybrid(s) or checkout(s) could not run (the search split around them): "
+                + "; ".join(items[:5])
+                + (f"; and {len(items) - 5} more" if len(items) > 5 else ""),
+                details={"unresolved": result.unresolved},
+            ),
+            remediation="None needed: hunks that only import or run together are kept together by the search.",
+        )
+    ]
 
 
 def section(result: ChangeResult | None, notes: Sequence[str] = ()) -> Any:
@@ -201,6 +232,7 @@ def section(result: ChangeResult | None, notes: Sequence[str] = ()) -> Any:
         )
     return Section(
         title=title,
+        findings=findings(result),
         tables=tables,
         notes=[*notes, *summary_sentences(result), *result.notes],
     )
@@ -217,16 +249,32 @@ def hunk_arms(result: ChangeResult, hunk_id: str) -> list[dict[str, Any]]:
     return [row for row, a in zip(_arm_rows(result), arms, strict=True) if hunk_id in a["hunks"]]
 
 
+class _Note:
+    """A one-line note shown in place of a widget."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def _repr_html_(self) -> str:
+        return f'<p class="rl-muted">{html.escape(self.text)}</p>'
+
+    def __repr__(self) -> str:
+        return self.text
+
+
 def explore(result: ChangeResult | None) -> Any:
-    """Pick a hunk, see its diff and its arms: ipywidgets in JupyterLab; the culprits' diffs otherwise."""
+    """Pick a hunk, see its diff and the arms that reverted or applied it: ipywidgets in JupyterLab; elsewhere
+    (papermill, nbval, the HTML report) a note, since :func:`section` already shows the culprits' diffs."""
     from rlaudit.notebook import interactive
 
     if result is None:
-        return Diff("", "the code changes were not searched")
+        return _Note("the code changes were not searched")
     hunks = result.change_set.searched
     if not interactive():
-        text = "\n".join(c.diff() for c in result.culprits) or "no culprit"
-        return Diff(text, "the culprits' hunks (pick any hunk in JupyterLab)")
+        return _Note(
+            f"{len(hunks)} hunks searched; the culprits' diffs are above (open the notebook in JupyterLab to pick "
+            "any hunk and see its diff and arms)"
+        )
     import ipywidgets as widgets
     import pandas as pd
     from IPython.display import HTML, display
@@ -248,3 +296,47 @@ def explore(result: ChangeResult | None) -> Any:
 
     out = widgets.interactive_output(show, {"hunk_id": pick})
     return widgets.VBox([pick, out])
+
+
+def diff_html(text: str, title: str = "") -> str:
+    """A unified diff as a coloured HTML block (for pages that render the summary's ``changes``)."""
+    return Diff(text, title)._repr_html_()
+
+
+def payload(result: ChangeResult | None) -> dict[str, Any] | None:
+    """What ``attribution.json`` keeps of the change search: the culprits (commit, subject, path, function,
+    header, diff, shares and reverse checks), the commits' verdicts, what it spent, its sentences."""
+    if result is None:
+        return None
+    return {
+        "sentences": summary_sentences(result),
+        "culprits": [c.to_dict() for c in result.culprits],
+        "commits": result.commits,
+        "spent": result.spent,
+        "unresolved": result.unresolved,
+        "notes": result.notes,
+    }
+
+
+NOT_SEARCHED = (
+    "The code changes were not searched: the two sides are not versions of one source (git: refs of one "
+    "repository, or two directories of one package), or CHANGES=off."
+)
+
+
+def notebook_section(wb: Any, findings_dir: str = "") -> Any:
+    """The summary notebook's section for the last change search on this workbench's pair (run by attribution),
+    saved as ``changes.json`` beside the findings."""
+    from rlaudit.changes.search import last_result, save
+
+    result = last_result(wb)
+    if result is not None and findings_dir:
+        save(result, findings_dir)
+    return section(result, [] if result is not None else [NOT_SEARCHED])
+
+
+def explore_last(wb: Any) -> Any:
+    """:func:`explore` over the last change search on this workbench's pair."""
+    from rlaudit.changes.search import last_result
+
+    return explore(last_result(wb))

@@ -1,0 +1,85 @@
+"""The change search in the report: the section, the diffs, the executive summary's sentences."""
+
+from __future__ import annotations
+
+import pytest
+
+from rlaudit.changes import changeset as csm
+from rlaudit.changes import report
+from rlaudit.changes.culprit import ChangeSearch, Targets
+from support import changes as sc
+
+
+@pytest.fixture(scope="module")
+def result(tmp_path_factory: pytest.TempPathFactory):
+    made = sc.history(tmp_path_factory.mktemp("history"))
+    cs = csm.map_all(csm.change_set(f"git:{made['repo']}@{made['commits'][0]}", f"git:{made['repo']}@main"))
+    targets = Targets(cs, root=tmp_path_factory.mktemp("hybrids"))
+    search = ChangeSearch(
+        None,
+        cs,
+        runner=sc.oracle_for_history(cs),
+        targets=targets,
+        metric="return",
+        max_seeds=5,
+        budget=60,
+        steps=1,
+    )
+    return search.run_changes()
+
+
+def test_the_summary_names_each_culprit_with_its_commit_function_hunk_and_shares(result):
+    sentences = report.summary_sentences(result)
+    first = sentences[0]
+    c3 = result.change_set.commits[2]
+    assert first.startswith(
+        f"Culprit: commit {c3.short} “Tidy the rollout and the returns helper”: tinyrl/train.py, collect, @@ -76,8 +79,8 @@"
+    )
+    assert "reverting it restores" in first and "95% CI" in first and "of the return gap" in first
+    assert "applied alone to the baseline it reproduces" in first
+    assert "CPU time per step" in sentences[1] and "tinyrl/env.py" in sentences[1]
+    assert sentences[-1].startswith("The change search spent") and "per-hunk sweep" in sentences[-1]
+
+
+def test_the_section_holds_the_commits_the_culprits_and_their_diffs(result):
+    section = report.section(result)
+    assert section.title == "Which commit, which hunk?"
+    commits = section.tables["commits"]
+    assert list(commits["verdict"]) == ["cleared", "cleared", "culprit", "culprit"]
+    culprits = section.tables["culprits"]
+    assert culprits.iloc[0]["function"] == "collect" and culprits.iloc[0]["hunk"] == "@@ -76,8 +79,8 @@"
+    diff = section.tables["culprit 1: the diff"]
+    page = diff._repr_html_()
+    assert "np.stack(b_obs, axis=1)" in page and "background:#e6ffec" in page and "background:#ffebe9" in page
+    assert (
+        "unresolved hybrids" in section.tables
+        and "ImportError" in section.tables["unresolved hybrids"].to_string()
+    )
+    html = section.to_html()
+    assert "@@ -76,8 +79,8 @@" in html and "search log" in html
+
+
+def test_the_explorer_is_static_outside_jupyterlab(result, monkeypatch):
+    monkeypatch.setenv("RLAUDIT_INTERACTIVE", "0")
+    shown = report.explore(result)
+    assert "14 hunks searched" in repr(shown) and "JupyterLab" in shown._repr_html_()
+    harmful = result.culprits[0].hunks[0]
+    rows = report.hunk_arms(result, harmful.id)
+    assert rows and any(r["kind"] == "apply" for r in rows) and any(r["kind"] == "revert" for r in rows)
+
+
+def test_without_a_search_the_section_says_why():
+    section = report.section(None, ["code changes not searched: builtin vs builtin"])
+    assert section.tables == {} and section.notes == ["code changes not searched: builtin vs builtin"]
+    assert report.summary_sentences(None) == []
+
+
+def test_the_payload_for_attribution_json_carries_the_culprits_diffs(result):
+    import json
+
+    data = json.loads(json.dumps(report.payload(result)))
+    top = data["culprits"][0]
+    assert top["changes"][0]["hunk"] == "@@ -76,8 +79,8 @@" and "np.stack(b_obs, axis=1)" in top["diff"]
+    assert data["sentences"][0].startswith("Culprit: commit")
+    assert "background:#ffebe9" in report.diff_html(top["diff"])
+    assert report.payload(None) is None
