@@ -18,7 +18,7 @@ import pandas as pd
 from rlaudit import stats
 from rlaudit.checks import SIDES, Check, check, run_probe
 from rlaudit.curriculum import plots, probes
-from rlaudit.env.analysis import rollout_pair, sizes, timing_batch
+from rlaudit.env.analysis import inconclusive, rollout_pair, sizes, timing_batch
 from rlaudit.evidence import fmt, interval, judge_ratio, pct
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.notebook import Section
@@ -237,12 +237,11 @@ def sampling(c: Check, pair: Pair, *, seed: int = 0) -> Section:
             )
             remediation = "Nothing to do."
         else:
-            status, severity = Status.NOTED, Severity.INFO
-            summary = (
-                f"inconclusive: total variation {fmt(tvd[0])} {interval(tvd[1], tvd[2])} over {len(tasks_b)} tasks "
-                f"is not shown below {fmt(TVD_MARGIN)} (chi-square p = {fmt(test['p'])}); {seq_note}"
+            status, severity, summary, remediation = inconclusive(
+                f"total variation {fmt(tvd[0])} {interval(tvd[1], tvd[2])} over {len(tasks_b)} tasks "
+                f"is not shown below {fmt(TVD_MARGIN)} (chi-square p = {fmt(test['p'])}); {seq_note}",
+                "more draws per phase",
             )
-            remediation = "Rerun at a larger profile (more draws per phase) to settle it."
     findings = [
         c.finding(
             status,
@@ -325,7 +324,7 @@ def per_call_verdict(
         candidate={k: round(v, 3) for k, v in points["candidate"].items()},
         summary=f"{claim.format(margin=margin_text)}: {parts}",
         details=details,
-        remediation="Nothing to do." if alike else f"Rerun at a larger profile ({rerun}) to settle it.",
+        remediation="Nothing to do." if alike else inconclusive("", rerun)[3],
         figures=[figure],
     )
 
@@ -768,11 +767,11 @@ def overhead(c: Check, evidence: list[Pair], *, seed: int = 0) -> Section:
         )
         remediation = "Nothing to do."
     else:
-        summary = (
-            f"inconclusive: the curriculum costs {shares}, per-episode cost ratio {cost}, neither shown the same "
-            f"within ×{fmt(OVERHEAD_FACTOR)} nor surely costlier by {pct(ADDED_SHARE)} of a step"
+        _, _, summary, remediation = inconclusive(
+            f"the curriculum costs {shares}, per-episode cost ratio {cost}, neither shown the same within "
+            f"×{fmt(OVERHEAD_FACTOR)} nor surely costlier by {pct(ADDED_SHARE)} of a step",
+            "more and longer timed blocks",
         )
-        remediation = "Rerun at a larger profile (more and longer timed blocks) to settle it."
     finding = c.finding(
         status,
         severity,

@@ -195,3 +195,16 @@ def timing_batch(wb: Any) -> str:
     found = getattr(wb, "fingerprints", None) or {}
     text = "|".join(str(found.get(side, "")) for side in ("baseline", "candidate"))
     return hashlib.blake2b(text.encode(), digest_size=6).hexdigest() if text.strip("|") else ""
+
+
+def inconclusive(what: str, rerun: str) -> tuple[Any, Any, str, str]:
+    """``(status, severity, summary, remediation)`` of a comparison that neither shows a difference nor
+    equivalence: NOTED, with ``what`` was measured and what a larger profile would add (``rerun``)."""
+    from rlaudit.findings import Severity, Status
+
+    return (
+        Status.NOTED,
+        Severity.INFO,
+        f"inconclusive: {what}",
+        f"Rerun at a larger profile ({rerun}) to settle it.",
+    )

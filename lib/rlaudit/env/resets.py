@@ -17,7 +17,7 @@ import pandas as pd
 from rlaudit import stats
 from rlaudit.checks import SIDES, Check, check
 from rlaudit.env import plots
-from rlaudit.env.analysis import repeats_to_settle, rollout_pair
+from rlaudit.env.analysis import inconclusive, repeats_to_settle, rollout_pair
 from rlaudit.evidence import fmt, interval, judge, judge_ratio, pct
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.notebook import Section
@@ -139,12 +139,11 @@ def reset_cost(c: Check, pair: Pair, *, seed: int = 0) -> Section:
         summary = f"a reset step costs {measured}: the same within ×{fmt(RESET_FACTOR)}"
         remediation = "Nothing to do: resets cost the same."
     else:
-        status, severity = Status.NOTED, Severity.INFO
-        summary = (
-            f"inconclusive: a reset step costs {measured}, neither shown the same within ×{fmt(RESET_FACTOR)} nor "
-            f"surely costlier; {verdict.settle('rollout steps')}"
+        status, severity, summary, remediation = inconclusive(
+            f"a reset step costs {measured}, neither shown the same within ×{fmt(RESET_FACTOR)} nor "
+            f"surely costlier; {verdict.settle('rollout steps')}",
+            "longer rollouts, more steps with resets",
         )
-        remediation = "Rerun at a larger profile (longer rollouts, more steps with resets) to settle it."
     finding = c.finding(
         status,
         severity,
@@ -278,12 +277,11 @@ def reset_spread_check(c: Check, pair: Pair) -> Section:
         )
         remediation = "Nothing to do."
     else:
-        status, severity = Status.NOTED, Severity.INFO
-        summary = (
-            f"inconclusive: {pct(eb)} vs {pct(ec)} of later episodes cut early over {b['later']} and "
-            f"{cand['later']} episodes (difference {interval(diff[1], diff[2])}, not within ±{pct(SHARE_MARGIN)})"
+        status, severity, summary, remediation = inconclusive(
+            f"{pct(eb)} vs {pct(ec)} of later episodes cut early over {b['later']} and "
+            f"{cand['later']} episodes (difference {interval(diff[1], diff[2])}, not within ±{pct(SHARE_MARGIN)})",
+            "longer rollouts, more later episodes",
         )
-        remediation = "Rerun at a larger profile (longer rollouts, more later episodes) to settle it."
     findings = [
         c.finding(
             status,
@@ -379,13 +377,12 @@ def termination(c: Check, pair: Pair) -> Section:
         )
         remediation = "Nothing to do."
     else:
-        status, severity = Status.NOTED, Severity.INFO
-        summary = (
-            f"inconclusive: same autoreset mode ({b['autoreset mode']}), but {b['episodes']} and {cand['episodes']} "
+        status, severity, summary, remediation = inconclusive(
+            f"same autoreset mode ({b['autoreset mode']}), but {b['episodes']} and {cand['episodes']} "
             f"episodes cannot show the share that terminates is the same within ±{pct(SHARE_MARGIN)} (difference "
-            f"{interval(diff[1], diff[2])})"
+            f"{interval(diff[1], diff[2])})",
+            "longer rollouts, more episodes",
         )
-        remediation = "Rerun at a larger profile (longer rollouts, more episodes) to settle it."
     finding = c.finding(
         status,
         severity,

@@ -14,7 +14,7 @@ import pandas as pd
 from rlaudit import stats
 from rlaudit.checks import SIDES, Check, check
 from rlaudit.env import plots, probes
-from rlaudit.env.analysis import repeats_to_settle, sizes, timing_batch
+from rlaudit.env.analysis import inconclusive, repeats_to_settle, sizes, timing_batch
 from rlaudit.evidence import fmt, interval
 from rlaudit.findings import Severity, Status
 from rlaudit.notebook import Section
@@ -119,12 +119,11 @@ def throughput(c: Check, pair: Pair, *, seed: int = 0) -> Section:
             )
             remediation = "Nothing to do."
         else:
-            status, severity = Status.NOTED, Severity.INFO
-            summary = (
-                f"inconclusive at {label}: {ratio_text} is neither within ×{fmt(PRACTICAL_RATIO)} nor surely "
-                f"slower; {verdict.settle('timed blocks')}"
+            status, severity, summary, remediation = inconclusive(
+                f"at {label}, {ratio_text} is neither within ×{fmt(PRACTICAL_RATIO)} nor surely slower; "
+                f"{verdict.settle('timed blocks')}",
+                "more and longer timed blocks",
             )
-            remediation = "Rerun at a larger profile (more and longer timed blocks) to settle it."
         if slow_elsewhere:
             summary += f"; slower at num_envs {slow_elsewhere}"
     nb, nc = int(main["num_envs (baseline)"]), int(main["num_envs (candidate)"])
