@@ -319,3 +319,40 @@ def test_selection_that_could_not_test_the_digit_boundary_never_clears() -> None
         "candidate: the model_9 vs model_10 order (checkpoints() takes no run_dir="
         in finding.evidence.summary
     )
+
+
+@pytest.mark.expensive  # two short training runs, a resume and the loaders of an A/A pair under load
+def test_an_aa_pair_with_the_other_core_busy_raises_no_flag(audit_cache: str, flagged, describe) -> None:
+    """Resume continuity compares recorded scalars: timing metrics (SPS, seconds) must never count."""
+    from rlaudit import checkpointing
+    from rlaudit.workbench import Workbench
+    from support.load import aa_spec, busy_core
+
+    with busy_core(), Workbench("builtin:reference", aa_spec("checkpointing"), profile="smoke") as wb:
+        sections = checkpointing.audit_all(wb)
+    assert not flagged(sections), describe(f for s in sections for f in s.findings)
+
+
+def _entries(baseline: int, candidate: int) -> dict[str, dict[str, Any]]:
+    def one(n: int) -> dict[str, Any]:
+        paths = [f"ckpt/model_{i}.pt" for i in range(n)]
+        return {"run": None, "paths": paths, "origin": "a dedicated run", "missing": [], "error": None}
+
+    return {"baseline": one(baseline), "candidate": one(candidate)}
+
+
+def test_a_side_without_checkpoints_is_skipped_lost_or_noted() -> None:
+    from rlaudit.checkpointing.sources import guard_sources
+
+    assert guard_sources(_entries(2, 2), "checkpointing/x", "h") is None
+    neither = guard_sources(_entries(0, 0), "checkpointing/x", "h")
+    assert (
+        neither is not None
+        and neither.status.value == "SKIPPED"
+        and "either side" in neither.evidence.summary
+    )
+    lost = guard_sources(_entries(2, 0), "checkpointing/x", "h")
+    assert lost is not None and (lost.status.value, lost.severity.value) == ("SUSPECT", "HIGH")
+    assert "no longer saves checkpoints" in lost.evidence.summary
+    gained = guard_sources(_entries(0, 2), "checkpointing/x", "h")
+    assert gained is not None and (gained.status.value, gained.severity.value) == ("NOTED", "LOW")

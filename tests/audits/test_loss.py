@@ -369,7 +369,7 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
-VF_COEF, ENT_COEF, VALUE_HALF, CODE_GAMMA = {vf}, {ent}, {half}, {gamma}
+VF_COEF, ENT_COEF, VALUE_HALF, CODE_GAMMA, NORM_ADV = {vf}, {ent}, {half}, {gamma}, {norm}
 
 
 def config():
@@ -427,6 +427,8 @@ def compute_loss(config, policy, batch):
     _, logp, ent, value = policy.get_action_and_value(batch["obs"], batch["actions"])
     ratio = (logp - batch["logprobs"]).exp()
     adv = batch["advantages"]
+    if NORM_ADV:
+        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
     pg = torch.max(-adv * ratio, -adv * ratio.clamp(0.8, 1.2)).mean()
     v = ((value.view(-1) - batch["returns"]) ** 2).mean() * (0.5 if VALUE_HALF else 1.0)
     entropy = ent.mean()
@@ -442,10 +444,11 @@ def _loss_subject(
     ent: float = 0.01,
     half: bool = True,
     gamma: float | None = None,
+    norm: bool = True,
 ) -> str:
     path = directory / name / "subject.py"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(LOSS_SUBJECT.format(vf=vf, ent=ent, half=half, gamma=gamma))
+    path.write_text(LOSS_SUBJECT.format(vf=vf, ent=ent, half=half, gamma=gamma, norm=norm))
     return str(path)
 
 
@@ -456,6 +459,7 @@ def loss_subjects(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "baseline": _loss_subject(root, "baseline"),
         "changed": _loss_subject(root, "changed", vf=5.0, ent=-0.01, gamma=0.95),
         "sb3_style": _loss_subject(root, "sb3_style", vf=0.25, half=False),
+        "raw_advantages": _loss_subject(root, "raw_advantages", norm=False),
     }
 
 
@@ -484,3 +488,19 @@ def test_a_value_loss_without_one_half_that_the_coefficient_compensates_is_only_
     (terms,) = loss_terms(make_wb(loss_subjects["sb3_style"], baseline=loss_subjects["baseline"])).findings
     assert terms.status is Status.NOTED, terms.evidence.summary
     assert "MSE (no ½, as in SB3)" in terms.evidence.summary and "the same" in terms.evidence.summary
+
+
+def test_advantages_no_longer_normalized_are_named(make_wb, loss_subjects) -> None:
+    from rlaudit.findings import Status
+    from rlaudit.loss.terms import loss_terms
+
+    (terms,) = loss_terms(
+        make_wb(loss_subjects["raw_advantages"], baseline=loss_subjects["baseline"])
+    ).findings
+    assert terms.status is Status.SUSPECT, terms.evidence.summary
+    summary = terms.evidence.summary
+    assert (
+        "the baseline normalizes the advantages per batch but the candidate uses the raw advantages"
+        in summary
+    )
+    assert "coefficient" not in summary.split(" — ")[0] and "network" not in summary

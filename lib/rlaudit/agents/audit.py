@@ -32,6 +32,52 @@ STD_RATIO = 1.5
 whole interval over seeds, the scales are equivalent."""
 
 
+# Findings a check makes beside its main one, declared once: id, hypothesis and the remedy.
+IO_FOLLOWS_SPACES = {
+    "id": "agents/io-follows-spaces",
+    "hypothesis": "Input and output layers match the environment's spaces on both sides",
+    "remediation": "Nothing to change in the network; investigate the space change in 10_spaces.",
+    "reads": ("spaces",),
+}
+RENAMED = {
+    "id": "agents/renamed",
+    "hypothesis": "Modules keep their names",
+    "remediation": "No change needed for training; map the old names when loading older checkpoints "
+    "(see 04_checkpointing).",
+}
+IO_SIZES = {
+    "id": "agents/io-sizes",
+    "hypothesis": "Each network's input matches the observation size and its policy head the action count",
+    "remediation": "Build the network from the environment's spaces (observation size and action count) instead "
+    "of hard-coded sizes.",
+}
+TRUNK = {
+    "id": "agents/trunk",
+    "hypothesis": "Actor and critic share (or separate) their trunk the same way on both sides",
+    "remediation": "Restore the baseline's trunk layout (separate actor and critic networks, or the same shared "
+    "encoder) in the candidate's make_policy.",
+}
+REPEATED_CALLS = {
+    "id": "agents/repeated-calls",
+    "hypothesis": "Each module runs as many times per forward pass on both sides",
+    "remediation": "Check whether the extra calls are intended (weight sharing) or a duplicated forward pass.",
+}
+DEAD_UNITS = {
+    "id": "agents/dead-units",
+    "hypothesis": "No layer has many more dead or saturated units on one side",
+    "remediation": "Restore the baseline's activation and initialization (see 08_init), or lower the input scale, "
+    "so that units are alive at the start of training.",
+    "figures": ["activations"],
+}
+ACTIVATION_SCALE = {
+    "id": "agents/activation-scale",
+    "hypothesis": "Per-layer activation scales match",
+    "remediation": "Expected when the layers or the activation changed (see the architecture finding); otherwise "
+    "compare the initialization in 08_init.",
+    "figures": ["activations"],
+}
+
+
 def network_params(wb: Workbench, *, at_least: int = 2, at_most: int = 5) -> dict[str, Any]:
     """Parameters of the fresh-network probes (agents' and init's): torch seeds (the profile's seed count
     clipped to ``[at_least, at_most]``), the environment seed, the rollout that provides observations, and the
@@ -42,6 +88,10 @@ def network_params(wb: Workbench, *, at_least: int = 2, at_most: int = 5) -> dic
         "rollout_steps": int(wb.profile.rollout_steps),
         "batch": 512,
     }
+
+
+NETWORK = {"probe": probes.network, "params": network_params, "desc": "agents: networks"}
+"""The evidence every agents check reads: the network probe on both sides (one cached run)."""
 
 
 def seeds_for(wb: Workbench) -> list[int]:
@@ -57,9 +107,7 @@ def _trees(pair: Pair) -> tuple[dict[str, Any], dict[str, Any]]:
     "agents/architecture",
     "The two networks have the same layers, sizes and activations",
     title="Architecture: module trees aligned by structure",
-    probe=probes.network,
-    params=network_params,
-    desc="agents: networks",
+    **NETWORK,
 )
 def architecture(c: Check, pair: Pair) -> Section:
     """Module trees side by side, aligned by structure: layers added, removed, resized or changed in kind."""
@@ -112,9 +160,7 @@ def architecture(c: Check, pair: Pair) -> Section:
             c.finding(
                 Status.NOTED,
                 Severity.LOW,
-                id="agents/io-follows-spaces",
-                hypothesis="Input and output layers match the environment's spaces on both sides",
-                reads=("spaces",),
+                **IO_FOLLOWS_SPACES,
                 baseline={"observation": ta.get("obs_size"), "actions": ta.get("n_actions")},
                 candidate={"observation": tb.get("obs_size"), "actions": tb.get("n_actions")},
                 effect=float(len(cmp["knock_on"])),
@@ -124,7 +170,6 @@ def architecture(c: Check, pair: Pair) -> Section:
                 + "; ".join(tr.changes(cmp, "knock_on"))
                 + " — a knock-on of a change in the observation or action space (see 10_spaces), not of "
                 "the network code",
-                remediation="Nothing to change in the network; investigate the space change in 10_spaces.",
             )
         )
     if cmp["renamed"]:
@@ -133,8 +178,7 @@ def architecture(c: Check, pair: Pair) -> Section:
             c.finding(
                 Status.NOTED,
                 Severity.INFO,
-                id="agents/renamed",
-                hypothesis="Modules keep their names",
+                **RENAMED,
                 baseline=len(cmp["a"]),
                 candidate=len(cmp["b"]),
                 effect=float(len(names)),
@@ -143,8 +187,6 @@ def architecture(c: Check, pair: Pair) -> Section:
                 + ", ".join(names[:6])
                 + (" ..." if len(names) > 6 else "")
                 + "; a rename changes checkpoint keys, not the network",
-                remediation="No change needed for training; map the old names when loading older checkpoints "
-                "(see 04_checkpointing).",
             )
         )
     if not cmp["real"]:
@@ -215,9 +257,7 @@ def _trunk(facts: dict[str, Any]) -> str:
     "agents/execution",
     "Observations flow through both networks the same way (order, shapes, trunks, input and heads)",
     title="Execution order and shapes on real observations",
-    probe=probes.network,
-    params=network_params,
-    desc="agents: networks",
+    **NETWORK,
 )
 def execution(c: Check, pair: Pair) -> Section:
     """Execution order and shapes on real observations, shared vs separate trunks, input and head sizes."""
@@ -230,13 +270,10 @@ def execution(c: Check, pair: Pair) -> Section:
             c.finding(
                 Status.SUSPECT,
                 Severity.HIGH,
-                id="agents/io-sizes",
-                hypothesis="Each network's input matches the observation size and its policy head the action count",
+                **IO_SIZES,
                 baseline=fa["inputs"],
                 candidate=fb["inputs"],
                 summary="; ".join(problems),
-                remediation="Build the network from the environment's spaces (observation size and action count) "
-                "instead of hard-coded sizes.",
             )
         )
     trunk_a, trunk_b = _trunk(fa), _trunk(fb)
@@ -245,14 +282,11 @@ def execution(c: Check, pair: Pair) -> Section:
             c.finding(
                 Status.SUSPECT,
                 Severity.HIGH,
-                id="agents/trunk",
-                hypothesis="Actor and critic share (or separate) their trunk the same way on both sides",
-                baseline=trunk_a,
-                candidate=trunk_b,
+                **TRUNK,
                 summary=f"actor and critic trunks are {trunk_a} in the baseline but {trunk_b} in the candidate: "
                 "a shared trunk lets the value loss shape the policy's features",
-                remediation="Restore the baseline's trunk layout (separate actor and critic networks, or the same "
-                "shared encoder) in the candidate's make_policy.",
+                baseline=trunk_a,
+                candidate=trunk_b,
             )
         )
     rep_a, rep_b = fa["repeated_calls"], fb["repeated_calls"]
@@ -261,18 +295,20 @@ def execution(c: Check, pair: Pair) -> Section:
             c.finding(
                 Status.NOTED,
                 Severity.LOW,
-                id="agents/repeated-calls",
-                hypothesis="Each module runs as many times per forward pass on both sides",
+                **REPEATED_CALLS,
+                summary=f"modules called more than once per pass: {rep_a or 'none'} vs {rep_b or 'none'}",
                 baseline=rep_a or "each module once",
                 candidate=rep_b or "each module once",
-                summary=f"modules called more than once per pass: {rep_a or 'none'} vs {rep_b or 'none'}",
-                remediation="Check whether the extra calls are intended (weight sharing) or a duplicated forward pass.",
             )
         )
     if not findings:
-        inputs = f"input {', '.join(str(v) for v in fa['inputs'].values())} = observation {fa['obs_size']}"
+        widths = {
+            side: ", ".join(str(v) for v in f["inputs"].values() if v is not None)
+            for side, f in (("a", fa), ("b", fb))
+        }
+        inputs = f"input {widths['a'] or '—'} = observation {fa['obs_size']}"
         if fa["obs_size"] != fb["obs_size"]:
-            inputs += f" | {', '.join(str(v) for v in fb['inputs'].values())} = {fb['obs_size']}"
+            inputs += f" | {widths['b'] or '—'} = {fb['obs_size']}"
         heads = (
             f"policy head {fa['policy_width']} = {fa['n_actions']} actions; value head {fa['value_width']}"
         )
@@ -347,7 +383,9 @@ def std_ratios(pair: Pair, cmp: dict[str, Any], layers: list[str]) -> dict[str, 
         if np.array_equal(xa, xb):
             out[a["path"]] = stats.Interval(1.0, 1.0, 1.0)
         else:
-            out[a["path"]] = stats.bootstrap_ratio_ci(xb, xa, np.mean, n_boot=2000, seed=len(out))
+            iv = stats.bootstrap_ratio_ci(xb, xa, np.mean, n_boot=2000, seed=len(out))
+            # a percentile interval over very few seeds can miss its own point: the interval holds it
+            out[a["path"]] = stats.Interval(iv.point, min(iv.low, iv.point), max(iv.high, iv.point))
     return out
 
 
@@ -355,9 +393,7 @@ def std_ratios(pair: Pair, cmp: dict[str, Any], layers: list[str]) -> dict[str, 
     "agents/activations",
     "Both networks' layers respond alike to the same observations at initialization",
     title="Activation statistics at initialization",
-    probe=probes.network,
-    params=network_params,
-    desc="agents: networks",
+    **NETWORK,
     reads=("init", "spaces"),
 )
 def activations(c: Check, pair: Pair) -> Section:
@@ -387,16 +423,12 @@ def activations(c: Check, pair: Pair) -> Section:
             c.finding(
                 Status.SUSPECT,
                 Severity.MEDIUM,
-                id="agents/dead-units",
-                hypothesis="No layer has many more dead or saturated units on one side",
-                baseline={r["layer"]: r["dead_b"] for r in acts.to_dict("records")},
-                candidate={r["layer"]: r["dead_c"] for r in acts.to_dict("records")},
+                **DEAD_UNITS,
                 effect=max(abs((r["dead_c"] or 0) - (r["dead_b"] or 0)) for r in acts.to_dict("records")),
                 effect_label="largest change in dead fraction",
                 summary="units that pass no gradient from the start: " + "; ".join(flagged[:6]) + because,
-                remediation="Restore the baseline's activation and initialization (see 08_init), or lower the "
-                "input scale, so that units are alive at the start of training.",
-                figures=["activations"],
+                baseline={r["layer"]: r["dead_b"] for r in acts.to_dict("records")},
+                candidate={r["layer"]: r["dead_c"] for r in acts.to_dict("records")},
             )
         )
     if shifted:
@@ -404,16 +436,12 @@ def activations(c: Check, pair: Pair) -> Section:
             c.finding(
                 Status.NOTED,
                 Severity.LOW,
-                id="agents/activation-scale",
-                hypothesis="Per-layer activation scales match",
-                baseline={r["layer"]: r["std_b"] for r in acts.to_dict("records")},
-                candidate={r["layer"]: r["std_c"] for r in acts.to_dict("records")},
+                **ACTIVATION_SCALE,
                 summary=f"activation std differs by more than ×{fmt(STD_RATIO)}: "
                 + "; ".join(shifted[:6])
                 + because,
-                remediation="Expected when the layers or the activation changed (see the architecture finding); "
-                "otherwise compare the initialization in 08_init.",
-                figures=["activations"],
+                baseline={r["layer"]: r["std_b"] for r in acts.to_dict("records")},
+                candidate={r["layer"]: r["std_c"] for r in acts.to_dict("records")},
             )
         )
     if not flagged and not shifted:

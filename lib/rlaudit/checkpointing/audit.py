@@ -35,6 +35,7 @@ from rlaudit.workbench import Workbench
 _guard_sources = guard_sources  # the name other rooms reading checkpoints (10_spaces) use
 
 __all__ = [
+    "CHECKS",
     "audit_all",
     "capabilities",
     "contents",
@@ -58,14 +59,10 @@ __all__ = [
 ]
 
 
+CHECKS = (written, contents, loading, round_trip, cross_version, selection, resume)
+"""Every checkpointing check, in notebook order."""
+
+
 def audit_all(wb: Workbench, trust: bool = False) -> list[Section]:
-    """Every checkpointing check, in notebook order."""
-    return [
-        written(wb, trust=trust),
-        contents(wb, trust=trust),
-        loading(wb, trust=trust),
-        round_trip(wb, trust=trust),
-        cross_version(wb, trust=trust),
-        selection(wb, trust=trust),
-        resume(wb, trust=trust),
-    ]
+    """Every checkpointing check, in notebook order (``trust``: unpickle objects in checkpoint files)."""
+    return [run(wb, trust=trust) for run in CHECKS]

@@ -37,6 +37,13 @@ def step(value: Any) -> str:
     return f"{int(value):,}" if isinstance(value, int | float) and value == value else "—"
 
 
+UNSAFE = {
+    "hypothesis": "Checkpoints can be read without executing code",
+    "remediation": "Save plain state dicts (tensors, numbers, strings) instead of pickled objects, or rerun this "
+    "notebook with trust=True for files you made yourself.",
+}
+
+
 def steps_text(steps: list[int]) -> str:
     """``"20,480, 40,960, …, 999,424"``: every step when there are few, else the first two and the last."""
     if len(steps) <= 4:
@@ -87,29 +94,24 @@ def written(c: Check, src: Checkpoints, trust: bool = False) -> Section:
     ia, ib = interval_of(steps["baseline"]), interval_of(steps["candidate"])
     same_runs = src["baseline"]["run"] is not None and src["candidate"]["run"] is not None
     run_steps = int(c.profile.train_steps)
-    if same_runs and na == nb and steps["baseline"] != steps["candidate"]:
+    # the evidence every verdict below shows: per side, how many checkpoints and at which steps
+    counts = {side: {"count": len(src[side]["paths"]), "steps": steps[side]} for side in SIDES}
+    extra = {"effect": float(nb - na), "effect_label": "extra checkpoints per run"}
+    if not same_runs:
         finding = c.finding(
             Status.NOTED,
             Severity.INFO,
-            baseline={"count": na, "steps": steps["baseline"]},
-            candidate={"count": nb, "steps": steps["candidate"]},
-            effect=0.0,
-            effect_label="extra checkpoints per run",
-            summary=f"the same number of checkpoints ({na}) but at different steps "
-            f"({steps_text(steps['baseline'])} | {steps_text(steps['candidate'])}): the runs count steps per "
-            "update differently (a batch-size change, see 02_trainer), not a checkpointing change",
-            remediation="Nothing to fix in checkpointing; see the trainer's batch geometry.",
+            summary=f"{na} | {nb} existing checkpoints ({src['baseline']['origin']} | "
+            f"{src['candidate']['origin']}); not from the same run, so their counts are not compared",
+            remediation="Give both subjects a train() so that rlaudit can produce comparable runs.",
+            **counts,
         )
-    elif same_runs and na != nb:
+    elif na != nb:
         extra_bytes = (nb - na) * sizes["candidate"]
         finding = c.finding(
             Status.NOTED,
             Severity.LOW,
             id="checkpointing/interval",
-            baseline={"count": na, "steps": steps["baseline"], "interval": ia},
-            candidate={"count": nb, "steps": steps["candidate"], "interval": ib},
-            effect=float(nb - na),
-            effect_label="extra checkpoints per run",
             summary=f"over the same {run_steps:,}-step run the baseline writes {na} checkpoint(s) (steps "
             f"{steps_text(steps['baseline'])}) and the candidate {nb} (steps {steps_text(steps['candidate'])}); "
             f"the interval changed ({step(ia) if ia else 'final only'} → {step(ib) if ib else 'final only'} steps). "
@@ -117,26 +119,28 @@ def written(c: Check, src: Checkpoints, trust: bool = False) -> Section:
             "it does not change what is learned",
             remediation="Nothing to fix for learning; restore the baseline's checkpoint interval only if disk or "
             "save time matters.",
+            baseline={**counts["baseline"], "interval": ia},
+            candidate={**counts["candidate"], "interval": ib},
+            **extra,
         )
-    elif not same_runs:
+    elif steps["baseline"] != steps["candidate"]:
         finding = c.finding(
             Status.NOTED,
             Severity.INFO,
-            baseline=na,
-            candidate=nb,
-            summary=f"{na} | {nb} existing checkpoints ({src['baseline']['origin']} | "
-            f"{src['candidate']['origin']}); not from the same run, so their counts are not compared",
-            remediation="Give both subjects a train() so that rlaudit can produce comparable runs.",
+            summary=f"the same number of checkpoints ({na}) but at different steps "
+            f"({steps_text(steps['baseline'])} | {steps_text(steps['candidate'])}): the runs count steps per "
+            "update differently (a batch-size change, see 02_trainer), not a checkpointing change",
+            remediation="Nothing to fix in checkpointing; see the trainer's batch geometry.",
+            **counts,
+            **extra,
         )
     else:
         finding = c.finding(
             Status.CLEARED,
-            baseline={"count": na, "steps": steps["baseline"]},
-            candidate={"count": nb, "steps": steps["candidate"]},
-            effect=0.0,
-            effect_label="extra checkpoints per run",
             summary=f"same checkpoints over the same {run_steps:,}-step run: {na} file(s) at step(s) "
             f"{steps_text(steps['baseline'])}, {sizes['baseline'] / 1e3:.0f} kB each",
+            **counts,
+            **extra,
         )
     return c.section(
         finding,
@@ -211,12 +215,10 @@ def contents(c: Check, src: Checkpoints, trust: bool = False) -> Section:
                 Status.NOTED,
                 Severity.MEDIUM,
                 id=f"checkpointing/unsafe-{side}",
-                hypothesis="Checkpoints can be read without executing code",
+                **UNSAFE,
+                summary=latest[side].get("message") or latest[side].get("error") or "unreadable",
                 baseline=latest["baseline"].get("unsafe_globals"),
                 candidate=latest["candidate"].get("unsafe_globals"),
-                summary=latest[side].get("message") or latest[side].get("error") or "unreadable",
-                remediation="Save plain state dicts (tensors, numbers, strings) instead of pickled objects, or "
-                "rerun this notebook with trust=True for files you made yourself.",
             )
         )
     pieces = {side: piece_table(latest[side], None) for side in SIDES}

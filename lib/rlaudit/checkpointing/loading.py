@@ -18,6 +18,8 @@ from rlaudit.findings import Finding, Severity, Status
 from rlaudit.notebook import Section
 from rlaudit.workbench import SIDES, ProbeResult
 
+FIDELITY = {"needs": own_fidelity}
+"""The evidence of the loading checks: each side's loader on its own newest checkpoint."""
 ROUND_TRIP_RTOL = 1e-6
 """A loaded policy whose outputs differ from the saved policy's by more than this (relative to the output's
 scale) does not reproduce it."""
@@ -145,7 +147,7 @@ def _normalizer_finding(
     "checkpointing/loading",
     "load_checkpoint restores every saved tensor and the normalizer statistics",
     title="Loading fidelity: what load_checkpoint restores",
-    needs=own_fidelity,
+    **FIDELITY,
 )
 def loading(c: Check, fid: Fidelity, trust: bool = False) -> Section:
     """After ``load_checkpoint``: every tensor compared with the saved one (loaded, still at init, missing,
@@ -164,11 +166,11 @@ def loading(c: Check, fid: Fidelity, trust: bool = False) -> Section:
             if norm.get("saved") and norm.get("returned")
             else "; no normalizer statistics saved or returned"
         )
+        loaded = {s: f"{probs[s]['loaded']} of {probs[s]['n']} loaded" for s in SIDES}
         findings.append(
             c.finding(
                 Status.CLEARED,
-                baseline=f"{probs['baseline']['loaded']} of {probs['baseline']['n']} loaded",
-                candidate=f"{probs['candidate']['loaded']} of {probs['candidate']['n']} loaded",
+                **loaded,
                 effect=0.0,
                 effect_label="tensors not restored",
                 summary=f"{probs['baseline']['loaded']} of {probs['baseline']['n']} | {probs['candidate']['loaded']} "
@@ -218,7 +220,7 @@ def round_trip_rows(reports: dict[str, Any]) -> tuple[pd.DataFrame, dict[str, fl
     "checkpointing/round-trip",
     "The policy load_checkpoint returns computes the same outputs as the saved policy",
     title="Round trip: loaded vs saved outputs",
-    needs=own_fidelity,
+    **FIDELITY,
 )
 def round_trip(c: Check, fid: Fidelity, trust: bool = False) -> Section:
     """Outputs of the loaded policy vs the saved weights on a fixed observation batch."""
@@ -286,7 +288,7 @@ def _round_trip_agrees(c: Check, table: pd.DataFrame, worst: dict[str, float | N
     "checkpointing/cross-version",
     "Each setup's load_checkpoint reads the other's checkpoints completely",
     title="Cross-version loading",
-    needs=own_fidelity,
+    **FIDELITY,
     reads=("agents",),
 )
 def cross_version(c: Check, fid: Fidelity, trust: bool = False) -> Section:

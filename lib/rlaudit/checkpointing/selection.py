@@ -126,6 +126,7 @@ def selection(c: Check, sel: Selections, trust: bool = False) -> Section:
     rows = [selection_row(side, data[side]) for side in SIDES]
     wrong = {side: p for side in SIDES if (p := selection_problems(data[side]))}
     gaps = {side: g for side in SIDES if (g := untested(data[side]))}
+    latest = {row["side"]: row["picked as latest"] for row in rows}
     findings = []
     for side, problems in wrong.items():
         other = "baseline" if side == "candidate" else "candidate"
@@ -150,8 +151,7 @@ def selection(c: Check, sel: Selections, trust: bool = False) -> Section:
                 c.finding(
                     Status.NOTED,
                     Severity.INFO,
-                    baseline=rows[0]["picked as latest"],
-                    candidate=rows[1]["picked as latest"],
+                    **latest,
                     summary="nothing wrong found, but not everything could be tested: "
                     + "; ".join(f"{side}: {', '.join(g)}" for side, g in gaps.items())
                     + f" (picked as latest: {picked})",
@@ -163,8 +163,7 @@ def selection(c: Check, sel: Selections, trust: bool = False) -> Section:
             findings.append(
                 c.finding(
                     Status.CLEARED,
-                    baseline=rows[0]["picked as latest"],
-                    candidate=rows[1]["picked as latest"],
+                    **latest,
                     summary=f"both pick their highest-step checkpoint as latest ({picked}) and order model_10 "
                     "before model_9",
                 )

@@ -200,8 +200,9 @@ def guard_sources(
     *,
     subsystem: str = SUBSYSTEM,
 ) -> Finding | None:
-    """SKIPPED when a side has no way to get checkpoints, ERROR when its run failed, and a finding when a side
-    has none (SUSPECT when only the candidate lost them, else NOTED); None when both have checkpoints."""
+    """SKIPPED when a side has no way to get checkpoints or neither side has any, ERROR when a run failed, and a
+    finding when one side has none (SUSPECT when only the candidate lost them, NOTED when only the baseline has
+    none); None when both have checkpoints."""
     entries = src.entries if isinstance(src, Checkpoints) else src
     missing = {side: e["missing"] for side, e in entries.items() if e["missing"]}
     if missing:
@@ -212,19 +213,36 @@ def guard_sources(
     empty = [side for side, e in entries.items() if not e["paths"]]
     if not empty:
         return None
+    how = (
+        "Make train() save checkpoints under recorder.run_dir and list them with checkpoints(config, "
+        "run_dir=...) (latest first)."
+    )
+    origin = {side: e["origin"] or "no source" for side, e in entries.items()}
+    if len(empty) == len(entries):
+        skipped = Finding.skipped(
+            id, subsystem, hypothesis, {side: ["checkpoints from its runs"] for side in empty}
+        )
+        skipped.evidence.summary = (
+            f"no checkpoints on either side ({need} is needed; looked in {origin['baseline']} | "
+            f"{origin['candidate']})"
+        )
+        skipped.remediation = how
+        return skipped
+    lost = empty == ["candidate"]
     return Finding(
         id=id,
         subsystem=subsystem,
         hypothesis=hypothesis,
-        status=Status.SUSPECT if "candidate" in empty and "baseline" not in empty else Status.NOTED,
-        severity=Severity.HIGH,
+        status=Status.SUSPECT if lost else Status.NOTED,
+        severity=Severity.HIGH if lost else Severity.LOW,
         evidence=Evidence(
             baseline=len(entries["baseline"]["paths"]),
             candidate=len(entries["candidate"]["paths"]),
-            summary=f"no checkpoints found for the {' and '.join(empty)} ({need} is needed)",
+            summary=f"no checkpoints found for the {empty[0]} ({need} is needed; looked in {origin[empty[0]]}), "
+            f"while the {'baseline' if lost else 'candidate'} has some"
+            + (": the candidate no longer saves checkpoints" if lost else ""),
         ),
-        remediation="Make train() save checkpoints under recorder.run_dir (or return them from "
-        "checkpoints(config, run_dir=...)).",
+        remediation=how,
     )
 
 

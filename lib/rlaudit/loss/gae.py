@@ -17,7 +17,8 @@ value of the observation the episode was cut at, ``final_values[t]``::
 (Schulman et al. 2016, https://arxiv.org/abs/1506.02438; the truncation bootstrap follows Pardo et al. 2018,
 "Time Limits in Reinforcement Learning", https://arxiv.org/abs/1712.00378.)
 
-Pure numpy and the standard library: this module is imported inside subjects' processes by the loss probes.
+Numpy, the standard library and rlaudit.compare (itself standard library only): this module is imported inside
+subjects' processes by the loss probes.
 """
 
 from __future__ import annotations
@@ -28,19 +29,10 @@ from typing import Any
 
 import numpy as np
 
+from rlaudit.compare import flatten
+
 GAMMA_KEYS = ("gamma", "discount", "discount_factor")
 LAMBDA_KEYS = ("gae_lambda", "lambda", "lam", "gae_lam", "lmbda", "td_lambda")
-
-
-def _flat(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in config.items():
-        name = f"{prefix}.{key}" if prefix else str(key)
-        if isinstance(value, Mapping):
-            out.update(_flat(value, name))
-        else:
-            out[name] = value
-    return out
 
 
 def find_discount(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -51,7 +43,7 @@ def find_discount(config: Mapping[str, Any]) -> dict[str, Any]:
         a leaf named like ``gamma`` (``discount``) or ``gae_lambda`` (``lambda``, ``lam``) holding a number in
         [0, 1]; the shortest dotted key wins when several match.
     """
-    flat = _flat(config)
+    flat = flatten(config)
     out: dict[str, Any] = {"gamma": None, "gamma_key": None, "gae_lambda": None, "lambda_key": None}
     for field_name, key_name, names in (
         ("gamma", "gamma_key", GAMMA_KEYS),
@@ -81,8 +73,12 @@ def reference_gae(
     gae_lambda: float,
     truncated: np.ndarray | None = None,
     final_values: np.ndarray | None = None,
+    *,
+    bootstrap: str = "next",
+    mask: str = "same",
+    truncation: str = "bootstrap",
 ) -> tuple[np.ndarray, np.ndarray]:
-    """GAE in float64 (see the module docstring).
+    """GAE in float64 (see the module docstring); the switches reproduce the common mistakes (:data:`VARIANTS`).
 
     Args:
         rewards: (T, N).
@@ -94,35 +90,14 @@ def reference_gae(
         truncated: (T, N) bool, the episode was cut by a time limit at step t (a subset of ``dones``); None
             when the rewards already carry the truncation bootstrap (or there are no truncations).
         final_values: (T, N) ``V`` of the observation a truncated episode was cut at (read where truncated).
+        bootstrap: ``next`` (``V(s_{t+1})``, the reference) or ``current`` (``V(s_t)``).
+        mask: Which done flag stops the bootstrap at step t: ``same`` (``dones[t]``, the reference), ``late``
+            (``dones[t-1]``), ``early`` (``dones[t+1]``), or ``none`` (never stops).
+        truncation: ``bootstrap`` (the reference), ``terminate`` (no ``final_values`` bootstrap), or
+            ``continue`` (not done at all: bootstraps through the reset into the next episode).
 
     Returns:
         ``(advantages, returns)``, both (T, N) float64.
-    """
-    return _gae(rewards, values, dones, next_value, gamma, gae_lambda, truncated, final_values)
-
-
-def _gae(
-    rewards: np.ndarray,
-    values: np.ndarray,
-    dones: np.ndarray,
-    next_value: np.ndarray,
-    gamma: float,
-    gae_lambda: float,
-    truncated: np.ndarray | None = None,
-    final_values: np.ndarray | None = None,
-    *,
-    bootstrap: str = "next",
-    mask: str = "same",
-    truncation: str = "bootstrap",
-) -> tuple[np.ndarray, np.ndarray]:
-    """GAE with switches that reproduce the common mistakes.
-
-    Args:
-        bootstrap: ``next`` (``V(s_{t+1})``, correct) or ``current`` (``V(s_t)``).
-        mask: Which done flag stops the bootstrap at step t: ``same`` (``dones[t]``, correct), ``late``
-            (``dones[t-1]``), ``early`` (``dones[t+1]``), or ``none`` (never stops).
-        truncation: ``bootstrap`` (correct), ``terminate`` (no ``final_values`` bootstrap), or ``continue``
-            (not done at all: bootstraps through the reset into the next episode).
     """
     r = np.asarray(rewards, dtype=np.float64)
     v = np.asarray(values, dtype=np.float64)
@@ -177,7 +152,7 @@ def _variant(name: str, description: str, needs_truncation: bool = False, **swit
         if switches.get("lam") is not None:
             lam = switches["lam"]
         kw = {k: val for k, val in switches.items() if k != "lam"}
-        return _gae(r, v, d, nv, gamma, lam, truncated, final_values, **kw)
+        return reference_gae(r, v, d, nv, gamma, lam, truncated, final_values, **kw)
 
     return Variant(name, description, needs_truncation, fn)
 

@@ -98,8 +98,7 @@ def probe_envs(c: Check, pairs: list[Pair], seed: int = 0, steps: int = PROBE_ST
                 if len(fails) >= 2 or (row["value_error"] or 0) > VALUE_MISS
                 else Status.SUSPECT,
                 Severity.HIGH,
-                baseline=score["baseline"],
-                candidate=score["candidate"],
+                **score,
                 effect=float(len(fails)),
                 effect_label="probes the baseline passes and the candidate fails",
                 summary=f"the candidate fails {', '.join(fails)} (the baseline passes "
@@ -127,8 +126,7 @@ def probe_envs(c: Check, pairs: list[Pair], seed: int = 0, steps: int = PROBE_ST
         findings.append(
             c.finding(
                 Status.CLEARED,
-                baseline=score["baseline"],
-                candidate=score["candidate"],
+                **score,
                 summary=f"both learn all five probes in {steps:,} steps (largest value error "
                 f"{fmt(table['value_error'].max())})",
             )

@@ -99,12 +99,12 @@ def obs_normalizer(config: dict[str, Any], extras: dict[str, Any] | None) -> Any
     rms = (extras or {}).get("obs_rms")
     if not isinstance(rms, dict) or "mean" not in rms or "var" not in rms:
         return lambda x: np.asarray(x, dtype=np.float32)
-    from rlaudit.loss.gae import _flat
+    from rlaudit.compare import flatten
 
     clip = next(
         (
             float(v)
-            for k, v in _flat(config).items()
+            for k, v in flatten(config).items()
             if k.rsplit(".", 1)[-1] in OBS_CLIP_KEYS and isinstance(v, int | float)
         ),
         10.0,

@@ -53,7 +53,8 @@ class SharedBatch:
             batch fits both sides (then ``info["batch"]`` is None).
         info: ``weights`` (staged path or None), ``batch`` (staged path or None), ``batch_arrays``,
             ``reason`` (why no identical batch or weights), ``own_outputs`` (the batch's values and
-            log-probabilities are the baseline network's own).
+            log-probabilities are the baseline network's own), ``output_gap`` (with shared weights: the largest
+            difference between the two networks' values or log-probabilities on the batch; None when unknown).
         sweep: The :func:`rlaudit.loss.probes.term_sweep` pair (None when not asked for or no batch).
     """
 
@@ -142,7 +143,13 @@ def shared_batch(wb: Workbench, seed: int = 0, *, sweep: bool = False) -> Shared
     """Stage the shared weights and batch, then run the loss probe (and with ``sweep`` the term sweep) on both
     sides. Without a batch that fits both (the spaces differ), the snapshot pair with the reason."""
     snap = run_probe(wb, probes.policy_snapshot, "loss: networks", seed=seed)
-    info: dict[str, Any] = {"weights": None, "batch": None, "reason": None, "own_outputs": False}
+    info: dict[str, Any] = {
+        "weights": None,
+        "batch": None,
+        "reason": None,
+        "own_outputs": False,
+        "output_gap": None,
+    }
     if not snap.ok:
         return SharedBatch(snap, info)
     spaces = {s: snap[s].result for s in SIDES}
@@ -164,12 +171,19 @@ def shared_batch(wb: Workbench, seed: int = 0, *, sweep: bool = False) -> Shared
     obs_shape, n_actions = spaces["baseline"]["obs_shape"], int(spaces["baseline"]["n_actions"] or 1)
     draft = make_batch(obs_shape, n_actions, BATCH_SIZE, seed, None, None)
     obs_rel = stage_for(wb, {"obs": draft["obs"], "actions": draft["actions"]})
-    out = wb.run_side("baseline", probes.policy_outputs, obs=obs_rel, weights=weights, seed=seed)
+    outputs = run_probe(
+        wb, probes.policy_outputs, "loss: network outputs", obs=obs_rel, weights=weights, seed=seed
+    )
     values = logprobs = None
-    if out.ok and out.result.get("policy_api"):
-        arrays = out.npz("outputs")
-        values, logprobs = arrays["values"], arrays["logprobs"]
+    own = {side: outputs[side].npz("outputs") for side in SIDES if _has_outputs(outputs[side])}
+    if "baseline" in own:
+        values, logprobs = own["baseline"]["values"], own["baseline"]["logprobs"]
         info["own_outputs"] = True
+        if weights is not None and "candidate" in own:
+            info["output_gap"] = max(
+                float(np.max(np.abs(own["candidate"][k] - own["baseline"][k])))
+                for k in ("values", "logprobs")
+            )
     batch = make_batch(obs_shape, n_actions, BATCH_SIZE, seed, values, logprobs)
     info["batch"] = stage_for(wb, batch)
     info["batch_arrays"] = batch
@@ -181,6 +195,10 @@ def shared_batch(wb: Workbench, seed: int = 0, *, sweep: bool = False) -> Shared
             wb, probes.term_sweep, "loss: term sweep", batches=staged, weights=weights, seed=seed
         )
     return SharedBatch(pair, info, swept)
+
+
+def _has_outputs(result: Any) -> bool:
+    return bool(result.ok and result.result.get("policy_api") and not result.result.get("weights_not_loaded"))
 
 
 def compare_terms(terms: Mapping[str, Mapping[str, float]]) -> pd.DataFrame:
@@ -298,7 +316,12 @@ def solve_weights(rows: list[Mapping[str, float]]) -> Weights:
     w, *_ = np.linalg.lstsq(x, y, rcond=None)
     out.residual = float(np.max(np.abs(y - x @ w)) / max(float(np.max(np.abs(y))), 1e-12))
     out.exact = out.residual < 1e-4
-    out.coefficients = {coef: float(sign * wk) for (_, coef, sign), wk in zip(columns, w, strict=True)}
+    # a term the total does not use solves to rounding noise (1e-9): call it 0
+    top = max(float(np.max(np.abs(w))), 1e-12)
+    out.coefficients = {
+        coef: 0.0 if abs(wk) < 1e-6 * top else float(sign * wk)
+        for (_, coef, sign), wk in zip(columns, w, strict=True)
+    }
     return out
 
 
@@ -399,26 +422,59 @@ def _weights_of(shared: SharedBatch) -> dict[str, Weights] | None:
     return {s: solve_weights(shared.sweep[s].json("terms")) for s in SIDES}
 
 
-def networks_differ(terms: Mapping[str, Mapping[str, float]], own_outputs: bool) -> str:
+def networks_differ(terms: Mapping[str, Mapping[str, float]], info: Mapping[str, Any]) -> str:
     """With shared weights: a phrase when the two networks compute different outputs (empty when they agree).
 
-    The shared batch's behaviour log-probabilities are the baseline network's own (ratio 1), so its policy
-    loss is 0 up to rounding (advantages normalized) and the entropy is the network's; a candidate whose
-    policy loss or entropy differs computes other outputs with the same weights.
+    Measured directly when both networks expose ``get_action_and_value`` (their values and log-probabilities on
+    the batch with the same weights), else read from the entropy term (the same weights and observations give
+    the same entropy unless the network differs).
     """
-    b, c = terms["baseline"], terms["candidate"]
-    parts = []
-    if "entropy" in b and "entropy" in c and not same_coefficient(b["entropy"], c["entropy"]):
-        parts.append(f"entropy {fmt(b['entropy'], 5)} → {fmt(c['entropy'], 5)}")
-    pb, pc = b.get("policy_loss"), c.get("policy_loss")
-    if own_outputs and pb is not None and pc is not None and abs(pb) < 1e-5 <= abs(pc):
-        parts.append(f"policy loss at importance ratio 1: {fmt(pb)} → {fmt(pc)}")
-    if not parts:
-        return ""
+    gap = info.get("output_gap")
+    if gap is not None:
+        if gap <= 1e-5:
+            return ""
+        evidence = f"values or log-probabilities differ by up to {fmt(gap)}"
+    else:
+        b, c = terms["baseline"].get("entropy"), terms["candidate"].get("entropy")
+        if b is None or c is None or same_coefficient(b, c):
+            return ""
+        evidence = f"entropy {fmt(b, 5)} → {fmt(c, 5)}"
     return (
-        "the networks compute different outputs with the same weights ("
-        + "; ".join(parts)
-        + "): the network itself changed (see 01_agents), so the terms differ through it"
+        f"the networks compute different outputs with the same weights ({evidence}): the network itself changed "
+        "(see 01_agents), so the terms differ through it"
+    )
+
+
+def advantage_handling(policy_loss: float | None, batch: Mapping[str, np.ndarray] | None) -> str:
+    """How a loss treats the advantages, from its policy loss on the shared batch at importance ratio 1.
+
+    There the clipped surrogate is ``-mean(A')``: 0 when ``A'`` is normalized per batch, ``-mean(A)`` when the
+    raw advantages are used. Returns ``"normalized"``, ``"raw"`` or ``""`` (neither, or unknown).
+    """
+    if policy_loss is None or batch is None:
+        return ""
+    mean = float(np.mean(batch["advantages"].astype(np.float64)))
+    if abs(policy_loss) <= 1e-5:
+        return "normalized"
+    if abs(policy_loss + mean) <= 1e-4 * max(1.0, abs(mean)):
+        return "raw"
+    return ""
+
+
+def advantage_change(terms: Mapping[str, Mapping[str, float]], info: Mapping[str, Any]) -> str:
+    """A sentence when one side normalizes the advantages and the other does not (empty otherwise)."""
+    if not info.get("own_outputs") or info.get("output_gap") is None or info["output_gap"] > 1e-5:
+        return ""  # the importance ratio is 1 only where the batch's log-probabilities are the network's own
+    batch = info.get("batch_arrays")
+    ways = {s: advantage_handling(terms[s].get("policy_loss"), batch) for s in SIDES}
+    if "" in ways.values() or ways["baseline"] == ways["candidate"]:
+        return ""
+    said = {"normalized": "normalizes the advantages per batch", "raw": "uses the raw advantages"}
+    mean = float(np.mean(batch["advantages"])) if batch is not None else float("nan")
+    return (
+        f"the baseline {said[ways['baseline']]} but the candidate {said[ways['candidate']]} (at importance ratio 1 "
+        f"the policy loss is -mean of the advantages it uses: {fmt(terms['baseline']['policy_loss'])} → "
+        f"{fmt(terms['candidate']['policy_loss'])}, the raw mean being {fmt(-mean)})"
     )
 
 
@@ -514,9 +570,9 @@ def _terms_differ(
         why.append("; ".join(changed))
     if form:
         why.append(form)
-    network = networks_differ(terms, bool(info.get("own_outputs")))
-    if network:
-        why.append(network)
+    network = networks_differ(terms, info)
+    advantages = "" if network else advantage_change(terms, info)
+    why += [text for text in (network, advantages) if text]
     if not why and weights and not only_total:
         why.append(_same_weights_text(weights, terms, info))
     summary = "same batch, same weights, different loss: " + (
@@ -538,12 +594,26 @@ def _terms_differ(
         effect=float(worst["difference"]) if worst["difference"] is not None else None,
         effect_label=f"{worst['term']} candidate - baseline",
         summary=summary,
-        remediation="Restore the baseline's coefficients in the candidate's loss: " + "; ".join(changed)
-        if changed
-        else "Diff the candidate's compute_loss against the baseline's for the terms named (clipping, reductions, "
-        "floors).",
+        remediation=_remedy(changed, advantages),
         figures=["loss terms"],
     )
+
+
+def _remedy(changed: list[str], advantages: str) -> str:
+    fixes = []
+    if changed:
+        fixes.append(
+            "restore the baseline's coefficients in the candidate's loss (" + "; ".join(changed) + ")"
+        )
+    if advantages:
+        fixes.append("treat the advantages as the baseline does (normalized per minibatch, or not)")
+    if not fixes:
+        return (
+            "Diff the candidate's compute_loss against the baseline's for the terms named (clipping, reductions, "
+            "floors)."
+        )
+    text = "; ".join(fixes)
+    return text[0].upper() + text[1:] + "."
 
 
 def _same_weights_text(
@@ -555,7 +625,8 @@ def _same_weights_text(
     batch = info.get("batch_arrays")
     scale = weights["candidate"].value_scale
     value = terms["candidate"].get("value_loss")
-    if batch is not None and info.get("own_outputs") and scale is not None and value is not None:
+    same_outputs = info.get("output_gap") is not None and info["output_gap"] <= 1e-5
+    if batch is not None and same_outputs and scale is not None and value is not None:
         mse = float(np.mean((batch["returns"].astype(np.float64) - batch["values"]) ** 2))
         expected = scale * mse
         if not same_coefficient(value, expected) and abs(value - expected) > 1e-6:
