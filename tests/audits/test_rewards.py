@@ -153,3 +153,19 @@ def test_settings_changes_carry_their_implied_scale() -> None:
         audit.change_text(SimpleNamespace(baseline=0.8, candidate=None, ratio=float("nan")))
         == "0.8 -> absent"
     )
+
+
+@pytest.mark.parametrize("subject", ["minimal_train_subject.py", "config_only_subject.py"])
+def test_a_subject_without_an_environment_gets_a_finding_per_check_naming_what_is_missing(
+    make_wb: Any, subject: str
+) -> None:
+    from pathlib import Path
+
+    path = str(Path(__file__).resolve().parents[1] / "fixtures" / subject)
+    sections = audit.audit_all(make_wb(path, baseline=path))
+    findings = [f for s in sections for f in s.findings]
+    assert len(findings) >= len(sections) and not [f for f in findings if f.status.value == "ERROR"]
+    for f in findings:
+        assert f.status.value in ("SKIPPED", "NOTED"), (f.id, f.status, f.evidence.summary)
+        if f.status.value == "SKIPPED":
+            assert "make_" in f.evidence.summary, f.evidence.summary
