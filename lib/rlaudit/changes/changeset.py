@@ -301,6 +301,11 @@ class Hunk:
     prior: float = 0.0
 
     @property
+    def where(self) -> str:
+        """The enclosing function or class, else the functions and classes it touches (``""``: module level)."""
+        return self.function or ", ".join(self.functions)
+
+    @property
     def header(self) -> str:
         """``@@ -a,b +c,d @@`` (counts always written, also where git omits a count of 1)."""
         if self.status == "binary":
@@ -1007,6 +1012,9 @@ def _name_forms(h: Hunk) -> list[tuple[str, str]]:
     """(name as a dotted key, what it is) for the file and every function/class the hunk touches."""
     module = PurePosixPath(h.path).with_suffix("").as_posix().replace("/", ".")
     stem = PurePosixPath(h.path).stem
+    if stem.startswith("__") and stem.endswith("__"):  # a package's __init__.py: the package's name speaks
+        module = module.rpartition(".")[0]
+        stem = PurePosixPath(h.path).parent.name
     forms = [(stem, f"file {h.path}"), (module, f"file {h.path}")]
     for full in h.functions or ((h.function,) if h.function else ()):
         # special methods say nothing about a subsystem (``__init__`` is a constructor, not initialization)

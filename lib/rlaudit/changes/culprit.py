@@ -223,7 +223,7 @@ class Culprit:
     def changes(self) -> list[dict[str, str]]:
         """``{commit, path, hunk, function}`` per hunk (``hunk``: the ``@@ -a,b +c,d @@`` header)."""
         return [
-            {"commit": h.commit, "path": h.path, "hunk": h.header, "function": h.function} for h in self.hunks
+            {"commit": h.commit, "path": h.path, "hunk": h.header, "function": h.where} for h in self.hunks
         ]
 
     def best(self) -> float:

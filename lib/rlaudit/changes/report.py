@@ -78,7 +78,7 @@ def culprit_rows(result: ChangeResult) -> list[dict[str, Any]]:
             "rank": rank,
             "commit": f"{h.short_commit} {c.commit.subject}" if c.commit else "(no history)",
             "file": ", ".join(dict.fromkeys(x.path for x in c.hunks)),
-            "function": ", ".join(dict.fromkeys(x.function or "(module)" for x in c.hunks)),
+            "function": ", ".join(dict.fromkeys(x.where or "(module)" for x in c.hunks)),
             "hunk": "; ".join(x.header for x in c.hunks),
             "subsystem": c.subsystem,
             "verdict": c.verdict,
@@ -121,7 +121,7 @@ def summary_sentences(result: ChangeResult | None) -> list[str]:
         if c.verdict not in ("cause", "minor"):
             continue
         h = c.hunks[0]
-        where = f"{h.path}, {h.function or 'module level'}, {h.header}"
+        where = f"{h.path}, {h.where or 'module level'}, {h.header}"
         if len(c.hunks) > 1:
             where += f" (with {len(c.hunks) - 1} more hunk{'s' if len(c.hunks) > 2 else ''})"
         commit = f"commit {h.short_commit} “{c.commit.subject}”: " if c.commit else ""
@@ -151,13 +151,15 @@ def _arm_rows(result: ChangeResult) -> list[dict[str, Any]]:
     for a in result.arms:
         if a["name"] in ("baseline", "candidate"):
             continue
-        row: dict[str, Any] = {"arm": a["name"], "kind": a["kind"], "seeds": a["seeds"]}
+        row: dict[str, Any] = {
+            "arm": a["name"],
+            "kind": a["kind"],
+            "seeds": a["seeds"],
+            "share": "reproduced in the baseline" if a["kind"] == "apply" else "restored",
+        }
         for m in result.active:
             e = a["effects"].get(m)
-            share = "reproduces" if a["kind"] == "apply" else "restores"
-            row[f"{share}: {_label(m)}"] = (
-                f"{_pct(e['point'])} ({_pct(e['low'])}..{_pct(e['high'])})" if e is not None else ""
-            )
+            row[f"{_label(m)} gap"] = f"{_pct(e['point'])} ({_pct(e['low'])}..{_pct(e['high'])})" if e else ""
         row["unresolved"] = a["unresolved"]
         rows.append(row)
     return rows

@@ -166,7 +166,9 @@ def prepare(
     except (csm.ChangeSetError, ValueError) as exc:  # git missing, a ref gone: say so, attribution goes on
         return None, [f"code changes not searched: {exc}"]
     if isinstance(cs, str):
-        return None, [f"code changes not searched: {cs}"]
+        schemes = {wb.specs[side].scheme for side in ("baseline", "candidate")}
+        # built-in, sb3 or module subjects are not versions of a source tree: nothing to say about it
+        return None, [f"code changes not searched: {cs}"] if schemes <= {"git", "file"} else []
     notes = list(cs.notes)
     if not cs.searched:
         return None, [*notes, "code changes not searched: only documentation differs"]
@@ -360,7 +362,7 @@ def causes_changes(result: Any) -> dict[str, list[dict[str, str]]]:
                 items = out.setdefault(s.subsystem, [])
                 for r in s.refs:
                     h = hunks[r]
-                    item = {"commit": h.commit, "path": h.path, "hunk": h.header, "function": h.function}
+                    item = {"commit": h.commit, "path": h.path, "hunk": h.header, "function": h.where}
                     if item not in items:
                         items.append(item)
                 break
