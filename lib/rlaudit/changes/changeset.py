@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import fnmatch
 import functools
 import hashlib
 import io
@@ -1176,16 +1175,13 @@ def hunk_table(hunks: Iterable[Hunk]) -> list[dict[str, Any]]:
             "commit": h.short_commit,
             "path": h.path,
             "header": h.header,
-            "function": h.function,
+            "function": h.where,
             "subsystem": h.subsystem,
-            "prior": h.prior,
+            "why": "; ".join(h.reasons),
+            "ran in the traced probes": h.executed,
+            "prior": round(h.prior, 4),
             "cosmetic": h.cosmetic,
             "changed lines": h.changed,
         }
         for h in hunks
     ]
-
-
-def match_paths(paths: Iterable[str], patterns: Sequence[str]) -> list[str]:
-    """Paths matching any glob pattern (``fnmatch``)."""
-    return [p for p in paths if any(fnmatch.fnmatchcase(p, pat) for pat in patterns)]

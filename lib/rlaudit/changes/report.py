@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rlaudit.attribution.arms import DEFAULT_DELTA
+from rlaudit.changes.changeset import hunk_table
 from rlaudit.changes.culprit import ChangeResult, Culprit
 
 METRIC_WORDS = {"sps": "the CPU time per step lost"}
@@ -224,6 +225,9 @@ def section(result: ChangeResult | None, notes: Sequence[str] = ()) -> Any:
         tables["culprits"] = pd.DataFrame(culprit_rows(result))
         for rank, c in enumerate(result.culprits[:3], start=1):
             tables[f"culprit {rank}: the diff"] = Diff(c.diff(), _culprit_title(c))
+    tables["hunks searched, strongest prior first"] = pd.DataFrame(
+        hunk_table(sorted(result.change_set.searched, key=lambda h: -h.prior))
+    )
     tables["arms"] = pd.DataFrame(_arm_rows(result))
     tables["spent"] = pd.DataFrame([result.spent])
     if result.unresolved:
