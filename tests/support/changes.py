@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib.util
 import re
 import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -169,9 +169,3 @@ def oracle_for_history(cs: Any, **kwargs: Any) -> Oracle:
     reset = find(slow.hunks, "return self.observe()\n")
     harm = {harmful.id: {"return": 1.0}, observe.id: {"sps": 1.0}}
     return Oracle(cs, harm, breaks=[rename], requires={reset.id: {observe.id}}, **kwargs)
-
-
-def attach(search: Any, make: Callable[[], Any]) -> Any:
-    """``search`` with ``make()``'s oracle as its runner (for tests that build the search first)."""
-    search.runner = make()
-    return search
