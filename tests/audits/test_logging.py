@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -14,18 +13,11 @@ import pandas as pd
 import pytest
 
 from rlaudit.demo import faults as catalog
-from rlaudit.findings import Finding, Status
+from rlaudit.findings import Severity, Status
 from rlaudit.logging import audit as la
-
-
-def flagged(sections: Iterable[Any]) -> list[Finding]:
-    """SUSPECT/CONFIRMED findings of Sections (as tests/audits/conftest.py's helper, which is not importable)."""
-    return [f for s in sections for f in s.findings if f.status.is_flag]
-
-
-def describe(findings: Iterable[Finding]) -> str:
-    return "\n".join(f"{f.id}: {f.headline}" for f in findings)
-
+from rlaudit.metrics import Metric
+from rlaudit.trainer.runs import TrainingRuns
+from support.runs import bench, checker, evidence, fake_run
 
 EPISODES = pd.DataFrame(
     {"step": [10, 10, 20, 30, 30, 30], "return": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], "length": [2, 2, 1, 1, 1, 4]}
@@ -88,9 +80,10 @@ def test_truth_finding_confirms_a_different_definition() -> None:
         }
     )
     tags = {s: ("charts/episodic_return", "log files") for s in ("baseline", "candidate")}
-    finding = la.truth_finding("return", "episodic return", {"baseline": base, "candidate": cand}, tags)
+    c = checker("logging/truth")
+    finding = la.truth_finding(c, "return", "episodic return", {"baseline": base, "candidate": cand}, tags)
     assert finding.status is Status.CONFIRMED and "-25%" in finding.evidence.summary
-    same = la.truth_finding("return", "episodic return", {"baseline": base, "candidate": base}, tags)
+    same = la.truth_finding(c, "return", "episodic return", {"baseline": base, "candidate": base}, tags)
     assert same.status is Status.CLEARED
 
 
@@ -126,13 +119,20 @@ def _logs(tags: list[str], names: list[str], files: int = 1) -> dict[str, Any]:
     }
 
 
-def test_empty_log_dir_is_confirmed() -> None:
+def _presence(base: dict[str, Any], cand: dict[str, Any]) -> Any:
+    given = la.Logged(runs=TrainingRuns(), logs={"baseline": base, "candidate": cand})
+    return la.presence(bench(), given=given)
+
+
+def test_empty_log_dir_is_confirmed_and_the_same_on_both_sides_only_noted(flagged) -> None:
     names = ["charts/episodic_return", "losses/value_loss"]
-    section = la.presence_section({"baseline": _logs(names, names), "candidate": _logs([], names)}, "h")
+    section = _presence(_logs(names, names), _logs([], names))
     found = {f.id: f.status for f in section.findings}
     assert found["logging/empty-logs-candidate"] is Status.CONFIRMED
-    quiet = la.presence_section({"baseline": _logs(names, names), "candidate": _logs(names, names)}, "h")
+    quiet = _presence(_logs(names, names), _logs(names, names))
     assert not flagged([quiet])
+    both = _presence(_logs([], names), _logs([], names))
+    assert {(f.status, f.severity) for f in both.findings} == {(Status.NOTED, Severity.LOW)}
 
 
 def test_stdlib_logging_is_never_shadowed() -> None:
@@ -158,7 +158,7 @@ LOGGING_FAULTS = [f.id for f in catalog.CATALOG.values() if f.subsystem == "logg
 
 
 @pytest.mark.parametrize("fault", LOGGING_FAULTS)
-def test_logging_fault_is_flagged(make_wb, fault: str) -> None:
+def test_logging_fault_is_flagged(make_wb, flagged, describe, fault: str) -> None:
     from rlaudit.logging import audit_all
 
     sections = audit_all(make_wb(f"builtin:reference+{fault}"))
@@ -166,7 +166,7 @@ def test_logging_fault_is_flagged(make_wb, fault: str) -> None:
     assert found, f"{fault}: nothing flagged\n{describe(f for s in sections for f in s.findings)}"
 
 
-def test_identical_pair_is_quiet(make_wb) -> None:
+def test_identical_pair_is_quiet(make_wb, flagged, describe) -> None:
     from rlaudit.logging import audit_all
 
     sections = audit_all(make_wb("builtin:reference"))
@@ -174,13 +174,31 @@ def test_identical_pair_is_quiet(make_wb) -> None:
     assert not [f for s in sections for f in s.findings if f.status.value == "ERROR"]
 
 
-def test_truth_quiet_on_seed_shifted_pairs(make_wb) -> None:
+def test_truth_quiet_on_seed_shifted_pairs(make_wb, flagged, describe) -> None:
     """Runs of the same subject with other seeds: the logged statistics are defined the same way."""
     from rlaudit.trainer.runs import run_data, runs
 
     wb = make_wb("builtin:reference")
     every = run_data(runs(wb, seeds=range(4)))["baseline"]
-    data = {"baseline": every[:2], "candidate": every[2:]}
-    section = la.truth_section(data, la.side_logs(data), "heart.get")
+    section = la.truth(wb, given=evidence(every[:2], every[2:]))
     assert not flagged([section]), describe(section.findings)
     assert all(f.status is Status.CLEARED for f in section.findings), describe(section.findings)
+
+
+def test_truth_uses_the_primary_metric_and_skips_naming_what_to_log(tmp_path: Path) -> None:
+    # A trainer that reports episodes but logs nothing: SKIPPED for each statistic, naming the scalar to log.
+    runs = [fake_run(tmp_path, seed=i, metric=[1.0] * 8, metric_name="return") for i in range(2)]
+    section = la.truth(bench(Metric("return", primary=True)), given=evidence(runs, runs))
+    (finding,) = section.findings
+    assert finding.id == "logging/truth-return" and finding.status is Status.SKIPPED
+    assert "charts/episodic_return" in finding.evidence.summary and "recorder.log" in finding.remediation
+    custom = la.truth(bench(Metric("score", primary=True)), given=evidence(runs, runs))
+    ids = {f.id: f for f in custom.findings}
+    assert set(ids) == {"logging/truth-return", "logging/truth-score"}
+    assert "no episodes reporting `score`" in ids["logging/truth-score"].evidence.summary
+
+
+def test_frequency_without_any_logged_scalar_is_skipped(tmp_path: Path) -> None:
+    runs = [fake_run(tmp_path, seed=0)]
+    (finding,) = la.frequency(bench(), given=evidence(runs, runs)).findings
+    assert finding.status is Status.SKIPPED and "recorder.log" in finding.remediation

@@ -378,6 +378,26 @@ def test_debug_batch_cut_fault_shrinks_the_batch(tmp_path: Path, monkeypatch: py
     assert ppo.resolve_num_steps(DemoConfig.from_dict(cfg), ppo.PPOImpl()) == 32
 
 
+def test_minibatches_are_recorded_and_the_no_shuffle_fault_keeps_contiguous_blocks(tmp_path: Path) -> None:
+    cfg = tiny_config()  # a batch of 64: 2 epochs of 2 minibatches of 32
+    _, ref = run(tmp_path, "ref", cfg, updates=3)
+    _, bad = run(tmp_path, "bad", cfg, updates=3, impl=ppo.PPOImpl(minibatch_no_shuffle=True))
+    good, flat = read_table(ref / "minibatches"), read_table(bad / "minibatches")
+    assert good["step"].nunique() == 2  # the recorder keeps the first two updates only
+    for table in (good, flat):
+        assert len(table) == 2 * 2 * 2 * 32
+        for _, epoch in table.groupby(["step", "epoch"]):
+            assert sorted(epoch["index"]) == list(range(64))  # every sample once per epoch
+    first = good[good["step"] == good["step"].min()]
+    orders = [
+        part.sort_values(["minibatch", "position"])["index"].tolist() for _, part in first.groupby("epoch")
+    ]
+    assert orders[0] != orders[1] and orders[0] != list(range(64))  # reshuffled, and shuffled at all
+    assert (
+        flat.sort_values(["step", "epoch", "minibatch", "position"])["index"].tolist() == list(range(64)) * 4
+    )
+
+
 def _tb_scalar_count(tb_dir: Path) -> int:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 

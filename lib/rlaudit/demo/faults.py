@@ -101,6 +101,16 @@ _FAULTS: list[Fault] = [
         "learning",
         ppo={"debug_batch_cut": True},
     ),
+    Fault(
+        "trainer.minibatch_no_shuffle",
+        "trainer",
+        "The minibatch order is an index range where the per-epoch permutation was: every minibatch is "
+        "a block of consecutive time steps, the same blocks in every epoch.",
+        "-",
+        "code",
+        "learning",
+        ppo={"minibatch_no_shuffle": True},
+    ),
     # --- logging
     Fault(
         "logging.tensorboard_empty",

@@ -77,6 +77,8 @@ class PPOImpl:
             ``model_10`` as the latest.
         restore_obs_normalizer: False leaves the observation normalizer at its initial statistics when loading
             a checkpoint or resuming (case 002's normalization mismatch).
+        minibatch_no_shuffle: The minibatch order is an index range where the per-epoch permutation was: every
+            minibatch is a block of consecutive time steps (correlated samples), the same blocks in every epoch.
     """
 
     ignore_lr_schedule: bool = False
@@ -91,6 +93,7 @@ class PPOImpl:
     checkpoint_key_prefix_mismatch: bool = False
     checkpoint_sort_lexicographic: bool = False
     restore_obs_normalizer: bool = True
+    minibatch_no_shuffle: bool = False
 
     def replace(self, **changes: Any) -> PPOImpl:
         return dataclasses.replace(self, **changes)
@@ -868,15 +871,19 @@ def train(
                 b_returns = returns.reshape(-1)
 
                 stats: dict[str, list[torch.Tensor]] = {k: [] for k in _LOSS_STATS}
-                for _epoch in range(tc.update_epochs):
+                for epoch in range(tc.update_epochs):
                     # one gather per epoch into shuffled copies; minibatches are then contiguous slices
-                    b_inds = torch.from_numpy(rng.permutation(batch_size))
+                    if impl.minibatch_no_shuffle:
+                        b_inds = torch.arange(batch_size)
+                    else:
+                        b_inds = torch.from_numpy(rng.permutation(batch_size))
                     e_obs, e_actions, e_logprobs, e_advantages, e_returns, e_values = (
                         torch.index_select(t, 0, b_inds)  # 4x faster than t[b_inds] on CPU
                         for t in (b_obs, b_actions, b_logprobs, b_advantages, b_returns, b_values)
                     )
                     for start in range(0, batch_size - minibatch_size + 1, minibatch_size):
                         mb = slice(start, start + minibatch_size)
+                        rec.minibatch(epoch, b_inds[mb])
                         _, newlogprob, entropy, newvalue = agent.get_action_and_value(
                             e_obs[mb], e_actions[mb]
                         )

@@ -25,7 +25,7 @@ if __name__ == "logging":
     _spec.loader.exec_module(_real)  # type: ignore[union-attr]
 
 
-def audit_all(wb, metric: str = "heart.get"):
+def audit_all(wb):
     from rlaudit.logging.audit import audit_all as _audit_all
 
-    return _audit_all(wb, metric=metric)
+    return _audit_all(wb)

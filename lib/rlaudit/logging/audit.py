@@ -3,10 +3,10 @@
 Case 002 trained blind: its TensorBoard files existed and held zero scalars. Case 000 asked whether the
 statistics' averaging had changed. Here each subject's own logs (TensorBoard, CSV or JSONL under its
 ``log_dir``, read by :mod:`rlaudit.logs`) are compared with each other (which scalars exist, which were
-removed, added or renamed) and with the ground truth the recorder saw episode by episode: a logged episodic
-return (or ``heart.get``) is matched against the ways it could have been averaged (the last N episodes, all
-episodes so far, the episodes since the previous log, reward per step), and a different definition shows as a
-systematic gap, named. Finally, how often each side logs and what it costs.
+removed, added or renamed) and with the ground truth the recorder saw episode by episode: the logged episodic
+return and the primary metric are matched against the ways they could have been averaged (the last N
+episodes, all episodes so far, the episodes since the previous log, reward per step), and a different
+definition shows as a systematic gap, named. Finally, how often each side logs and what it costs.
 
 Absolute imports only: this package is ``rlaudit.logging``; ``import logging`` in any rlaudit module still
 resolves to the standard library.
@@ -14,24 +14,25 @@ resolves to the standard library.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from rlaudit.checks import Check, check
 from rlaudit.compare import match_near_names
-from rlaudit.findings import Evidence, Finding, Severity, Status
+from rlaudit.evidence import fmt, pct
+from rlaudit.findings import Finding, Severity, Status
 from rlaudit.logs import log_inventory, read_scalars
-from rlaudit.notebook import Section, audit_section
-from rlaudit.trainer.common import SIDES, fmt, guard_runs, stack_tables
-from rlaudit.trainer.runs import RunData, run_data, runs
+from rlaudit.metrics import RETURN, SCALAR, Metric
+from rlaudit.notebook import Section
+from rlaudit.trainer.common import SIDES, side_finding, stack_tables
+from rlaudit.trainer.runs import RunData, TrainingRuns, training_runs
 from rlaudit.workbench import Workbench
 
-SUBSYSTEM = "logging"
-SEED = 0
 WINDOWS = (1, 10, 20, 50, 100, 200, 500, 1000)
 MATCH_RTOL = 1e-4
 RETURN_TAGS = (
@@ -43,6 +44,35 @@ RETURN_TAGS = (
     "mean_return",
     "return",
 )
+LOG_DIR_HOW = (
+    "Define log_dir(config, run_dir=None) in the subject, returning the directory train() writes its "
+    "TensorBoard, CSV or JSONL logs to (under recorder.run_dir when given)."
+)
+
+
+@dataclass
+class Logged:
+    """The training runs and what their log files hold: the evidence of the logging checks."""
+
+    runs: TrainingRuns
+    logs: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def guard(self, id: str, subsystem: str, hypothesis: str) -> Finding | None:
+        return None if self.logs else self.runs.guard(id, subsystem, hypothesis)
+
+    @property
+    def data(self) -> dict[str, list[RunData]]:
+        return self.runs.data
+
+
+def logged(wb: Workbench, given: TrainingRuns | Logged | None = None) -> Logged:
+    """``needs=`` of the logging checks: the shared training runs and each side's log files (``given`` runs,
+    or runs with their logs, instead)."""
+    if isinstance(given, Logged):
+        return given
+    runs = training_runs(wb, given)
+    ok = all(runs[s] for s in SIDES)
+    return Logged(runs=runs, logs=side_logs(runs.data) if ok else {})
 
 
 # -------------------------------------------------------------------------------------------------------------
@@ -106,91 +136,77 @@ def tag_changes(base: Sequence[str], cand: Sequence[str]) -> dict[str, Any]:
     }
 
 
-@audit_section("logging/presence", SUBSYSTEM, "Both setups write the same scalars to their logs")
-def presence(wb: Workbench) -> Section:
+@check(
+    "logging/presence",
+    "Both setups write the same scalars to their logs",
+    title="Which scalars are written",
+    needs=logged,
+)
+def presence(c: Check, evidence: Logged) -> Section:
     """Which scalars each side's log files hold: empty logs, removed, added and renamed tags."""
-    hypothesis = "Both setups write the same scalars to their logs"
-    pairs = runs(wb)
-    if (f := guard_runs(pairs, "logging/presence", SUBSYSTEM, hypothesis)) is not None:
-        return Section.of(f)
-    data = run_data(pairs)
-    logs = side_logs(data)
-    return presence_section(logs, hypothesis)
+    from rlaudit.logging import plots
 
-
-def presence_section(logs: Mapping[str, Mapping[str, Any]], hypothesis: str) -> Section:
-    missing = {s: ["log_dir"] for s in SIDES if not logs[s]["has_log_dir"]}
-    if len(missing) == 2:
-        return Section.of(Finding.skipped("logging/presence", SUBSYSTEM, hypothesis, missing))
+    logs = evidence.logs
+    without = [s for s in SIDES if not logs[s]["has_log_dir"]]
+    if len(without) == 2:
+        c.missing("`log_dir` capability (where train() writes its logs)", LOG_DIR_HOW, without)
     findings: list[Finding] = []
-    for side in SIDES:
-        inv, tags, names = logs[side]["inventory"], logs[side]["tags"], logs[side]["recorder_names"]
-        if not logs[side]["has_log_dir"]:
-            continue
-        files = len(inv)
-        if not tags:
-            size = int(inv["bytes"].sum()) if files else 0
-            findings.append(
-                Finding(
-                    id=f"logging/empty-logs-{side}",
-                    subsystem=SUBSYSTEM,
-                    hypothesis=f"The {side}'s log files hold the scalars it trains on",
-                    status=Status.CONFIRMED if side == "candidate" else Status.NOTED,
-                    severity=Severity.HIGH if side == "candidate" else Severity.LOW,
-                    evidence=Evidence(
-                        baseline=len(logs["baseline"]["tags"]),
-                        candidate=len(logs["candidate"]["tags"]),
-                        effect=float(len(names)),
-                        effect_label="scalars the trainer logged through the recorder",
-                        summary=f"the {side}'s log directory holds {files} log file(s) ({size:,} bytes) with zero scalars, "
-                        f"while its trainer logged {len(names)} scalar names through the recorder: anyone watching "
-                        "TensorBoard trains blind (case 002)",
-                        details={"files": inv.to_dict("records")},
-                    ),
-                    remediation=f"Check the {side}'s log writer: the tags it filters or the namespaces it allows, "
-                    "flushes and close(); a test that reads the event file back catches it.",
-                    figures=["tags per side"],
-                )
+    empty = [s for s in SIDES if logs[s]["has_log_dir"] and not logs[s]["tags"]]
+    for side in empty:
+        inv, names = logs[side]["inventory"], logs[side]["recorder_names"]
+        files, size = len(inv), int(inv["bytes"].sum()) if len(inv) else 0
+        findings.append(
+            side_finding(
+                c,
+                side,
+                len(empty) == 2,
+                id=f"logging/empty-logs-{side}",
+                hypothesis=f"The {side}'s log files hold the scalars it trains on",
+                baseline=len(logs["baseline"]["tags"]),
+                candidate=len(logs["candidate"]["tags"]),
+                effect=float(len(names)),
+                effect_label="scalars the trainer logged through the recorder",
+                summary=f"the {side}'s log directory holds {files} log file(s) ({size:,} bytes) with zero scalars, "
+                f"while its trainer logged {len(names)} scalar names through the recorder: anyone watching "
+                "TensorBoard trains blind (case 002)",
+                details={"files": inv.to_dict("records")},
+                remediation=f"Check the {side}'s log writer: the tags it filters or the namespaces it allows, "
+                "flushes and close(); a test that reads the event file back catches it.",
+                figures=["tags per side"],
             )
-            continue
-        lost = [n for n in names if n not in tags]
-        if lost and side == "candidate":
-            findings.append(
-                Finding(
-                    id="logging/dropped-scalars",
-                    subsystem=SUBSYSTEM,
-                    hypothesis="Every scalar the candidate's trainer logs reaches its log files",
-                    status=Status.SUSPECT,
-                    severity=Severity.MEDIUM,
-                    evidence=Evidence(
-                        baseline=None,
-                        candidate=lost,
-                        effect=float(len(lost)),
-                        effect_label="recorder scalars missing from the log files",
-                        summary=f"{len(lost)} of the {len(names)} scalars the candidate's trainer logged never "
-                        f"reach its log files: {', '.join(lost[:6])}",
-                    ),
-                    remediation="Write every logged scalar to the log writer (check its tag filter).",
-                )
+        )
+    cand = logs["candidate"]
+    lost = [n for n in cand["recorder_names"] if n not in cand["tags"]]
+    if cand["has_log_dir"] and cand["tags"] and lost:
+        findings.append(
+            c.finding(
+                Status.SUSPECT,
+                Severity.MEDIUM,
+                id="logging/dropped-scalars",
+                hypothesis="Every scalar the candidate's trainer logs reaches its log files",
+                candidate=lost,
+                effect=float(len(lost)),
+                effect_label="recorder scalars missing from the log files",
+                summary=f"{len(lost)} of the {len(cand['recorder_names'])} scalars the candidate's trainer logged "
+                f"never reach its log files: {', '.join(lost[:6])}",
+                remediation="Write every logged scalar to the log writer (check its tag filter).",
             )
-    changes = tag_changes(logs["baseline"]["tags"], logs["candidate"]["tags"])
-    both_have = logs["baseline"]["tags"] and logs["candidate"]["tags"]
+        )
+    changes = tag_changes(logs["baseline"]["tags"], cand["tags"])
+    both_have = bool(logs["baseline"]["tags"] and cand["tags"])
     if both_have and changes["removed"]:
         findings.append(
-            Finding(
+            c.finding(
+                Status.SUSPECT,
+                Severity.MEDIUM,
                 id="logging/removed-tags",
-                subsystem=SUBSYSTEM,
                 hypothesis="The candidate logs every scalar the baseline logs",
-                status=Status.SUSPECT,
-                severity=Severity.MEDIUM,
-                evidence=Evidence(
-                    baseline=len(logs["baseline"]["tags"]),
-                    candidate=len(logs["candidate"]["tags"]),
-                    effect=float(len(changes["removed"])),
-                    effect_label="tags removed",
-                    summary=f"{len(changes['removed'])} tag(s) the baseline logs are gone: "
-                    + ", ".join(changes["removed"][:8]),
-                ),
+                baseline=len(logs["baseline"]["tags"]),
+                candidate=len(cand["tags"]),
+                effect=float(len(changes["removed"])),
+                effect_label="tags removed",
+                summary=f"{len(changes['removed'])} tag(s) the baseline logs are gone: "
+                + ", ".join(changes["removed"][:8]),
                 remediation="Log the removed scalars again (dashboards and alerts reading them went blank).",
                 figures=["tags per side"],
             )
@@ -198,44 +214,39 @@ def presence_section(logs: Mapping[str, Mapping[str, Any]], hypothesis: str) -> 
     if both_have and (changes["renamed"] or changes["added"]):
         parts = [f"{o} → {n}" for o, n, _ in changes["renamed"]]
         findings.append(
-            Finding(
+            c.finding(
+                Status.NOTED,
+                Severity.LOW,
                 id="logging/renamed-tags",
-                subsystem=SUBSYSTEM,
                 hypothesis="The scalars keep their names",
-                status=Status.NOTED,
-                severity=Severity.LOW,
-                evidence=Evidence(
-                    summary=(f"renamed: {', '.join(parts)}" if parts else "")
-                    + ("; " if parts and changes["added"] else "")
-                    + (f"added: {', '.join(changes['added'][:8])}" if changes["added"] else ""),
-                    details=changes,
-                ),
+                summary=(f"renamed: {', '.join(parts)}" if parts else "")
+                + ("; " if parts and changes["added"] else "")
+                + (f"added: {', '.join(changes['added'][:8])}" if changes["added"] else ""),
+                details=changes,
                 remediation="Update dashboards to the new names (or keep the old ones as aliases).",
             )
         )
-    if not any(f.status.is_flag for f in findings) and both_have:
+    if both_have and not any(f.status.is_flag for f in findings):
         findings.append(
-            Finding(
-                id="logging/presence",
-                subsystem=SUBSYSTEM,
-                hypothesis=hypothesis,
-                status=Status.CLEARED,
-                evidence=Evidence(
-                    baseline=len(logs["baseline"]["tags"]),
-                    candidate=len(logs["candidate"]["tags"]),
-                    summary=f"both log files hold the same {len(changes['kept'])} scalar tags"
-                    + (f" (plus {len(changes['added'])} new)" if changes["added"] else ""),
-                ),
+            c.finding(
+                Status.CLEARED,
+                baseline=len(logs["baseline"]["tags"]),
+                candidate=len(cand["tags"]),
+                summary=f"both log files hold the same {len(changes['kept'])} scalar tags"
+                + (f" (plus {len(changes['added'])} new)" if changes["added"] else ""),
             )
         )
-    if missing:
-        findings.append(Finding.skipped("logging/presence-side", SUBSYSTEM, hypothesis, missing))
-    every = sorted(
-        set(logs["baseline"]["tags"])
-        | set(logs["candidate"]["tags"])
-        | set(logs["baseline"]["recorder_names"])
-        | set(logs["candidate"]["recorder_names"])
-    )
+    if without:
+        findings.append(
+            c.finding(
+                Status.SKIPPED,
+                id="logging/presence-side",
+                summary=f"{without[0]}: no `log_dir` capability (where train() writes its logs)",
+                details={"missing": "log_dir", "sides": without},
+                remediation=LOG_DIR_HOW,
+            )
+        )
+    every = sorted({t for s in SIDES for t in (*logs[s]["tags"], *logs[s]["recorder_names"])})
     table = pd.DataFrame(
         [
             {
@@ -247,11 +258,8 @@ def presence_section(logs: Mapping[str, Mapping[str, Any]], hypothesis: str) -> 
         ]
     )
     inventory = pd.concat([logs[s]["inventory"].assign(side=s) for s in SIDES], ignore_index=True)
-    from rlaudit.logging import plots
-
-    return Section(
-        title="Which scalars are written",
-        findings=findings,
+    return c.section(
+        findings,
         tables={"tags per side": table, "log files": inventory},
         figures={"tags per side": plots.presence_figure(table)},
     )
@@ -410,15 +418,23 @@ def _window(name: str) -> int:
 
 
 def truth_finding(
-    key: str, label: str, tables: Mapping[str, pd.DataFrame], tags: Mapping[str, tuple[str | None, str]]
+    c: Check,
+    key: str,
+    label: str,
+    tables: Mapping[str, pd.DataFrame],
+    tags: Mapping[str, tuple[str | None, str]],
 ) -> Finding:
     """Compare how the two sides define a logged statistic, and the systematic gap between the definitions."""
-    fid = f"logging/truth-{'return' if key == 'return' else key.replace('.', '-')}"
-    hypothesis = f"The logged {label} is the same statistic of the episodes on both sides"
     matches = {s: tables[s][tables[s]["match"]]["definition"].tolist() for s in SIDES}
     common = set(matches["baseline"]) & set(matches["candidate"])
     base_def = _describe(matches["baseline"])
     cand_def = _describe(matches["candidate"])
+    common_fields: dict[str, Any] = dict(
+        id=truth_id(key),
+        hypothesis=f"The logged {label} is the same statistic of the episodes on both sides",
+        baseline=base_def,
+        candidate=cand_def,
+    )
     src = {s: f"{tags[s][0]} ({tags[s][1]})" for s in SIDES}
     if matches["baseline"] and not common:
         # the gap: the candidate's logged values against the baseline's definition, on the candidate's episodes
@@ -426,126 +442,134 @@ def truth_finding(
         row = tables["candidate"][tables["candidate"]["definition"] == chosen]
         gap = float(row["relative_gap"].iloc[0]) if len(row) else float("nan")
         mean_gap = float(row["mean_gap"].iloc[0]) if len(row) else float("nan")
-        return Finding(
-            id=fid,
-            subsystem=SUBSYSTEM,
-            hypothesis=hypothesis,
-            status=Status.CONFIRMED,
-            severity=Severity.MEDIUM,
-            evidence=Evidence(
-                baseline=base_def,
-                candidate=cand_def,
-                effect=gap,
-                effect_label=f"mean relative gap of the candidate's logged {label} to the baseline's definition",
-                summary=f"the candidate's logged {label} ({src['candidate']}) is the mean over {cand_def}; the "
-                f"baseline's ({src['baseline']}) is the mean over {base_def}. Against the baseline's definition the "
-                f"candidate's curve is off by {fmt(mean_gap)} on average ({gap:+.0%}): a systematic gap from the "
-                "averaging alone, not from training",
-                details={"matches": matches},
-            ),
+        return c.finding(
+            Status.CONFIRMED,
+            Severity.MEDIUM,
+            effect=gap,
+            effect_label=f"mean relative gap of the candidate's logged {label} to the baseline's definition",
+            summary=f"the candidate's logged {label} ({src['candidate']}) is the mean over {cand_def}; the "
+            f"baseline's ({src['baseline']}) is the mean over {base_def}. Against the baseline's definition the "
+            f"candidate's curve is off by {fmt(mean_gap)} on average ({pct(gap, signed=True)}): a systematic gap "
+            "from the averaging alone, not from training",
+            details={"matches": matches},
             remediation=f"Average the candidate's logged {label} as the baseline does ({base_def}) before comparing "
             "curves; compare runs on the recorder's per-episode truth meanwhile.",
             figures=[f"logged vs recorded {label}"],
+            **common_fields,
         )
     if not matches["candidate"]:
         nearest = tables["candidate"].sort_values("max_error").head(1)
         near = nearest["definition"].iloc[0] if len(nearest) else "—"
         gap = float(nearest["relative_gap"].iloc[0]) if len(nearest) else float("nan")
-        return Finding(
-            id=fid,
-            subsystem=SUBSYSTEM,
-            hypothesis=hypothesis,
-            status=Status.SUSPECT if matches["baseline"] else Status.NOTED,
-            severity=Severity.MEDIUM,
-            evidence=Evidence(
-                baseline=base_def,
-                candidate=cand_def,
-                effect=gap,
-                effect_label=f"mean relative gap to the nearest definition ({near})",
-                summary=f"the candidate's logged {label} ({src['candidate']}) matches no average of the "
-                f"episodes the recorder saw; nearest: {near}, off by {gap:+.0%} on average; the baseline's "
-                f"is {base_def}",
-            ),
-            remediation=f"Trace how the candidate computes its logged {label} (filtering, window, per-step averaging).",
+        return c.finding(
+            Status.SUSPECT if matches["baseline"] else Status.NOTED,
+            Severity.MEDIUM,
+            effect=gap,
+            effect_label=f"mean relative gap to the nearest definition ({near})",
+            summary=f"the candidate's logged {label} ({src['candidate']}) matches no average of the episodes the "
+            f"recorder saw; nearest: {near}, off by {pct(gap, signed=True)} on average; the baseline's is "
+            f"{base_def}",
+            remediation=f"Trace how the candidate computes its logged {label} (filtering, window, per-step "
+            "averaging).",
             figures=[f"logged vs recorded {label}"],
+            **common_fields,
         )
-    return Finding(
-        id=fid,
-        subsystem=SUBSYSTEM,
-        hypothesis=hypothesis,
-        status=Status.CLEARED,
-        evidence=Evidence(
-            baseline=base_def,
-            candidate=cand_def,
-            summary=f"both log the {label} as the mean over {_describe(sorted(common))} of the episodes "
-            f"the recorder saw (to {MATCH_RTOL:g} relative)",
-        ),
+    return c.finding(
+        Status.CLEARED,
+        summary=f"both log the {label} as the mean over {_describe(sorted(common))} of the episodes the recorder "
+        f"saw (to {MATCH_RTOL:g} relative)",
+        **common_fields,
     )
 
 
-@audit_section("logging/truth", SUBSYSTEM, "The logged episode statistics agree with what happened")
-def truth(wb: Workbench, metric: str = "heart.get") -> Section:
-    """The logged episodic return and ``metric`` against the recorder's per-episode ground truth."""
-    hypothesis = "The logged episode statistics agree with what happened"
-    pairs = runs(wb)
-    if (f := guard_runs(pairs, "logging/truth", SUBSYSTEM, hypothesis)) is not None:
-        return Section.of(f)
-    data = run_data(pairs)
-    return truth_section(data, side_logs(data), metric)
+def truth_id(key: str) -> str:
+    return f"logging/truth-{'return' if key == RETURN else key.replace('.', '-')}"
 
 
-def truth_section(
-    data: Mapping[str, Sequence[RunData]], logs: Mapping[str, Mapping[str, Any]], metric: str
-) -> Section:
+def statistics(metric: Metric) -> list[tuple[str, str]]:
+    """The episode statistics whose logged values are checked: the episodic return and the primary metric."""
+    out = [(RETURN, "episodic return")]
+    if metric.name != RETURN:
+        out.append((metric.name, metric.name))
+    return out
+
+
+def _unverifiable(
+    c: Check, key: str, label: str, metric: Metric, lacking: Mapping[str, list[str]]
+) -> Finding:
+    """SKIPPED for a statistic that is not logged, or not reported per episode, on some side."""
+    parts, hows = [], []
+    if lacking["logged"]:
+        tag = "charts/episodic_return" if key == RETURN else key
+        parts.append(f"{' and '.join(lacking['logged'])}: no logged `{tag}` (log files or recorder.log)")
+        hows.append(
+            f"Log it in train() as the trainer's dashboards show it: recorder.log(step, **{{{tag!r}: mean over "
+            "recent episodes}}) (or write it to the log_dir's files)."
+        )
+    if lacking["episodes"]:
+        parts.append(f"{' and '.join(lacking['episodes'])}: no episodes reporting `{key}`")
+        hows.append(
+            metric.how_to_report
+            if key == metric.name
+            else f"Report it per finished episode: recorder.episode(step=step, env=i, **{{{key!r}: value}})."
+        )
+    return c.finding(
+        Status.SKIPPED,
+        id=truth_id(key),
+        hypothesis=f"The logged {label} is the same statistic of the episodes on both sides",
+        summary="; ".join(parts),
+        details={"missing": parts, "sides": sorted({s for v in lacking.values() for s in v})},
+        remediation=" ".join(hows),
+    )
+
+
+@check(
+    "logging/truth",
+    "The logged episode statistics agree with what happened",
+    title="Logged statistics against the recorded episodes",
+    needs=logged,
+)
+def truth(c: Check, evidence: Logged) -> Section:
+    """The logged episodic return and the primary metric against the recorder's per-episode ground truth."""
     from rlaudit.logging import plots
 
+    metric: Metric = c.wb.metric
+    data, logs = evidence.data, evidence.logs
     findings, tables, figures = [], {}, {}
-    for key, label in (("return", "episodic return"), (metric, metric)):
-        per_side, tags, logged_frames, ok = {}, {}, {}, True
+    for key, label in statistics(metric):
+        if key == metric.name and metric.source == SCALAR:
+            findings.append(_unverifiable(c, key, label, metric, {"logged": [], "episodes": list(SIDES)}))
+            continue
+        per_side, tags, frames = {}, {}, {}
+        lacking: dict[str, list[str]] = {"logged": [], "episodes": []}
         for side in SIDES:
             episodes = {r.seed: r.table("episodes") for r in data[side]}
-            logged, tag, source = logged_statistic(logs[side], data[side], key)
+            values, tag, source = logged_statistic(logs[side], data[side], key)
             tags[side] = (tag, source)
-            if logged.empty or not any(key in e for e in episodes.values()):
-                ok = False
-                break
-            per_side[side] = match_definitions(logged, episodes, key)
-            logged_frames[side] = (logged, episodes)
-        if not ok:
-            lacking = [s for s in SIDES if s not in per_side]
-            findings.append(
-                Finding(
-                    id=f"logging/truth-{'return' if key == 'return' else key.replace('.', '-')}",
-                    subsystem=SUBSYSTEM,
-                    hypothesis=f"The logged {label} is the same statistic of the episodes on both sides",
-                    status=Status.NOTED,
-                    severity=Severity.LOW,
-                    evidence=Evidence(
-                        summary=f"{label} cannot be checked on {', '.join(lacking)}: it is either not logged "
-                        "or not reported per episode to the recorder"
-                    ),
-                    remediation=f"Log the {label} and pass it to recorder.episode(...).",
-                )
-            )
+            if values.empty:
+                lacking["logged"].append(side)
+            if not any(key in e for e in episodes.values()):
+                lacking["episodes"].append(side)
+            if not values.empty and side not in lacking["episodes"]:
+                per_side[side] = match_definitions(values, episodes, key)
+                frames[side] = (values, episodes)
+        if lacking["logged"] or lacking["episodes"]:
+            findings.append(_unverifiable(c, key, label, metric, lacking))
             continue
-        findings.append(truth_finding(key, label, per_side, tags))
+        findings.append(truth_finding(c, key, label, per_side, tags))
         merged = pd.concat([per_side[s].assign(side=s) for s in SIDES], ignore_index=True)
         tables[f"definitions of the logged {label}"] = merged.pivot_table(
             index="definition", columns="side", values=["max_error", "relative_gap", "match"], aggfunc="first"
         )
-        figures[f"logged vs recorded {label}"] = plots.truth_figure(logged_frames, key, label)
-    notes = [
-        "Ground truth is the recorder's table of finished episodes (one row per episode, in finishing order). At each "
-        "logged step every definition is computed from the episodes finished by then; the one that reproduces the "
-        "logged values (to 1e-4 relative) is how that side averages. Where the log files lack the statistic, the "
-        "values the trainer passed to recorder.log are used instead (said in the finding).",
-    ]
-    return Section(
-        title="Logged statistics against the recorded episodes",
-        findings=findings,
+        figures[f"logged vs recorded {label}"] = plots.truth_figure(frames, key, label)
+    return c.section(
+        findings,
         tables=tables,
         figures=figures,
-        notes=notes,
+        notes="Ground truth is the recorder's table of finished episodes (one row per episode, in finishing order). "
+        "At each logged step every definition is computed from the episodes finished by then; the one that "
+        "reproduces the logged values (to 1e-4 relative) is how that side averages. Where the log files lack the "
+        "statistic, the values the trainer passed to recorder.log are used instead (said in the finding).",
     )
 
 
@@ -554,20 +578,16 @@ def truth_section(
 # -------------------------------------------------------------------------------------------------------------
 
 
-@audit_section("logging/frequency", SUBSYSTEM, "Both setups log about as often, at a similar cost")
-def frequency(wb: Workbench) -> Section:
-    """Log points per 10,000 steps, bytes written, and the wall time outside the trainer's timed phases."""
-    hypothesis = "Both setups log about as often, at a similar cost"
-    pairs = runs(wb)
-    if (f := guard_runs(pairs, "logging/frequency", SUBSYSTEM, hypothesis)) is not None:
-        return Section.of(f)
-    data = run_data(pairs)
-    logs = side_logs(data)
+def frequency_table(
+    data: Mapping[str, Sequence[RunData]], logs: Mapping[str, Mapping[str, Any]]
+) -> pd.DataFrame:
+    """One row per run: log points and scalars per 10k steps, log-file size, and the untimed wall time."""
     rows = []
     for side in SIDES:
         for run in data[side]:
             steps = float(run.summary.get("steps") or 0) or 1.0
             recorder = run.table("scalars")
+            points = recorder["step"].nunique() if not recorder.empty else 0
             scal = logs[side]["scalars"]
             mine = scal[scal["seed"] == run.seed] if not scal.empty else scal
             inv = logs[side]["inventory"]
@@ -583,12 +603,8 @@ def frequency(wb: Workbench) -> Section:
                 {
                     "side": side,
                     "seed": run.seed,
-                    "log points per 10k steps": (recorder["step"].nunique() if not recorder.empty else 0)
-                    / steps
-                    * 1e4,
-                    "scalars per log point": (len(recorder) / max(1, recorder["step"].nunique()))
-                    if not recorder.empty
-                    else 0,
+                    "log points per 10k steps": points / steps * 1e4,
+                    "scalars per log point": len(recorder) / max(1, points) if points else 0,
                     "log-file scalars": len(mine),
                     "log-file bytes per 10k steps": (float(inv["bytes"].sum()) if len(inv) else 0.0)
                     / steps
@@ -596,56 +612,74 @@ def frequency(wb: Workbench) -> Section:
                     "untimed seconds per 10k steps": max(0.0, total - timed) / steps * 1e4,
                 }
             )
-    table = pd.DataFrame(rows)
+    return pd.DataFrame(rows)
+
+
+@check(
+    "logging/frequency",
+    "Both setups log about as often, at a similar cost",
+    title="Logging frequency and overhead",
+    needs=logged,
+    reads=("trainer",),
+)
+def frequency(c: Check, evidence: Logged) -> Section:
+    """Log points per 10,000 steps, bytes written, and the wall time outside the trainer's timed phases."""
+    table = frequency_table(evidence.data, evidence.logs)
     means = table.groupby("side").mean(numeric_only=True)
-    fb, fc = (means.loc[s, "log points per 10k steps"] for s in SIDES)
+    fb, fc = (float(means.loc[s, "log points per 10k steps"]) for s in SIDES)
+    silent = [s for s, f in zip(SIDES, (fb, fc), strict=True) if f == 0]
+    if len(silent) == 2:
+        c.missing(
+            "scalars logged through recorder.log",
+            "Log the training scalars (losses, episodic return, learning rate) in train(): "
+            "recorder.log(step, **scalars), once per update.",
+            silent,
+        )
+    ob, oc = (float(means.loc[s, "untimed seconds per 10k steps"]) for s in SIDES)
     ratio = fc / fb if fb else float("inf")
-    ob, oc = (means.loc[s, "untimed seconds per 10k steps"] for s in SIDES)
-    if fb and (ratio > 2 or ratio < 0.5):
-        finding = Finding(
-            id="logging/frequency",
-            subsystem=SUBSYSTEM,
-            hypothesis=hypothesis,
-            status=Status.NOTED,
-            severity=Severity.LOW,
-            evidence=Evidence(
-                baseline=fb,
-                candidate=fc,
-                effect=ratio,
-                effect_label="log-frequency ratio candidate / baseline",
-                summary=f"the candidate logs {'more' if ratio > 1 else 'less'} often: {fmt(fc)} vs {fmt(fb)} log "
-                f"points per 10k steps; untimed wall time (logging, checkpoints, setup) {fmt(oc)} vs {fmt(ob)} s per 10k steps",
-            ),
-            remediation="Log scalars every few updates and images/videos rarely (case 003 logged scalars every 25 steps)."
+    costs = f"untimed wall time (logging, checkpoints, setup) {fmt(oc)} vs {fmt(ob)} s per 10k steps"
+    evidence_fields: dict[str, Any] = dict(
+        baseline=fb,
+        candidate=fc,
+        effect=ratio if np.isfinite(ratio) else None,
+        effect_label="log-frequency ratio candidate / baseline",
+    )
+    if silent:
+        finding = c.finding(
+            Status.NOTED,
+            Severity.LOW,
+            summary=f"the {silent[0]} logs nothing through recorder.log ({fmt(fc)} vs {fmt(fb)} log points per "
+            f"10k steps); {costs}",
+            remediation=f"Log the {silent[0]}'s training scalars with recorder.log(step, **scalars).",
+            **evidence_fields,
+        )
+    elif ratio > 2 or ratio < 0.5:
+        finding = c.finding(
+            Status.NOTED,
+            Severity.LOW,
+            summary=f"the candidate logs {'more' if ratio > 1 else 'less'} often: {fmt(fc)} vs {fmt(fb)} log "
+            f"points per 10k steps; {costs}",
+            remediation="Log scalars every few updates and images/videos rarely (case 003 logged scalars every 25 "
+            "steps)."
             if ratio > 1
             else "Log at least once per update so curves have enough points to compare.",
+            **evidence_fields,
         )
     else:
-        finding = Finding(
-            id="logging/frequency",
-            subsystem=SUBSYSTEM,
-            hypothesis=hypothesis,
-            status=Status.CLEARED,
-            evidence=Evidence(
-                baseline=fb,
-                candidate=fc,
-                effect=ratio if math.isfinite(ratio) else None,
-                effect_label="log-frequency ratio candidate / baseline",
-                summary=f"{fmt(fb)} vs {fmt(fc)} log points per 10k steps; untimed wall time (logging, "
-                f"checkpoints, setup) {fmt(ob)} vs {fmt(oc)} s per 10k steps",
-            ),
+        finding = c.finding(
+            Status.CLEARED,
+            summary=f"{fmt(fb)} vs {fmt(fc)} log points per 10k steps (within a factor of 2); {costs}",
+            **evidence_fields,
         )
-    return Section(
-        title="Logging frequency and overhead",
-        findings=[finding],
+    return c.section(
+        finding,
         tables={"logging per run": table},
-        notes=[
-            "The cost of logging is bounded by the wall time outside the trainer's timed phases "
-            "(rollout, update): it also holds setup and checkpointing, so it is an upper bound."
-        ],
+        notes="Log points are counted, not timed: the verdict does not move with machine load. The cost of "
+        "logging is bounded by the wall time outside the trainer's timed phases (rollout, update): it also holds "
+        "setup and checkpointing, so it is an upper bound, and it is wall time.",
     )
 
 
-def audit_all(wb: Workbench, metric: str = "heart.get") -> list[Section]:
+def audit_all(wb: Workbench) -> list[Section]:
     """Every logging check, in notebook order."""
-    return [presence(wb), truth(wb, metric=metric), frequency(wb)]
+    return [presence(wb), truth(wb), frequency(wb)]

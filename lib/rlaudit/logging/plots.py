@@ -8,21 +8,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rlaudit.optimizer.plots import SIDE_COLORS
-
-
-def _figure(cols: int, rows: int = 1, width: float = 4.4, height: float = 3.2):  # -> (Figure, axes)
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(cols * width, rows * height), layout="constrained")
-    axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).reshape(-1)
-    return fig, axes
+from rlaudit.trainer.plots import SIDE_COLORS, figure
 
 
 def presence_figure(table: pd.DataFrame):  # -> Figure
     """A grid: one row per scalar name, columns for each side's log file and recorder (filled = present)."""
     cols = [c for c in table.columns if c != "scalar"]
-    fig, axes = _figure(1, width=1.2 * len(cols) + 3, height=0.22 * max(1, len(table)) + 1.2)
+    fig, axes = figure(1, width=1.2 * len(cols) + 3, height=0.22 * max(1, len(table)) + 1.2)
     ax = axes[0]
     grid = table[cols].astype(float).to_numpy() if len(table) else np.zeros((1, len(cols)))
     from matplotlib.colors import ListedColormap
@@ -40,7 +32,7 @@ def truth_figure(
     frames: Mapping[str, tuple[pd.DataFrame, Mapping[int, pd.DataFrame]]], key: str, label: str
 ):  # -> Figure
     """Per side: the logged statistic (line) over the recorder's per-episode values (dots), first seed."""
-    fig, axes = _figure(2)
+    fig, axes = figure(2)
     for ax, side in zip(axes, ("baseline", "candidate"), strict=True):
         logged, episodes = frames[side]
         if logged.empty:

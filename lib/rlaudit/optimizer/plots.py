@@ -3,20 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-SIDE_COLORS = {"baseline": "#4c72b0", "candidate": "#dd8452"}
+from rlaudit.trainer.plots import SIDE_COLORS, figure
 
-
-def _figure(cols: int, rows: int = 1, width: float = 4.2, height: float = 3.0):  # -> Figure
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(cols * width, rows * height), layout="constrained")
-    axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).reshape(-1)
-    return fig, axes
+__all__ = ["SIDE_COLORS", "grad_norm_figure", "schedules_figure", "update_ratio_figure"]
 
 
 def schedules_figure(curves: pd.DataFrame):  # -> Figure
@@ -28,7 +21,7 @@ def schedules_figure(curves: pd.DataFrame):  # -> Figure
     import seaborn as sns
 
     names = list(dict.fromkeys(curves["name"])) if not curves.empty else ["learning rate"]
-    fig, axes = _figure(len(names))
+    fig, axes = figure(len(names), width=4.2, height=3.0)
     for ax, name in zip(axes, names, strict=True):
         part = curves[curves["name"] == name]
         if part.empty:
@@ -63,7 +56,7 @@ def grad_norm_figure(
     updates: pd.DataFrame, thresholds: Mapping[str, tuple[str | None, float | None]]
 ):  # -> Figure
     """Total gradient norm before (solid) and after (dashed) clipping per optimizer step, per side."""
-    fig, axes = _figure(2)
+    fig, axes = figure(2, width=4.2, height=3.0)
     g0 = updates[updates["group"] == 0]
     for ax, side in zip(axes, ("baseline", "candidate"), strict=True):
         part = g0[g0["side"] == side]
@@ -99,7 +92,7 @@ def grad_norm_figure(
 
 def update_ratio_figure(table: pd.DataFrame):  # -> Figure
     """Median per-layer update ratio ``|dw| / |w|`` on both sides (log scale), one bar pair per tensor."""
-    fig, axes = _figure(1, width=max(5.0, 0.45 * len(table) + 2), height=3.4)
+    fig, axes = figure(1, width=max(5.0, 0.45 * len(table) + 2), height=3.4)
     ax = axes[0]
     x = np.arange(len(table))
     width = 0.4
@@ -117,7 +110,3 @@ def update_ratio_figure(table: pd.DataFrame):  # -> Figure
     ax.set_ylabel("median |dw| / |w| per step")
     ax.legend(fontsize=8)
     return fig
-
-
-def side_color(side: str) -> Any:
-    return SIDE_COLORS.get(side, "#55a868")

@@ -1,5 +1,5 @@
 """Helpers shared by the learning-dynamics audits (trainer, logging, optimizer, loss): config lookups by key
-pattern, a guard for training runs, recorder tables of many runs as one frame, short number formats.
+pattern, recorder tables of many runs as one frame, and the verdict on a deviation found on one side.
 
 Notebook side only (pandas).
 """
@@ -11,13 +11,25 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
+from rlaudit import stats
 from rlaudit.compare import flatten
-from rlaudit.findings import Finding
-from rlaudit.trainer.runs import RunData, run_data
-from rlaudit.workbench import Pair
+from rlaudit.evidence import equivalence_seeds, fmt
+from rlaudit.findings import Severity, Status
+from rlaudit.trainer.runs import RunData
+
+__all__ = [
+    "SIDES",
+    "find_keys",
+    "first_number",
+    "fmt",
+    "seeds_to_settle",
+    "settle_text",
+    "side_finding",
+    "side_verdict",
+    "stack_tables",
+]
 
 SIDES = ("baseline", "candidate")
 
@@ -45,16 +57,80 @@ def first_number(config: Mapping[str, Any], patterns: Iterable[str]) -> tuple[st
     return None, None
 
 
-def guard_runs(pairs: Sequence[Pair], id: str, subsystem: str, hypothesis: str) -> Finding | None:
-    """SKIPPED or ERROR when a side has no completed training run; None when both have at least one."""
-    data = run_data(pairs)
-    if all(data[side] for side in SIDES):
+def side_verdict(
+    side: str,
+    alike: bool,
+    flagged: tuple[Status, Severity] = (Status.CONFIRMED, Severity.HIGH),
+) -> tuple[Status, Severity]:
+    """Status and severity of a deviation found within one side (a config the trainer ignores, a frozen
+    tensor, an empty log).
+
+    The candidate's deviation is ``flagged``; the baseline's is NOTED at low severity (it trained well with
+    it). The same deviation on both sides (``alike``) is no difference between them: NOTED at low severity on
+    both, so symmetric evidence never gets different severities.
+    """
+    if side == "candidate" and not alike:
+        return flagged
+    return Status.NOTED, Severity.LOW
+
+
+def side_finding(
+    c: Any,
+    side: str,
+    alike: bool,
+    *,
+    id: str,
+    hypothesis: str,
+    summary: str,
+    flagged: tuple[Status, Severity] = (Status.CONFIRMED, Severity.HIGH),
+    **fields: Any,
+) -> Any:
+    """A finding about a deviation within one side, at the status and severity of :func:`side_verdict`.
+
+    Args:
+        c: The :class:`rlaudit.checks.Check` making it.
+        side: The side it was found on.
+        alike: The same deviation was found on the other side too (said in the summary).
+        id, hypothesis, summary: As in :meth:`rlaudit.checks.Check.finding`.
+        flagged: Status and severity of a deviation on the candidate only.
+        **fields: Further :meth:`rlaudit.checks.Check.finding` arguments (evidence, remediation, figures).
+    """
+    status, severity = side_verdict(side, alike, flagged)
+    tail = " — both sides alike" if alike else ""
+    return c.finding(status, severity, id=id, hypothesis=hypothesis, summary=summary + tail, **fields)
+
+
+def seeds_to_settle(sd: float, margin: float, diff: float) -> int | None:
+    """Seeds (or repeats) per side that would settle an inconclusive comparison of two means.
+
+    When the observed difference lies inside the margin, the seeds that two one-sided tests need to show
+    equivalence (:func:`rlaudit.evidence.equivalence_seeds`); otherwise the seeds a two-sample test needs to
+    show a difference that large (:func:`rlaudit.stats.power_seeds`, the seeding room's power table). None when
+    the spread is unknown.
+
+    Args:
+        sd: Spread of one run's value across seeds (same unit as ``margin`` and ``diff``).
+        margin: The practical margin (> 0).
+        diff: The observed difference.
+    """
+    if not (math.isfinite(sd) and math.isfinite(diff) and margin > 0):
         return None
-    for pair in pairs:
-        finding = pair.guard(id, subsystem, hypothesis)
-        if finding is not None:
-            return finding
-    return Finding.error(id, subsystem, hypothesis, "audit", RuntimeError("no training run completed"))
+    if abs(diff) < margin:
+        return equivalence_seeds(sd, margin, diff)
+    return stats.power_seeds(sd, abs(diff))
+
+
+def settle_text(needed: int | None, have: int, minimum: int, what: str = "seeds") -> str:
+    """What would settle an inconclusive comparison: ``"about 12 seeds per side would settle it"``.
+
+    Never fewer than ``minimum`` (the fewest a verdict takes); when the estimate is not above what was run
+    (an estimate from few seeds), just "more".
+    """
+    if needed is None or max(needed, minimum) <= have:
+        return (
+            f"more {what} would settle it" if have >= minimum else f"a verdict needs {minimum}+ {what} a side"
+        )
+    return f"about {max(needed, minimum)} {what} per side would settle it"
 
 
 def stack_tables(data: Mapping[str, Sequence[RunData]], name: str) -> pd.DataFrame:
@@ -70,28 +146,3 @@ def stack_tables(data: Mapping[str, Sequence[RunData]], name: str) -> pd.DataFra
             df.insert(0, "side", side)
             frames.append(df)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-
-
-def fmt(value: Any, digits: int = 3) -> str:
-    """``0.00025`` -> ``"0.00025"``, ``1024.0`` -> ``"1024"``, ``12345.6`` -> ``"12,346"``; None -> ``"—"``."""
-    if value is None:
-        return "—"
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, int | np.integer):
-        return str(int(value))
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return str(value)
-    if not math.isfinite(number):
-        return str(number)
-    if number.is_integer() and abs(number) < 1e12:
-        return str(int(number))
-    if abs(number) >= 1000:
-        return f"{number:,.0f}"
-    return f"{number:.{digits}g}"
-
-
-def pct(value: float | None) -> str:
-    return "—" if value is None or not math.isfinite(value) else f"{value:+.0%}"

@@ -1,19 +1,23 @@
-"""Figures of the trainer audit (built without pyplot: returned, never shown or kept open here)."""
+"""Figures of the trainer audit, and the figure helpers the learning-dynamics rooms share (trainer, logging,
+optimizer, loss). Built without pyplot: returned, never shown or kept open here."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
 from rlaudit import stats
-from rlaudit.optimizer.plots import SIDE_COLORS
 
-PHASE_COLORS = {"env": "#55a868", "inference": "#8172b3", "update": "#c44e52", "other": "#8c8c8c"}
+SIDE_COLORS = {"baseline": "#4c72b0", "candidate": "#dd8452"}
+PHASE_PALETTE = ("#55a868", "#8172b3", "#c44e52", "#937860", "#da8bc3", "#64b5cd", "#ccb974")
+OTHER_COLOR = "#8c8c8c"
 
 
-def _figure(cols: int, rows: int = 1, width: float = 4.4, height: float = 3.2):  # -> (Figure, axes)
+def figure(cols: int, rows: int = 1, width: float = 4.4, height: float = 3.2):  # -> (Figure, axes)
+    """A constrained-layout Figure of ``rows x cols`` panels (``width x height`` inches each) and its axes as
+    a flat array."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(cols * width, rows * height), layout="constrained")
@@ -23,7 +27,7 @@ def _figure(cols: int, rows: int = 1, width: float = 4.4, height: float = 3.2): 
 
 def geometry_figure(table: pd.DataFrame):  # -> Figure
     """Runtime geometry of both sides, relative to the baseline (log scale), config values as markers."""
-    fig, axes = _figure(1, width=6.5, height=3.4)
+    fig, axes = figure(1, width=6.5, height=3.4)
     ax = axes[0]
     rows = table.dropna(subset=["baseline runtime"]).reset_index(drop=True)
     base = rows["baseline runtime"].astype(float).to_numpy()
@@ -43,38 +47,48 @@ def geometry_figure(table: pd.DataFrame):  # -> Figure
         )
     ax.set_yticks(y)
     ax.set_yticklabels(rows["quantity"].tolist(), fontsize=8)
-    ax.set_xscale("log")
+    if len(rows):
+        ax.set_xscale("log")
     ax.axvline(1.0, color="k", lw=0.6)
     ax.set_xlabel("relative to the baseline's runtime value")
     ax.legend(fontsize=7, loc="lower right")
     return fig
 
 
-def phase_figure(table: pd.DataFrame, phases: Sequence[str]):  # -> Figure
-    """Stacked bars: seconds per 1,000 steps in each phase, mean over seeds, per side; SPS per seed beside."""
-    fig, axes = _figure(2, width=4.0)
+def phase_figure(phases: pd.DataFrame, runs: pd.DataFrame):  # -> Figure
+    """Stacked bars of the top-level phases (the subject's own names) in seconds per 1,000 steps per side;
+    beside them, each run's calibrated speed.
+
+    Args:
+        phases: Rows of :func:`rlaudit.trainer.speed.phase_table` (``phase``, ``<side> s/1k steps``).
+        runs: One row per run: ``side``, ``speed (calibrated)``.
+    """
+    fig, axes = figure(2, width=4.0)
     ax = axes[0]
-    if phases:
-        means = table.groupby("side")[list(phases)].mean().reindex(["baseline", "candidate"])
-        bottom = np.zeros(len(means))
-        for phase in phases:
-            values = means[phase].fillna(0).to_numpy(dtype=float)
-            ax.bar(means.index, values, bottom=bottom, color=PHASE_COLORS.get(phase, "#cccccc"), label=phase)
-            bottom += values
-        ax.set_ylabel("seconds per 1,000 env steps")
+    palette = iter(PHASE_PALETTE * 3)
+    bottom = np.zeros(2)
+    for row in phases.to_dict("records"):
+        values = np.nan_to_num(
+            np.array([row.get(f"{s} s/1k steps", np.nan) for s in SIDE_COLORS], dtype=float)
+        )
+        color = OTHER_COLOR if row["phase"] == "other" else next(palette)
+        ax.bar(list(SIDE_COLORS), values, bottom=bottom, color=color, label=str(row["phase"]))
+        bottom += values
+    if len(phases):
+        ax.set_ylabel("wall seconds per 1,000 env steps")
         ax.legend(fontsize=8)
     ax.set_title("where the time goes")
     ax2 = axes[1]
-    for i, side in enumerate(("baseline", "candidate")):
-        values = table[table["side"] == side]["sps"].astype(float).to_numpy()
+    for i, side in enumerate(SIDE_COLORS):
+        values = runs[runs["side"] == side]["speed (calibrated)"].astype(float).dropna().to_numpy()
         ax2.scatter(np.full(len(values), i), values, color=SIDE_COLORS[side], s=30)
         if len(values):
             ax2.hlines(values.mean(), i - 0.2, i + 0.2, color="k")
     ax2.set_xticks([0, 1])
-    ax2.set_xticklabels(["baseline", "candidate"])
+    ax2.set_xticklabels(list(SIDE_COLORS))
     ax2.set_xlim(-0.6, 1.6)
-    ax2.set_ylabel("steps per second (per seed)")
-    ax2.set_title("speed")
+    ax2.set_ylabel("steps per calibration unit (per run)")
+    ax2.set_title("speed in CPU time")
     return fig
 
 
@@ -89,9 +103,9 @@ def _band(part: pd.DataFrame, x: str, seed: int) -> pd.DataFrame:
 
 def learning_figure(curves: pd.DataFrame, metric: str, seed: int = 0):  # -> Figure
     """The metric against environment steps and against wall-clock: seeds thin, mean with a bootstrap band."""
-    fig, axes = _figure(2)
+    fig, axes = figure(2)
     for ax, x, label in ((axes[0], "step", "environment steps"), (axes[1], "seconds", "wall-clock seconds")):
-        for side in ("baseline", "candidate"):
+        for side in SIDE_COLORS:
             part = curves[curves["side"] == side]
             if part.empty:
                 continue
@@ -104,4 +118,23 @@ def learning_figure(curves: pd.DataFrame, metric: str, seed: int = 0):  # -> Fig
         ax.set_ylabel(metric)
         ax.legend(fontsize=8)
     fig.suptitle(f"{metric} per episode, binned (mean over seeds, 95% bootstrap band)")
+    return fig
+
+
+def minibatch_figure(tables: Mapping[str, pd.DataFrame]):  # -> Figure
+    """Per side, the sample index drawn at each position of the first recorded update, epoch after epoch:
+    shuffled epochs look like noise, contiguous unshuffled ones like the same staircase repeated."""
+    fig, axes = figure(2, width=4.2)
+    for ax, side in zip(axes, SIDE_COLORS, strict=True):
+        table = tables.get(side, pd.DataFrame())
+        ax.set_title(side)
+        if table.empty:
+            ax.text(0.5, 0.5, "not recorded", ha="center", va="center", transform=ax.transAxes)
+            continue
+        first = table[(table["seed"] == table["seed"].min())] if "seed" in table else table
+        first = first[first["step"] == first["step"].min()].sort_values(["epoch", "minibatch", "position"])
+        ax.scatter(np.arange(len(first)), first["index"], c=first["epoch"], cmap="viridis", s=2, linewidths=0)
+        ax.set_xlabel("draw (epoch after epoch)")
+        ax.set_ylabel("sample index in the batch")
+    fig.suptitle("minibatch order of the first recorded update (colour: epoch)")
     return fig

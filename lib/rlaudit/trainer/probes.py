@@ -16,6 +16,11 @@ RUN_SUBDIR = "run"
 """The recorder's ``run_dir`` inside the artifact: recorder tables, and the subject's own logs and
 checkpoints when its ``train`` writes them under ``recorder.run_dir``."""
 
+CALIBRATION_REPEATS = 15
+"""Calibration workloads timed before and after ``train`` (about 1 ms each): their median CPU time is the
+unit the trainer audit measures CPU time per step in, so that a side trained while the machine was slower
+(another process on the same core, a lower clock) is not charged for it."""
+
 
 def _relative(paths: list[str], root: Path) -> list[str]:
     """Paths inside the artifact, made relative (the artifact directory is renamed when committed)."""
@@ -28,13 +33,21 @@ def _relative(paths: list[str], root: Path) -> list[str]:
     return out
 
 
+def _calibrate(repeats: int = CALIBRATION_REPEATS) -> list[float]:
+    """CPU seconds of ``repeats`` calibration workloads (:func:`rlaudit.env.rollout.calibration_workload`)."""
+    from rlaudit.env.rollout import Clock, calibration_workload
+
+    clock = Clock("cpu")
+    return [calibration_workload(clock) for _ in range(repeats)]
+
+
 def _call_with_run_dir(fn: Any, config: dict, run_dir: Path) -> Any:
     if "run_dir" in inspect.signature(fn).parameters:
         return fn(config, run_dir=str(run_dir))
     return fn(config)
 
 
-@probe(requires=("config", "train"), version=1)
+@probe(requires=("config", "train"), version=2)
 def train_run(
     ctx: ProbeContext,
     *,
@@ -56,7 +69,8 @@ def train_run(
 
     Returns:
         ``summary`` (what ``train`` returned), ``checkpoints`` and ``log_dir`` (relative to the artifact when
-        inside it), ``seed``, ``steps``.
+        inside it), ``seed``, ``steps``, ``calibration_seconds`` (median CPU seconds of the calibration
+        workload timed right before and after ``train``).
     """
     from rlaudit.recorder import Recorder
 
@@ -65,11 +79,13 @@ def train_run(
     run_dir = ctx.path(RUN_SUBDIR)
     run_dir.mkdir(parents=True, exist_ok=True)
     kwargs: dict[str, Any] = {"resume_from": resume_from} if resume_from else {}
+    calibration = _calibrate()  # before the recorder starts its clocks
     recorder = Recorder(run_dir, sample_every=sample_every)
     try:
         summary = ctx.subject.train(config, steps, seed, recorder, **kwargs)
     finally:
         recorder.close()
+    calibration += _calibrate()
     checkpoints: list[str] = []
     if ctx.has("checkpoints"):
         checkpoints = _relative(list(_call_with_run_dir(ctx.subject.checkpoints, config, run_dir)), ctx.out)
@@ -82,4 +98,5 @@ def train_run(
         "log_dir": log_dir,
         "seed": seed,
         "steps": steps,
+        "calibration_seconds": sorted(calibration)[len(calibration) // 2],
     }

@@ -1,8 +1,12 @@
 """Shared training runs: ask for them here so every notebook hits the same cache entries.
 
 A run is the :func:`rlaudit.trainer.probes.train_run` probe's artifact: the recorder's tables under
-``run/`` (scalars, episodes, updates, layers, phases, memory, summary.json) plus the subject's own logs and
-checkpoints when its ``train`` wrote them under the recorder's ``run_dir``.
+``run/`` (scalars, episodes, updates, layers, phases, memory, minibatches, summary.json) plus the subject's own
+logs and checkpoints when its ``train`` wrote them under the recorder's ``run_dir``.
+
+Checks that read runs take :func:`training_runs` (or :func:`short_training_runs`) as their ``needs=``: the
+evidence is a :class:`TrainingRuns`, guarded like a probe pair (SKIPPED without ``train``, ERROR when no run of
+a side completed). Both accept ``given=`` runs instead, which is how the tests feed a check an A/A pair.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from rlaudit.findings import Finding
 from rlaudit.io import read_table, table_path
 from rlaudit.trainer.probes import RUN_SUBDIR, train_run
 from rlaudit.workbench import Pair, ProbeResult, Workbench
@@ -167,6 +172,61 @@ class RunData:
         value = self.summary.get("sps") or self.result.get("summary", {}).get("sps")
         return float(value) if value is not None else None
 
+    @property
+    def cpu_per_step(self) -> float | None:
+        """CPU seconds of the training process per environment step, in steady state (after the first
+        update, net of the recorder's writes: the recorder's ``sps_cpu``); None when not recorded."""
+        value = self.summary.get("sps_cpu")
+        return 1.0 / float(value) if value else None
+
+    @property
+    def calibration(self) -> float | None:
+        """CPU seconds of the calibration workload the probe ran beside ``train`` (median); None for runs
+        recorded without it."""
+        value = self.result.get("calibration_seconds")
+        return float(value) if value else None
+
+
+@dataclass
+class TrainingRuns:
+    """The training runs of both sides, as one piece of evidence for a check.
+
+    Attributes:
+        pairs: One :class:`Pair` per seed (empty when built from ``data`` directly).
+        data: ``{"baseline": [RunData per completed run], "candidate": [...]}``.
+    """
+
+    pairs: list[Pair] = field(default_factory=list)
+    data: dict[str, list[RunData]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, pairs: Sequence[Pair]) -> TrainingRuns:
+        return cls(pairs=list(pairs), data=run_data(pairs))
+
+    def __getitem__(self, side: str) -> list[RunData]:
+        return self.data.get(side, [])
+
+    def guard(self, id: str, subsystem: str, hypothesis: str) -> Finding | None:
+        """SKIPPED or ERROR when a side has no completed run; None when both have at least one (a failed seed
+        leaves the others to compare)."""
+        if all(self[side] for side in ("baseline", "candidate")):
+            return None
+        for pair in self.pairs:
+            finding = pair.guard(id, subsystem, hypothesis)
+            if finding is not None:
+                return finding
+        return Finding.error(id, subsystem, hypothesis, "audit", RuntimeError("no training run completed"))
+
+
+def training_runs(wb: Workbench, given: TrainingRuns | None = None) -> TrainingRuns:
+    """``needs=`` of checks on the profile's training runs (``given`` runs instead, when passed)."""
+    return given if given is not None else TrainingRuns.of(runs(wb))
+
+
+def short_training_runs(wb: Workbench, given: TrainingRuns | None = None) -> TrainingRuns:
+    """``needs=`` of checks on the profile's short runs (runtime traces: schedules, clipping, ratios)."""
+    return given if given is not None else TrainingRuns.of(runs(wb, short=True))
+
 
 def run_data(pairs: Sequence[Pair]) -> dict[str, list[RunData]]:
     """``{"baseline": [RunData per ok seed], "candidate": [...]}`` from :func:`runs`' pairs (failed runs are
@@ -179,32 +239,33 @@ def run_data(pairs: Sequence[Pair]) -> dict[str, list[RunData]]:
     return out
 
 
+CURVE_SCALARS = ("charts/episodic_return", "losses/value_loss", "losses/policy_loss", "charts/learning_rate")
+"""Logged scalars :func:`scalar_curves` shows besides the primary metric, when a trainer logs them."""
+
+
 def scalar_curves(
-    wb: Workbench,
-    names: Sequence[str] = (
-        "env/heart.get",
-        "charts/episodic_return",
-        "losses/value_loss",
-        "charts/learning_rate",
-    ),
-    *,
-    short: bool = False,
+    wb: Workbench, names: Sequence[str] = CURVE_SCALARS, *, short: bool = False
 ) -> pd.DataFrame:
     """The logged scalars of the shared runs as one tidy table for :func:`rlaudit.notebook.explore_curves`.
 
+    Args:
+        names: Scalars to keep, besides the primary metric's (its name, or a name ending in ``/<name>`` such as
+            ``env/heart.get``); when no run logged any of them, every logged scalar is kept.
+        short: The profile's short runs instead of the full ones.
+
     Returns:
-        Columns ``step``, ``name``, ``value``, ``side``, ``seed``; only ``names`` that some run logged (all
-        names when ``names`` is empty).
+        Columns ``step``, ``name``, ``value``, ``side``, ``seed`` (empty when no run logged a scalar).
     """
+    metric = str(getattr(wb.metric, "name", wb.metric))
     frames = []
     for side, data in run_data(runs(wb, short=short)).items():
         for run in data:
             scalars = run.table("scalars")
-            if scalars.empty:
-                continue
-            if names:
-                scalars = scalars[scalars["name"].isin(list(names))]
-            frames.append(scalars.assign(side=side, seed=run.seed))
+            if not scalars.empty:
+                frames.append(scalars.assign(side=side, seed=run.seed))
     if not frames:
         return pd.DataFrame(columns=["step", "name", "value", "side", "seed"])
-    return pd.concat(frames, ignore_index=True)
+    every = pd.concat(frames, ignore_index=True)
+    label = every["name"].astype(str)
+    wanted = label.isin(list(names)) | (label == metric) | label.str.endswith("/" + metric)
+    return every[wanted].reset_index(drop=True) if wanted.any() else every
