@@ -119,9 +119,10 @@ def throughput(c: Check, pair: Pair, *, seed: int = 0) -> Section:
             )
             remediation = "Nothing to do."
         else:
+            measurably = "measurably slower, but " if ci.high < 1 else ""
             status, severity, summary, remediation = inconclusive(
-                f"at {label}, {ratio_text} is neither within ×{fmt(PRACTICAL_RATIO)} nor surely slower; "
-                f"{verdict.settle('timed blocks')}",
+                f"at {label}, {ratio_text} is {measurably}neither within ×{fmt(PRACTICAL_RATIO)} nor surely "
+                f"slower by more; {verdict.settle('timed blocks')}",
                 "more and longer timed blocks",
             )
         if slow_elsewhere:
