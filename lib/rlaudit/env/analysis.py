@@ -3,10 +3,8 @@ seeding).
 
 How big each probe is at a profile (:func:`sizes`), and the fixed-policy rollouts every room asks for with the
 same parameters (:func:`rollout_params`, :func:`rollout_pair`), so the notebooks share one cached rollout per
-(seed, policy). Runs in the notebook's process.
-
-``fmt``, ``pct`` (:mod:`rlaudit.evidence`) and ``run_pair`` (:func:`rlaudit.checks.run_probe`) are re-exported
-for rooms that still import them from here.
+(seed, policy); the timing token that makes both sides of a pair be timed together (:func:`timing_batch`); how
+many repeats would settle an inconclusive ratio (:func:`repeats_to_settle`). Runs in the notebook's process.
 """
 
 from __future__ import annotations
@@ -16,25 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from rlaudit.checks import run_probe
-from rlaudit.evidence import fmt, pct
 from rlaudit.profiles import Profile
-
-__all__ = [
-    "POLICIES",
-    "Sizes",
-    "fmt",
-    "pct",
-    "rollout_pair",
-    "rollout_pairs",
-    "rollout_params",
-    "run_pair",
-    "sizes",
-]
 
 POLICIES = ("random", "wsls")
 """The fixed seeded policies of the shared rollouts (see :class:`rlaudit.env.rollout.Policy`)."""
-
-run_pair = run_probe
 
 
 @dataclass(frozen=True)
