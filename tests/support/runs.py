@@ -48,7 +48,7 @@ def fake_run(
         metric: One value per finished episode of ``metric_name`` (default: ``2 * num_envs`` zeros), spread
             evenly over the run's steps.
         summary: The recorder's ``summary.json`` (default: steps and 10 seconds).
-        calibration: The probe's ``calibration_seconds``.
+        calibration: The probe's torch calibration (CPU seconds; the numpy one is an eighth of it).
         tables: More recorder tables (``phases``, ``minibatches``, ...), name -> columns.
         config: The resolved config (default: :data:`CONFIG`).
     """
@@ -90,7 +90,7 @@ def fake_run(
         "seed": seed,
     }
     if calibration is not None:
-        result["calibration_seconds"] = calibration
+        result["calibration"] = {"torch": calibration, "numpy": calibration / 8}
     return RunData(side="x", seed=seed, dir=run_dir.parent, result=result)
 
 

@@ -17,9 +17,8 @@ RUN_SUBDIR = "run"
 checkpoints when its ``train`` writes them under ``recorder.run_dir``."""
 
 CALIBRATION_REPEATS = 15
-"""Calibration workloads timed before and after ``train`` (about 1 ms each): their median CPU time is the
-unit the trainer audit measures CPU time per step in, so that a side trained while the machine was slower
-(another process on the same core, a lower clock) is not charged for it."""
+"""Calibration workloads timed before and after ``train``: their median CPU time is the unit the trainer audit
+measures CPU time per step in, so that a side trained while the machine was slower is not charged for it."""
 
 
 def _relative(paths: list[str], root: Path) -> list[str]:
@@ -33,12 +32,46 @@ def _relative(paths: list[str], root: Path) -> list[str]:
     return out
 
 
-def _calibrate(repeats: int = CALIBRATION_REPEATS) -> list[float]:
-    """CPU seconds of ``repeats`` calibration workloads (:func:`rlaudit.env.rollout.calibration_workload`)."""
+def _calibrate(repeats: int = CALIBRATION_REPEATS) -> dict[str, list[float]]:
+    """CPU seconds of ``repeats`` runs of each calibration workload, in this process.
+
+    ``numpy``: :func:`rlaudit.env.rollout.calibration_workload` (small numpy operations and bytecode, about
+    0.3 ms). ``torch``: a few Adam steps of a small MLP on one thread (about 2 ms), which, like a training
+    update, touches more memory: on a loaded machine (other processes evicting the caches) it slows down with
+    training, where the small workload barely moves. Without torch only ``numpy``.
+    """
     from rlaudit.env.rollout import Clock, calibration_workload
 
     clock = Clock("cpu")
-    return [calibration_workload(clock) for _ in range(repeats)]
+    out = {"numpy": [calibration_workload(clock) for _ in range(repeats)]}
+    try:
+        import torch
+    except ImportError:  # a subject without torch: the small workload alone
+        return out
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        gen = torch.Generator().manual_seed(0)
+        x = torch.randn(256, 64, generator=gen)
+        net = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Tanh(), torch.nn.Linear(64, 64))
+        opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+        times = []
+        for _ in range(repeats):
+            start = clock.now()
+            for _ in range(5):
+                loss = net(x).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            times.append(clock.now() - start)
+        out["torch"] = times
+    finally:
+        torch.set_num_threads(threads)
+    return out
+
+
+def _median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
 
 
 def _call_with_run_dir(fn: Any, config: dict, run_dir: Path) -> Any:
@@ -47,7 +80,7 @@ def _call_with_run_dir(fn: Any, config: dict, run_dir: Path) -> Any:
     return fn(config)
 
 
-@probe(requires=("config", "train"), version=2)
+@probe(requires=("config", "train"), version=3)
 def train_run(
     ctx: ProbeContext,
     *,
@@ -69,8 +102,8 @@ def train_run(
 
     Returns:
         ``summary`` (what ``train`` returned), ``checkpoints`` and ``log_dir`` (relative to the artifact when
-        inside it), ``seed``, ``steps``, ``calibration_seconds`` (median CPU seconds of the calibration
-        workload timed right before and after ``train``).
+        inside it), ``seed``, ``steps``, ``calibration`` (median CPU seconds of each calibration workload
+        timed right before and after ``train``: ``numpy``, and ``torch`` when the interpreter has torch).
     """
     from rlaudit.recorder import Recorder
 
@@ -85,7 +118,7 @@ def train_run(
         summary = ctx.subject.train(config, steps, seed, recorder, **kwargs)
     finally:
         recorder.close()
-    calibration += _calibrate()
+    after = _calibrate()
     checkpoints: list[str] = []
     if ctx.has("checkpoints"):
         checkpoints = _relative(list(_call_with_run_dir(ctx.subject.checkpoints, config, run_dir)), ctx.out)
@@ -98,5 +131,5 @@ def train_run(
         "log_dir": log_dir,
         "seed": seed,
         "steps": steps,
-        "calibration_seconds": sorted(calibration)[len(calibration) // 2],
+        "calibration": {k: _median(v + after.get(k, [])) for k, v in calibration.items()},
     }

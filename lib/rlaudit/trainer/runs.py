@@ -179,11 +179,10 @@ class RunData:
         value = self.summary.get("sps_cpu")
         return 1.0 / float(value) if value else None
 
-    @property
-    def calibration(self) -> float | None:
-        """CPU seconds of the calibration workload the probe ran beside ``train`` (median); None for runs
-        recorded without it."""
-        value = self.result.get("calibration_seconds")
+    def calibration(self, kind: str) -> float | None:
+        """CPU seconds of one calibration workload the probe timed beside ``train`` (median): ``"torch"`` or
+        ``"numpy"`` (see :func:`rlaudit.trainer.probes._calibrate`); None when the run has no such value."""
+        value = (self.result.get("calibration") or {}).get(kind)
         return float(value) if value else None
 
 

@@ -29,13 +29,24 @@ MIN_RUNS = 3  # with two runs a side a percentile interval is just the extremes:
 OTHER = "other"
 
 
-def run_speed(run: RunData) -> float | None:
-    """Environment steps per calibration unit (steps per CPU-second when the run has no calibration);
-    None when the recorder saw no steps."""
+CALIBRATIONS = ("torch", "numpy")
+"""Calibration workloads in order of preference: the torch one slows down with training on a loaded machine
+(both touch more memory than fits in the caches others share), the small numpy one barely does."""
+
+
+def calibration_kind(data: Mapping[str, Sequence[RunData]]) -> str | None:
+    """The first calibration of :data:`CALIBRATIONS` that every run of both sides has (None: none has)."""
+    every = [r for s in SIDES for r in data[s]]
+    return next((k for k in CALIBRATIONS if every and all(r.calibration(k) for r in every)), None)
+
+
+def run_speed(run: RunData, kind: str | None) -> float | None:
+    """Environment steps per calibration unit of ``kind`` (per CPU-second when ``kind`` is None); None when
+    the recorder saw no steps."""
     cost = run.cpu_per_step
     if not cost:
         return None
-    return (run.calibration or 1.0) / cost
+    return ((run.calibration(kind) if kind else None) or 1.0) / cost
 
 
 def phase_times(run: RunData) -> dict[str, float]:
@@ -108,7 +119,8 @@ def speed(c: Check, runs: TrainingRuns) -> Section:
     from rlaudit.trainer import plots
 
     data = runs.data
-    speeds = {s: np.array([v for v in (run_speed(r) for r in data[s]) if v]) for s in SIDES}
+    kind = calibration_kind(data)
+    speeds = {s: np.array([v for v in (run_speed(r, kind) for r in data[s]) if v]) for s in SIDES}
     lacking = [s for s in SIDES if not len(speeds[s])]
     if lacking:
         c.missing(
@@ -126,8 +138,7 @@ def speed(c: Check, runs: TrainingRuns) -> Section:
         math.log(interval.point),
     )
     verdict = timing.judge_speed(interval, needed=needed)
-    calibrated = all(r.calibration for s in SIDES for r in data[s])
-    unit = "steps per calibration unit" if calibrated else "steps per CPU-second"
+    unit = f"steps per {kind} calibration unit" if kind else "steps per CPU-second"
     table = phase_table(data)
     text = (
         f"CPU time per step: speed ratio {ratio(*interval)} over {len(speeds['candidate'])} and "
@@ -175,12 +186,13 @@ def speed(c: Check, runs: TrainingRuns) -> Section:
     shown = table[table["top"]]
     return c.section(
         finding,
-        tables={"speed by run": _runs_table(data), "time by phase": table},
-        figures={"time per 1,000 steps by phase": plots.phase_figure(shown, _runs_table(data))},
+        tables={"speed by run": _runs_table(data, kind), "time by phase": table},
+        figures={"time per 1,000 steps by phase": plots.phase_figure(shown, _runs_table(data, kind))},
         notes=[
             "Speed is each run's CPU time per environment step after its first update (the recorder's `sps_cpu`), "
-            "in units of a calibration workload timed right before and after `train()`, so machine load and "
-            f"clock changes cancel. A verdict needs {MIN_RUNS}+ runs a side; CLEARED needs the whole 95% interval "
+            "in units of a calibration workload timed right before and after `train()` (a few Adam steps of a "
+            "small MLP; a small numpy workload for a subject without torch), so machine load and clock changes "
+            "largely cancel. A verdict needs {MIN_RUNS}+ runs a side; CLEARED needs the whole 95% interval "
             f"of the ratio inside ×{fmt(1 / timing.PRACTICAL_RATIO)} to ×{fmt(timing.PRACTICAL_RATIO)}, a flag "
             "an interval that excludes 1 and a ratio beyond that margin.",
             "Phases are wall seconds per 1,000 steps under the names the subject timed them with "
@@ -190,7 +202,7 @@ def speed(c: Check, runs: TrainingRuns) -> Section:
     )
 
 
-def _runs_table(data: Mapping[str, Sequence[RunData]]) -> pd.DataFrame:
+def _runs_table(data: Mapping[str, Sequence[RunData]], kind: str | None) -> pd.DataFrame:
     rows = []
     for side in SIDES:
         for run in data[side]:
@@ -201,8 +213,8 @@ def _runs_table(data: Mapping[str, Sequence[RunData]]) -> pd.DataFrame:
                     "seed": run.seed,
                     "steps": run.summary.get("steps"),
                     "CPU ms per 1k steps": cost * 1e6 if cost else None,
-                    "calibration ms": run.calibration * 1e3 if run.calibration else None,
-                    "speed (calibrated)": run_speed(run),
+                    **{f"{k} calibration ms": (run.calibration(k) or np.nan) * 1e3 for k in CALIBRATIONS},
+                    "speed (calibrated)": run_speed(run, kind),
                     "wall-clock steps/s": run.sps,
                 }
             )
