@@ -318,3 +318,14 @@ def test_clip_shares_clear_only_inside_the_margin_and_a_missing_watch_is_skipped
     silent[0].run_dir.joinpath("updates.npz").unlink(missing_ok=True)
     (skipped,) = oup.gradient_clipping(bench(), given=evidence(same, silent)).findings
     assert skipped.status is Status.SKIPPED and "recorder.watch" in skipped.remediation
+
+
+def test_another_optimizer_class_and_param_groups_are_suspect() -> None:
+    setups = _setups(1e-5, 1e-5)
+    setups["candidate"]["class"] = "torch.optim.sgd.SGD"
+    setups["candidate"]["groups"].append({"lr": 1e-4, "_tensors": 1, "_values": 4})
+    configs = {s: {} for s in setups}
+    found = {f.id: f for f in oset.hyperparameters(bench(), given=_built(setups, configs)).findings}
+    assert found["optimizer/class"].severity is Severity.HIGH
+    assert found["optimizer/class"].evidence.summary.endswith("→ torch.optim.sgd.SGD")
+    assert found["optimizer/param-groups"].evidence.summary == "1 param group(s) → 2"

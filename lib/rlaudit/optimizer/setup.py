@@ -219,34 +219,40 @@ def hyperparameters(c: Check, setup: Built) -> Section:
     table = hyperparameter_table(setups, configs)
     findings: list[Finding] = []
     classes = {s: setups[s]["class"] for s in SIDES}
-    if classes["baseline"] != classes["candidate"]:
-        findings.append(
-            c.finding(
-                Status.SUSPECT,
-                Severity.HIGH,
-                id="optimizer/class",
-                hypothesis="Both setups use the same optimizer class",
-                baseline=classes["baseline"],
-                candidate=classes["candidate"],
-                summary=f"the optimizer changed: {classes['baseline']} → {classes['candidate']}",
-                remediation=f"Build {classes['baseline'].rsplit('.', 1)[-1]} in the candidate's make_optimizer "
-                "(or measure the change with an attribution run).",
-            )
-        )
     n_groups = {s: len(setups[s]["groups"]) for s in SIDES}
-    if n_groups["baseline"] != n_groups["candidate"]:
-        findings.append(
-            c.finding(
-                Status.SUSPECT,
-                Severity.MEDIUM,
-                id="optimizer/param-groups",
-                hypothesis="Both optimizers split the parameters into the same param groups",
-                baseline=n_groups["baseline"],
-                candidate=n_groups["candidate"],
-                summary=f"{n_groups['baseline']} param group(s) → {n_groups['candidate']}",
-                remediation="Give the candidate the baseline's param groups (per-group lr / weight decay).",
+    structure = (
+        (
+            "optimizer/class",
+            "Both setups use the same optimizer class",
+            classes,
+            "the optimizer changed: {baseline} → {candidate}",
+            Severity.HIGH,
+            f"Build {classes['baseline'].rsplit('.', 1)[-1]} in the candidate's make_optimizer (or measure the "
+            "change with an attribution run).",
+        ),
+        (
+            "optimizer/param-groups",
+            "Both optimizers split the parameters into the same param groups",
+            n_groups,
+            "{baseline} param group(s) → {candidate}",
+            Severity.MEDIUM,
+            "Give the candidate the baseline's param groups (per-group lr / weight decay).",
+        ),
+    )
+    for fid, hypothesis, values, text, severity, remediation in structure:
+        if values["baseline"] != values["candidate"]:
+            findings.append(
+                c.finding(
+                    Status.SUSPECT,
+                    severity,
+                    id=fid,
+                    hypothesis=hypothesis,
+                    baseline=values["baseline"],
+                    candidate=values["candidate"],
+                    summary=text.format(**values),
+                    remediation=remediation,
+                )
             )
-        )
     differing = table[(~table["same"]) & (table["kind"] == "hyperparameter")]
     findings += [_changed_value(c, row) for row in differing.to_dict("records")]
     flags = table[(~table["same"]) & (table["kind"] == "implementation flag")].to_dict("records")
