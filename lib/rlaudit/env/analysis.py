@@ -67,7 +67,7 @@ def sizes(profile: Profile) -> Sizes:
     """The probe sizes of a profile (smoke: seconds per notebook; standard: minutes for the report)."""
     if profile.name == "smoke":
         return Sizes(
-            rollout_steps=400,
+            rollout_steps=1000,
             equivalence_steps=96,
             throughput_envs=(4, 16, 0),
             timing_repeats=max(8, profile.timing_repeats),
