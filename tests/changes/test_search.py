@@ -111,7 +111,9 @@ def test_the_worked_example_at_the_standard_profile(tmp_path, tmp_cache, monkeyp
 @pytest.mark.expensive
 def test_the_cartpole_trainer_at_the_standard_profile(tmp_path, tmp_cache, monkeypatch):
     """The real trainer: cartpole v1 as a repository, then a harmless commit, then v2's refactor of the loss
-    (advantage normalization lost and vf_coef 0.5 -> 5.0) beside harmless hunks, then another harmless commit."""
+    (advantage normalization lost and vf_coef 0.5 -> 5.0) beside harmless hunks, then another harmless commit.
+    The standard profile's seeds and budget; 60k steps per run, where the example's learning gap shows (by the
+    standard profile's 300k steps both versions have learned CartPole)."""
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     examples = sc.EXAMPLE.parent / "cartpole"
     repo = tmp_path / "cartpole"
@@ -138,7 +140,7 @@ def test_the_cartpole_trainer_at_the_standard_profile(tmp_path, tmp_cache, monke
     import shutil
 
     shutil.copytree(examples / "v1", repo, ignore=shutil.ignore_patterns("runs", "__pycache__"))
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
     base = commit("cartpole PPO")
     train = repo / "cartpole_ppo" / "train.py"
     train.write_text(train.read_text().replace('"""', '"""\n', 1))
@@ -148,6 +150,6 @@ def test_the_cartpole_trainer_at_the_standard_profile(tmp_path, tmp_cache, monke
     (repo / "NOTES.md").write_text("notes\n")
     commit("Notes")
     with Workbench(f"git:{repo}@{base}", f"git:{repo}@main", profile="standard") as wb:
-        result, _ = search.find_culprits(wb, {"loss": 3.0})
+        result, _ = search.find_culprits(wb, {"loss": 3.0}, steps=60_000)
     assert result.culprits and result.culprits[0].commit.sha == culprit
     assert {row["verdict"] for row in result.commits if row["sha"] != culprit} <= {"cleared", "not searched"}

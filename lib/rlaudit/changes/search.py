@@ -198,6 +198,7 @@ def find_culprits(
     budget: int | None = None,
     seed: int = 0,
     trace: bool = True,
+    steps: int | None = None,
 ) -> tuple[ChangeResult | None, list[str]]:
     """Run the change search on the workbench's pair (see the module docstring).
 
@@ -208,6 +209,8 @@ def find_culprits(
         budget: Training runs the search may spend (default: the profile's attribution budget).
         seed: Seeds the bootstrap intervals.
         trace: Trace which functions the rooms' probes execute (priors); off, names and config keys only.
+        steps: Environment steps per training run (default: the profile's, so the baseline's and candidate's
+            runs are the trainer audit's, from the cache).
 
     Returns:
         ``(result, notes)``; the result is None when the pair has no change set (the notes say why).
@@ -222,7 +225,13 @@ def find_culprits(
     for side in ("baseline", "candidate"):
         ENTRIES[wb.specs[side].text] = entry
     search = ChangeSearch(
-        wb, cs, targets=targets, delta=DEFAULT_DELTA if delta is None else delta, budget=budget, seed=seed
+        wb,
+        cs,
+        targets=targets,
+        delta=DEFAULT_DELTA if delta is None else delta,
+        budget=budget,
+        seed=seed,
+        steps=steps,
     )
     result = search.run_changes()
     result.notes = notes + result.notes
