@@ -527,3 +527,20 @@ def test_run_audit_writes_json_and_fails_only_when_everything_errored(
     assert commands.run_audit(_args(tmp_path, subsystems="trainer", json_out=str(out))) == 1
     with pytest.raises(ValueError, match="unknown optimiser"):
         commands.run_audit(_args(tmp_path, subsystems="optimiser", json_out=str(out)))
+
+
+def test_a_pair_file_names_the_subjects_of_the_report(tmp_path: Path) -> None:
+    import argparse
+
+    from rlaudit.report.commands import _parameters
+
+    (tmp_path / "a.py").write_text("def config():\n    return {}\n")
+    (tmp_path / "pair.yaml").write_text(
+        "baseline: {spec: a.py, label: old trainer}\ncandidate: {spec: a.py, label: new trainer}\n"
+    )
+    args = argparse.Namespace(
+        baseline="builtin:reference", candidate="builtin:regressed", pair=str(tmp_path / "pair.yaml")
+    )
+    parameters = _parameters(args)
+    assert (parameters["baseline"], parameters["candidate"]) == ("old trainer", "new trainer")
+    assert parameters["pair_file"] == str(tmp_path / "pair.yaml")

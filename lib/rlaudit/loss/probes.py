@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from rlaudit import gymcompat
 from rlaudit.loss import inputs as staged
 from rlaudit.loss.gae import find_discount, fold_truncation
 from rlaudit.probe import ProbeContext, probe
@@ -411,7 +412,7 @@ def term_sweep(ctx: ProbeContext, *, batches: str, weights: str | None = None, s
 # -------------------------------------------------------------------------------------------------------------
 
 
-@probe(requires=("config", "make_env", "make_policy", "compute_advantages", "compute_loss"), version=1)
+@probe(requires=("config", "make_env", "make_policy", "compute_advantages", "compute_loss"), version=2)
 def rollout_loss(
     ctx: ProbeContext, *, seed: int = 0, steps: int = 2048, checkpoint: str | None = None
 ) -> dict:
@@ -455,10 +456,11 @@ def rollout_loss(
             raw, reward, terminated, truncated, info = env.step(a)
             reward = np.asarray(reward, dtype=np.float32)
             cut = np.logical_and(truncated, np.logical_not(terminated))
-            if cut.any() and gamma is not None and "final_obs" in info:
-                final = info["final_obs"]
+            given, finals = gymcompat.final_observations(info, num_envs)
+            cut = cut & given  # a truncated step without its final observation cannot be bootstrapped
+            if cut.any() and gamma is not None:
                 rows = np.stack(
-                    [np.asarray(final[i], dtype=np.float32).reshape(-1) for i in np.flatnonzero(cut)]
+                    [np.asarray(finals[i], dtype=np.float32).reshape(-1) for i in np.flatnonzero(cut)]
                 )
                 v_final = policy_values(policy, normalize(rows))
                 reward = reward.copy()

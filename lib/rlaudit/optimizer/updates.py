@@ -80,6 +80,12 @@ def _not_applied(
     )
 
 
+def _log_distance(ratio: float) -> float:
+    """How far a ratio is from 1 on the log scale; a ratio of 0 (a tensor that stopped moving: the learning
+    rate reached 0) or an undefined one is the farthest."""
+    return abs(math.log(ratio)) if math.isfinite(ratio) and ratio > 0 else math.inf
+
+
 @check(
     "optimizer/grad-clipping",
     "Gradients are clipped the same way on both sides",
@@ -234,9 +240,7 @@ def update_ratios(c: Check, runs: TrainingRuns) -> Section:
     off = table[(table["low"] > RATIO_FACTOR) | (table["high"] < 1 / RATIO_FACTOR)]
     zero = table[(table["candidate"] == 0) & (table["baseline"] > 0)]
     if len(off) or len(zero):
-        worst = (
-            off.iloc[(off["ratio"].apply(lambda r: abs(math.log(r)))).argmax()] if len(off) else zero.iloc[0]
-        )
+        worst = off.iloc[off["ratio"].apply(_log_distance).argmax()] if len(off) else zero.iloc[0]
         finding = c.finding(
             Status.SUSPECT,
             Severity.MEDIUM,

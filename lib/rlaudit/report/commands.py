@@ -48,9 +48,16 @@ def _parameters(args: Any) -> dict[str, Any]:
                 f"pair file {pair} does not exist; pass a YAML file declaring both subjects"
             )
         pair = str(pair_path.resolve())
+    names = (str(args.baseline), str(args.candidate))
+    if pair:
+        from rlaudit.subjects import load_pair_file
+
+        # The pair file decides the subjects; the report names them as the file does (the notebooks get the
+        # file itself and ignore these names).
+        names = tuple(spec.display for spec in load_pair_file(pair))  # type: ignore[assignment]
     return {
-        "baseline": str(args.baseline),
-        "candidate": str(args.candidate),
+        "baseline": names[0],
+        "candidate": names[1],
         "profile": get_profile(getattr(args, "profile", None)).name,
         "pair_file": pair,
         "fresh": bool(getattr(args, "fresh", False)),
