@@ -106,14 +106,46 @@ def test_compare_growth_needs_more_than_the_baseline_grows() -> None:
     assert out["item"].tolist() == ["labels"]  # "log" grows as fast in the baseline
 
 
-def test_leak_verdicts() -> None:
+def test_leak_verdicts_judge_the_extra_growth() -> None:
     thr = audit.RSS_PER_1000_STEPS
     flat = Interval(100.0, -500.0, 700.0)
     leak = Interval(10 * thr, 8 * thr, 12 * thr)
-    assert audit.leak_verdict(flat, leak, thr) == "leak"
-    assert audit.leak_verdict(leak, leak, thr) == "both"
-    assert audit.leak_verdict(flat, flat, thr) == "none"
-    assert audit.leak_verdict(None, None, thr) == "none"
+    assert audit.leak_verdict(flat, leak, thr).different  # 10 thr more, interval far from 0
+    assert audit.leak_verdict(leak, leak, thr).inconclusive  # the same slope, each known to ±2 thr
+    tight = Interval(10 * thr, 9.9 * thr, 10.1 * thr)
+    assert audit.leak_verdict(tight, tight, thr).equivalent  # both grow alike: no extra growth
+    assert audit.leak_verdict(flat, flat, thr).equivalent
+    noisy = Interval(0.0, -3 * thr, 3 * thr)
+    assert audit.leak_verdict(flat, noisy, thr).inconclusive  # neither within ±thr nor beyond it
+    assert audit.leak_verdict(None, None, thr).inconclusive
+
+
+def test_extra_growth_lies_inside_its_own_interval() -> None:
+    # The report that printed effect -1.03e+04 with interval [2.42e+04, 1.1e+05] (the candidate's own interval).
+    base = Interval(7.0e4, 3.0e4, 1.2e5)
+    cand = Interval(5.97e4, 2.42e4, 1.1e5)
+    diff = audit.growth_difference(base, cand)
+    assert diff.point == pytest.approx(-1.03e4)
+    assert diff.low < diff.point < diff.high
+    half = 1.959963984540054
+    se = np.hypot((1.1e5 - 2.42e4) / (2 * half), (1.2e5 - 3.0e4) / (2 * half))
+    assert diff.high - diff.point == pytest.approx(half * se)
+    assert audit.growth_difference(None, cand) == cand and audit.growth_difference(base, None) is None
+
+
+def test_training_runs_without_a_memory_table_are_skipped_by_name(
+    bench: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rlaudit.trainer.runs import RunData
+
+    table = RunData.table
+    monkeypatch.setattr(
+        RunData, "table", lambda self, name: pd.DataFrame() if name == "memory" else table(self, name)
+    )
+    section = audit.rss_training(bench("builtin:reference"))
+    (finding,) = section.findings
+    assert finding.status.value == "SKIPPED", finding.headline
+    assert "memory table" in finding.evidence.summary and "recorder" in finding.remediation
 
 
 def test_rss_slope_skips_the_warm_up() -> None:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from rlaudit.demo.faults import CATALOG
-from rlaudit.seeding import audit, probes, replica
+from rlaudit.seeding import audit, power, probes, replica
 from rlaudit.subjects import parse_spec
 from support.probing import probe_context
 
@@ -184,3 +184,53 @@ def test_identical_pair_stays_quiet(bench: Any, flagged: Any, describe: Any) -> 
     assert variance and variance[0].evidence.details.get("power_table"), (
         "the power table belongs in the findings"
     )
+
+
+def test_power_table_gives_seeds_to_detect_and_to_clear() -> None:
+    table = power.seeds_table(1.0, [0.5, 1.0, 2.0], baseline_mean=10.0)
+    assert list(table["seeds_to_detect"]) == [64, 17, 6]  # as stats.power_seeds (noncentral t)
+    assert list(table["seeds_per_arm"]) == [64, 17, 6]
+    # TOST, no true difference: n = 2 (z_0.95 + z_0.90)^2 / (margin / sd)^2 = 17.1 -> 18 at margin 1 SD
+    assert table["seeds_to_clear"][1] == 18
+    assert list(table["effect (% of baseline mean)"]) == pytest.approx([5.0, 10.0, 20.0])
+    assert power.seeds_needed(table, 1.5) == 17  # the 1.0 row: a smaller effect needs more seeds
+    assert power.seeds_needed(table.to_dict("records"), 2.0, kind="clear") == table["seeds_to_clear"][2]
+    assert power.seeds_needed(table, 0.1) is None
+    with pytest.raises(ValueError, match="positive"):
+        power.seeds_table(1.0, [0.0])
+
+
+def test_table_effects_follow_the_baseline_mean_or_the_sd() -> None:
+    assert power.table_effects(2.0, -40.0) == pytest.approx([2.0, 4.0, 10.0, 20.0])
+    assert power.table_effects(2.0, 0.0) == pytest.approx([1.0, 2.0, 4.0])
+
+
+def test_variance_reads_the_primary_metric_from_recorder_episodes(make_wb: Any) -> None:
+    # The minimal subject reports returns through recorder.episode only: no logged scalar at all.
+    subject = str(Path(__file__).resolve().parents[1] / "fixtures" / "minimal_train_subject.py")
+    section = audit.variance(make_wb(subject, baseline=subject))
+    (finding,) = section.findings
+    assert finding.status.value == "NOTED", finding.headline
+    details = finding.evidence.details
+    assert details["metric"] == "return" and details["power_table"]
+    assert {"seeds_to_detect", "seeds_to_clear"} <= set(details["power_table"][0])
+    assert len(section.table(audit.POWER_TABLE)) == len(details["power_table"])
+
+
+def test_replicas_compare_the_episodes_a_trainer_reports(tmp_path: Path) -> None:
+    import minimal_train_subject as subject  # reports episodes only: no weights, no losses
+
+    args = {"seed": 0, "env_steps": 0, "train_steps": 64, "workdir": str(tmp_path)}
+    first, again = replica.run(args, subject), replica.run(args, subject)
+    other = replica.run({**args, "seed": 1}, subject)
+    same = audit.compare_replicas(first, again)
+    assert same["identical"] and same["recorded"] == ["episode statistics"]
+    assert same["init"] is None  # nothing recorded is nothing to compare, not "identical weights"
+    assert audit.compare_replicas(first, other)["episodes"] is False
+
+
+def test_a_subject_with_only_a_config_is_skipped_by_name(make_wb: Any) -> None:
+    subject = str(Path(__file__).resolve().parents[1] / "fixtures" / "config_only_subject.py")
+    findings = [f for s in audit.audit_all(make_wb(subject, baseline=subject)) for f in s.findings]
+    assert {f.status.value for f in findings} == {"SKIPPED"}, "\n".join(f.headline for f in findings)
+    assert all("train" in f.evidence.summary for f in findings)

@@ -12,9 +12,10 @@ from gymnasium import spaces
 from torch import nn
 
 from rlaudit import stats
-from rlaudit.spaces.audit import shifted_features, smd_from_moments, stack_alignment
-from rlaudit.spaces.probes import first_layer_flops, first_layer_inputs, normalize
+from rlaudit.spaces.audit import bounds_violations, shifted_features, smd_from_moments, stack_alignment
+from rlaudit.spaces.probes import declared_bounds, first_layer_flops, first_layer_inputs, normalize
 from rlaudit.spaces.rollout import describe_space, feature_moments, random_actions, random_rollout
+from support.load import aa_spec, busy_core
 
 torch.set_num_threads(1)
 
@@ -133,7 +134,9 @@ def test_reference_against_itself_is_quiet(make_wb, flagged, describe) -> None:
     sections = room.audit_all(make_wb("builtin:reference"))
     findings = [f for s in sections for f in s.findings]
     assert not flagged(sections), describe(findings)
-    assert all(f.status.value == "CLEARED" for f in findings), describe(findings)
+    # timings may stay inconclusive (NOTED) on a loaded machine; everything else is shown equal
+    timing = {"spaces/preprocessing"}
+    assert all(f.status.value == "CLEARED" for f in findings if f.id not in timing), describe(findings)
 
 
 TOY = textwrap.dedent(
@@ -142,6 +145,9 @@ TOY = textwrap.dedent(
     import gymnasium as gym
     from gymnasium import spaces
     from torch import nn
+
+
+    SCALE = 1.0
 
 
     def config():
@@ -163,7 +169,9 @@ TOY = textwrap.dedent(
 
         def step(self, action):
             self.t += 1
-            return self.rng.random(5).astype(np.float32) * (1 + int(action)) / 3, 0.0, False, self.t >= 10, {}
+            obs = self.rng.random(5).astype(np.float32) * (1 + int(action)) / 3
+            obs[3] *= SCALE  # SCALE > 1: feature 3 leaves the declared Box(0, 1)
+            return obs, 0.0, False, self.t >= 10, {}
 
 
     def make_env(config, seed):
@@ -187,4 +195,67 @@ def test_toy_subject_runs_and_skips_what_needs_a_checkpoint(make_wb, describe, t
     assert by_id["spaces/network-input"].status.value == "SKIPPED"
     assert "load_checkpoint" in by_id["spaces/network-input"].evidence.summary
     others = [f for i, f in by_id.items() if i != "spaces/network-input"]
-    assert all(f.status.value == "CLEARED" for f in others), describe(others)
+    assert not [f for f in others if f.status.is_flag or f.status.value == "ERROR"], describe(others)
+    for check in ("spaces/definitions", "spaces/observation-bounds", "spaces/observations"):
+        assert by_id[check].status.value == "CLEARED", describe(others)
+
+
+def test_declared_bounds_count_what_leaves_them() -> None:
+    box = spaces.Box(0.0, 1.0, (3,), np.float32)
+    obs = np.array([[0.5, 0.2, 0.0], [1.0, 3.0, -0.5], [0.1, 0.9, 1.0 + 1e-9]], dtype=np.float64)
+    out = declared_bounds(box, obs)
+    assert out["low"].tolist() == [0.0] * 3 and out["high"].tolist() == [1.0] * 3
+    assert out["outside"].tolist() == [0, 1, 1]  # 1 + 1e-9 is float rounding, not outside
+    assert declared_bounds(spaces.Discrete(3), np.zeros((2, 1))) == {}
+
+
+def test_bounds_violations_name_the_feature_and_the_range_seen() -> None:
+    moments = {
+        "min": np.array([0.0, 0.0, -2.0]),
+        "max": np.array([1.0, 100.0, 1.0]),
+        "low": np.array([0.0, 0.0, -1.0]),
+        "high": np.array([1.0, 1.0, 1.0]),
+        "outside": np.array([0, 30, 5]),
+        "n": np.asarray(100),
+    }
+    table = bounds_violations(moments)
+    assert table["feature"].tolist() == [1, 2]  # feature 1 is 99 widths out, feature 2 half a width
+    assert table["seen max"][0] == 100.0 and table["excess"][0] == pytest.approx(99.0)
+    assert table["outside"].tolist() == pytest.approx([0.3, 0.05])
+    assert bounds_violations({**moments, "outside": np.zeros(3)}).empty
+
+
+def test_an_observation_far_outside_its_box_is_flagged_with_feature_and_range(
+    make_wb, describe, tmp_path: Path
+) -> None:
+    from rlaudit.spaces import audit
+
+    paths = []
+    for name, scale in (("inside", 1.0), ("outside", 300.0)):
+        path = tmp_path / name / "subject.py"
+        path.parent.mkdir()
+        path.write_text(TOY.replace("SCALE = 1.0", f"SCALE = {scale}"))
+        paths.append(str(path))
+    section = audit.observation_bounds(make_wb(paths[1], baseline=paths[0]))
+    (finding,) = section.findings
+    assert finding.status.value == "SUSPECT" and finding.severity.value == "HIGH", describe(section.findings)
+    assert "obs[3]" in finding.evidence.summary and "declared 0..1" in finding.evidence.summary
+    assert finding.evidence.baseline == "inside its bounds"
+
+
+def test_forward_timing_stays_quiet_on_an_aa_pair_with_a_busy_core(audit_cache, describe) -> None:
+    from rlaudit.spaces import cost
+    from rlaudit.workbench import Workbench
+
+    # fresh: every timing round is measured now, while the busy loop competes for the cores
+    wb = Workbench("builtin:reference", aa_spec("spaces-timing"), profile="smoke", fresh=True)
+    try:
+        with busy_core() as proc:
+            section = cost.preprocessing(wb)
+            assert proc.poll() is None
+    finally:
+        wb.close()
+    (finding,) = section.findings
+    assert not finding.status.is_flag and finding.status.value != "ERROR", describe(section.findings)
+    low, high = finding.evidence.ci
+    assert low <= finding.evidence.effect <= high

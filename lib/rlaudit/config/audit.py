@@ -20,7 +20,7 @@ import pandas as pd
 from rlaudit.checks import SIDES, Check, Missing, check, run_probe
 from rlaudit.compare import classify_key, flatten
 from rlaudit.config import probes
-from rlaudit.findings import Finding, Severity, Status
+from rlaudit.findings import Finding, Severity, Status, notebook_name
 from rlaudit.notebook import Section
 from rlaudit.workbench import Pair, Workbench
 
@@ -131,7 +131,12 @@ def diff_configs(a: dict[str, Any], b: dict[str, Any], rules: dict[str, list[str
                 "relative": relative,
             }
         )
-    table = pd.DataFrame(rows, columns=["key", "subsystem", "baseline", "candidate", "change", "relative"])
+    # Object columns keep each value as the config has it: a numeric column would turn 64 into 64.0 and None
+    # into NaN (and an implicit None would no longer read as None).
+    table = pd.DataFrame(
+        rows, columns=["key", "subsystem", "baseline", "candidate", "change", "relative"], dtype=object
+    )
+    table["relative"] = pd.to_numeric(table["relative"], errors="coerce")
     return ConfigDiff(table=table, baseline=fa, candidate=fb)
 
 
@@ -165,6 +170,62 @@ def _filed_under(finding: Finding, subsystem: str) -> Finding:
 
 
 RESOLVE_DESC = "config: resolved configs"
+
+
+def _owner_finding(row: Any) -> str:
+    """The id of the finding that files a differing key under its owning subsystem."""
+    return f"config/changed-{row.subsystem}" if row.change == "changed" else f"config/implicit-{row.key}"
+
+
+def changed_values(c: Check, diff: ConfigDiff) -> Finding | None:
+    """NOTED in the config room for every resolved value that differs and is owned by another subsystem.
+
+    Each difference is judged by the finding filed under its owning subsystem (``config/changed-<subsystem>``,
+    ``config/implicit-<key>``); this one shows the config room that its configuration changed, with a pointer
+    to the owning room, and says so in its details (``mirror_of``, ``knock_on``) so the ranking never counts
+    the difference twice. None when nothing outside the config subsystem differs.
+    """
+    rows = diff.changed()
+    rows = rows[rows["subsystem"] != "config"]
+    if rows.empty:
+        return None
+    keys = [
+        {
+            "key": r.key,
+            # the flattened configs' own values: the table's columns coerce 64 to 64.0 and None to NaN
+            "baseline": diff.baseline.get(r.key, "(absent)"),
+            "candidate": diff.candidate.get(r.key, "(absent)"),
+            "change": r.change,
+            "owner": r.subsystem,
+            "room": notebook_name(r.subsystem),
+            "finding": _owner_finding(r),
+        }
+        for r in rows.itertuples()
+    ]
+    items = [f"{k['key']}: {_fmt(k['baseline'])} → {_fmt(k['candidate'])} (see {k['room']})" for k in keys]
+    rooms = list(dict.fromkeys(k["room"] for k in keys))
+    return c.finding(
+        Status.NOTED,
+        Severity.LOW,
+        id="config/changed-values",
+        hypothesis="The resolved configuration is the same outside the config room's own keys",
+        baseline={k["key"]: k["baseline"] for k in keys},
+        candidate={k["key"]: k["candidate"] for k in keys},
+        effect=float(len(keys)),
+        effect_label="keys changed (judged in their owning rooms)",
+        summary=f"the configuration changed: {len(keys)} resolved value(s) differ, each judged in the room that "
+        "owns it: " + "; ".join(items[:6]) + (" ..." if len(items) > 6 else ""),
+        details={
+            "keys": keys,
+            "mirror_of": sorted({k["finding"] for k in keys}),
+            "knock_on": True,
+        },
+        remediation="See "
+        + ", ".join(rooms)
+        + " for what each change does; restore the keys there or let the "
+        "summary's attribution measure whether they matter.",
+        figures=["config diff"],
+    )
 
 
 @check(
@@ -213,7 +274,10 @@ def values(c: Check, pair: Pair) -> Section:
                 details={"subsystems": cleared},
             )
         )
+    if (mirror := changed_values(c, diff)) is not None:
+        findings.append(mirror)
     shown = diff.table[diff.table["change"] != "same"].reset_index(drop=True)
+    shown.insert(2, "room", [notebook_name(s) for s in shown["subsystem"]])
     return c.section(
         findings,
         tables={"config diff": shown},
@@ -346,20 +410,29 @@ def overrides(c: Check, pairs: list[Pair]) -> Section:
         detail = "; ".join(
             f"{r.key}={_fmt(r.requested)} resolved to {_fmt(r.resolved)}" for r in sub.itertuples()
         )
+        shared = "" if only_here else f" (the {other} ignores the same overrides)"
         findings.append(
             c.finding(
+                # Only a difference can explain the candidate's regression; the severity depends on the evidence
+                # alone, so the same behaviour on both sides gets the same severity.
                 Status.CONFIRMED if (side == "candidate" and only_here) else Status.NOTED,
-                Severity.HIGH if side == "candidate" else Severity.LOW,
+                Severity.HIGH if only_here else Severity.MEDIUM,
                 id=f"config/override-ignored-{side}",
                 hypothesis=f"Overrides land in the {side}'s resolved config",
                 baseline=len(wanted) - len(ignored["baseline"]),
                 candidate=len(wanted) - len(ignored["candidate"]),
                 effect=float(len(ignored[side])),
                 effect_label="overrides ignored",
-                summary=f"the {side} silently ignored {len(ignored[side])} of {len(wanted)} overrides: {detail}",
-                details={"ignored": ignored[side], "requested": wanted},
+                summary=f"the {side} silently ignored {len(ignored[side])} of {len(wanted)} overrides: {detail}"
+                + shared,
+                details={"ignored": ignored[side], "only_here": only_here, "requested": wanted},
                 remediation=f"Fix the {side}'s config resolution so that overrides of "
-                f"{', '.join(f'`{k}`' for k in ignored[side])} are applied (and fail loudly on unknown keys).",
+                f"{', '.join(f'`{k}`' for k in ignored[side])} are applied (and fail loudly on unknown keys)"
+                + (
+                    "; until then attribution cannot restore these keys by override."
+                    if not only_here
+                    else "."
+                ),
             )
         )
     if not findings:

@@ -19,7 +19,7 @@ import pandas as pd
 from rlaudit import stats
 from rlaudit.checks import SIDES, Check, check
 from rlaudit.env.analysis import sizes
-from rlaudit.evidence import fmt
+from rlaudit.evidence import Judgement, fmt, judge
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.memory import plots, probes
 from rlaudit.notebook import Section
@@ -62,27 +62,85 @@ def rss_slope(
     return stats.growth_slope(part[x].to_numpy(), part["rss_bytes"].to_numpy(), per=1000, groups=g, seed=seed)
 
 
-def leak_verdict(base: stats.Interval | None, cand: stats.Interval | None, threshold: float) -> str:
-    """``leak`` when the candidate's slope interval excludes 0, its slope exceeds ``threshold``, it exceeds the
-    baseline's by ``threshold`` and its interval lies above the baseline's; ``both`` when the baseline leaks
-    as well; else ``none``."""
+def growth_difference(base: stats.Interval | None, cand: stats.Interval | None) -> stats.Interval | None:
+    """The candidate's extra growth (candidate slope - baseline slope) with a 95% interval.
+
+    The two slopes come from independent measurements, so their standard errors (read off each bootstrap
+    interval as its half-width / 1.96) add in quadrature; the interval is centred on the difference, so the
+    estimate always lies inside it. Without a baseline slope the candidate's slope is the difference.
+    """
     if cand is None:
-        return "none"
-    b = base.point if base is not None else 0.0
-    cand_leaks = cand.low > 0 and cand.point > threshold
-    base_leaks = base is not None and base.low > 0 and base.point > threshold
-    # The extra growth must be credible too: the candidate's interval lies above the baseline's.
-    above = base is None or cand.low > base.high
-    if cand_leaks and cand.point - b > threshold and above:
-        return "leak"
-    if cand_leaks and base_leaks:
-        return "both"
-    return "none"
+        return None
+    if base is None:
+        return cand
+    z = 1.959963984540054
+    se = math.hypot((cand.high - cand.low) / (2 * z), (base.high - base.low) / (2 * z))
+    point = cand.point - base.point
+    return stats.Interval(point, point - z * se, point + z * se)
+
+
+def leak_verdict(base: stats.Interval | None, cand: stats.Interval | None, threshold: float) -> Judgement:
+    """Judge the candidate's extra RSS growth (:func:`growth_difference`) against ``±threshold``.
+
+    Returns:
+        The :class:`rlaudit.evidence.Judgement` of the difference: ``different`` (a leak when the difference
+        is positive), ``equivalent`` (the whole interval within the threshold: no leak) or ``inconclusive``;
+        NaN values when a side has no slope.
+    """
+    diff = growth_difference(base, cand)
+    if diff is None:
+        return judge(math.nan, math.nan, math.nan, threshold)
+    return judge(diff.point, diff.low, diff.high, threshold)
+
+
+def _leaks(iv: stats.Interval | None, threshold: float) -> bool:
+    """A side's own slope is credibly above zero and above ``threshold``."""
+    return iv is not None and iv.low > 0 and iv.point > threshold
+
+
+RSS_OUTCOMES: dict[str, tuple[Status, Severity, str, str]] = {
+    "leak": (
+        Status.SUSPECT,
+        Severity.HIGH,
+        "resident memory grows by {c} in the candidate during {what} (baseline {b}; {extra}): {million} per "
+        "million env steps",
+        "Find what grows (the allocation-site and container checks below) and bound or free it.",
+    ),
+    "both": (
+        Status.NOTED,
+        Severity.MEDIUM,
+        "both setups' resident memory grows during {what} ({b} vs {c})",
+        "A shared leak: not a difference between the setups, but worth bounding.",
+    ),
+    "none": (
+        Status.CLEARED,
+        Severity.INFO,
+        "no leak during {what}: RSS slope {b} vs {c}; {extra}, within ±{margin}",
+        "Nothing to do.",
+    ),
+    "baseline faster": (
+        Status.NOTED,
+        Severity.LOW,
+        "the baseline's resident memory grows faster than the candidate's during {what} ({b} vs {c}): not a "
+        "regression of the candidate",
+        "Nothing to do for the candidate; the baseline's growth may be worth bounding.",
+    ),
+    "inconclusive": (
+        Status.NOTED,
+        Severity.INFO,
+        "inconclusive during {what}: RSS slope {b} vs {c}; {extra} is neither within nor beyond ±{margin}; a "
+        "longer rollout (more env steps between snapshots) would settle it",
+        "Rerun at a larger profile (standard or thorough) to measure the slope over more steps.",
+    ),
+}
+"""RSS verdict -> (status, severity, summary template, remediation); the templates' fields are filled by
+:func:`_rss_finding`."""
 
 
 def _rss_finding(c: Check, slopes: dict[str, stats.Interval | None], what: str) -> Finding:
     """The verdict on the RSS slopes of both sides (per 1000 env steps) during ``what``."""
     b, cand = slopes["baseline"], slopes["candidate"]
+    diff = growth_difference(b, cand)
     verdict = leak_verdict(b, cand, RSS_PER_1000_STEPS)
 
     def text(iv: stats.Interval | None) -> str:
@@ -90,31 +148,33 @@ def _rss_finding(c: Check, slopes: dict[str, stats.Interval | None], what: str) 
             "n/a" if iv is None else f"{_kib(iv.point)} [{_kib(iv.low)}, {_kib(iv.high)}] per 1000 env steps"
         )
 
-    if verdict == "leak":
-        status, severity = Status.SUSPECT, Severity.HIGH
-        summary = (
-            f"resident memory grows by {text(cand)} in the candidate during {what} (baseline "
-            f"{text(b)}): {_mib(cand.point * 1000)} per million env steps"
-        )
-        remediation = "Find what grows (the allocation-site and container checks below) and bound or free it."
-    elif verdict == "both":
-        status, severity = Status.NOTED, Severity.MEDIUM
-        summary = f"both setups' resident memory grows during {what} ({text(b)} vs {text(cand)})"
-        remediation = "A shared leak: not a difference between the setups, but worth bounding."
+    words = {
+        "what": what,
+        "b": text(b),
+        "c": text(cand),
+        "extra": f"extra growth {text(diff)}" if diff is not None else "no slope",
+        "margin": _kib(RSS_PER_1000_STEPS),
+        "million": _mib(cand.point * 1000) if cand is not None else "n/a",
+    }
+    if verdict.different and verdict.point > 0 and _leaks(cand, RSS_PER_1000_STEPS):
+        kind = "leak"
+    elif _leaks(b, RSS_PER_1000_STEPS) and _leaks(cand, RSS_PER_1000_STEPS) and not verdict.different:
+        kind = "both"
+    elif verdict.equivalent:
+        kind = "none"
     else:
-        status, severity = Status.CLEARED, Severity.INFO
-        summary = f"no leak during {what}: RSS slope {text(b)} vs {text(cand)}"
-        remediation = "Nothing to do."
+        kind = "baseline faster" if verdict.different else "inconclusive"
+    status, severity, summary, remediation = RSS_OUTCOMES[kind]
     return c.finding(
         status,
         severity,
         baseline=text(b),
         candidate=text(cand),
-        effect=(cand.point - (b.point if b else 0.0)) if cand else None,
-        effect_label="extra RSS growth, bytes per 1000 env steps",
-        ci=(cand.low, cand.high) if cand else None,
-        summary=summary,
-        details={"threshold_bytes_per_1000": RSS_PER_1000_STEPS},
+        effect=diff.point if diff is not None else None,
+        effect_label="extra RSS growth (candidate - baseline), bytes per 1000 env steps",
+        ci=(diff.low, diff.high) if diff is not None else None,
+        summary=summary.format(**words),
+        details={"threshold_bytes_per_1000": RSS_PER_1000_STEPS, "judgement": verdict.kind},
         remediation=remediation,
         figures=["RSS over time"],
     )
@@ -145,9 +205,10 @@ def _slope_rows(
 
 
 RSS_NOTE = (
-    f"Threshold for a leak: the slope's 95% interval excludes 0 and the slope exceeds {_kib(RSS_PER_1000_STEPS)} "
-    f"per 1000 env steps ({_mib(RSS_PER_1000_STEPS * 1000)} per million) more than the baseline's. The first "
-    "20% of each series is warm-up and left out."
+    f"A leak: the candidate's extra growth over the baseline has a 95% interval that excludes 0 and exceeds "
+    f"{_kib(RSS_PER_1000_STEPS)} per 1000 env steps ({_mib(RSS_PER_1000_STEPS * 1000)} per million), and its own "
+    f"slope is credibly positive. No leak (CLEARED): the whole interval of the extra growth lies within "
+    f"±{_kib(RSS_PER_1000_STEPS)}. The first 20% of each series is warm-up and left out."
 )
 
 
@@ -163,6 +224,7 @@ def _rss_rollout_params(wb: Workbench, seed: int = 0) -> dict[str, Any]:
     probe=probes.rss_rollout,
     params=_rss_rollout_params,
     desc="memory: RSS over a rollout",
+    reads=("env",),
 )
 def rss_rollout(c: Check, pair: Pair, *, seed: int = 0) -> Section:
     """RSS slope per 1000 env steps over a long fixed-policy rollout, both sides."""
@@ -185,6 +247,7 @@ def _short_runs(wb: Workbench) -> list[Pair]:
     "Resident memory does not grow over a training run",
     title="Does resident memory grow during training?",
     needs=_short_runs,
+    reads=("trainer",),
 )
 def rss_training(c: Check, pairs: list[Pair], *, seed: int = 0) -> Section:
     """RSS slope per 1000 env steps over the shared short training runs (the recorder's ``memory`` table)."""
@@ -208,12 +271,18 @@ def rss_training(c: Check, pairs: list[Pair], *, seed: int = 0) -> Section:
     training = pd.concat(per_side.values(), ignore_index=True)
     finding = _rss_finding(c, slopes, "training")
     span = int(training["step"].max() - training["step"].min())
-    if finding.status.is_flag and span < MIN_TRAINING_SPAN:
-        # A few updates are all allocator and cache warm-up; growth needs a longer run to tell apart.
-        finding.status = Status.NOTED
-        finding.evidence.summary += (
-            f" (runs of {span:,} steps are too short to tell growth from warm-up; the allocation-site "
-            f"check below decides, or rerun at a profile with runs of {MIN_TRAINING_SPAN:,}+ steps)"
+    if span < MIN_TRAINING_SPAN:
+        # A few updates are all allocator and cache warm-up: whatever the slopes say, they neither show a leak
+        # nor rule one out, and their verdict would change from run to run.
+        finding.status, finding.severity = Status.NOTED, Severity.LOW
+        finding.remediation = (
+            f"Rerun at a profile whose training runs span {MIN_TRAINING_SPAN:,}+ steps; until then the "
+            "allocation-site check decides."
+        )
+        finding.evidence.summary = (
+            f"inconclusive: runs of {span:,} steps are too short to tell growth from warm-up ("
+            + finding.evidence.summary
+            + ")"
         )
     return c.section(
         finding,
@@ -335,6 +404,7 @@ def _first(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     probe=probes.growth_sites,
     params=_growth_params,
     desc="memory: where it grows",
+    reads=("curriculum", "env"),
 )
 def growth_sites(c: Check, pair: Pair) -> Section:
     """tracemalloc allocation sites, live objects by type, and containers reachable from the env."""
@@ -459,6 +529,7 @@ def _growth_figure(grow: dict[str, dict[str, pd.DataFrame]], flagged: dict[str, 
     title="How big are the rollout buffers?",
     probe=probes.buffer_sizes,
     desc="memory: buffer sizes",
+    reads=("env", "spaces", "trainer"),
 )
 def buffers(c: Check, pair: Pair) -> Section:
     """num_envs x num_steps x observation size (and the other per-step buffers), side by side."""

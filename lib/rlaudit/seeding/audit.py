@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from rlaudit import stats
-from rlaudit.checks import SIDES, Check, check, run_probe
+from rlaudit.checks import SIDES, SYMPTOM, Check, check, run_probe
 from rlaudit.env.analysis import sizes
 from rlaudit.evidence import fmt
 from rlaudit.findings import Finding, Severity, Status
@@ -38,22 +38,43 @@ def _compare_env(ea: dict[str, Any], eb: dict[str, Any]) -> dict[str, Any]:
     first = next((i for i, (x, y) in enumerate(zip(da, db, strict=False)) if x != y), None)
     if first is None and len(da) != len(db):
         first = min(len(da), len(db))
-    return {"env_step": first}
+    return {"env_step": first, "recorded": ["environment rollouts"]}
+
+
+_TRAIN_RECORDS = (
+    ("initial weights", "init", None),
+    ("gradient norms", "grad_norms", []),
+    ("losses", "losses", {}),
+    ("episode statistics", "episodes", None),
+)
+"""What a training replica can record: (name, key, the value when the trainer reported none)."""
 
 
 def _compare_train(ta: dict[str, Any], tb: dict[str, Any]) -> dict[str, Any]:
-    """``init``, ``init_tensors``, ``grad_step`` (1-based), ``losses`` and ``final`` of two training starts."""
+    """``init``, ``init_tensors``, ``grad_step`` (1-based), ``losses``, ``episodes`` and ``final`` of two
+    training starts; a quantity neither replica recorded compares as None (nothing to say), never as equal."""
+
+    def same(key: str, empty: Any) -> bool | None:
+        a, b = ta.get(key, empty), tb.get(key, empty)
+        return None if a == empty and b == empty else a == b
+
     ga, gb = np.asarray(ta["grad_norms"], dtype=float), np.asarray(tb["grad_norms"], dtype=float)
     n = min(len(ga), len(gb))
     diff = ~np.isclose(ga[:n], gb[:n], rtol=1e-9, atol=0.0, equal_nan=True)
     return {
-        "init": ta["init"] == tb["init"],
+        "init": same("init", None),
         "init_tensors": sorted(
             k for k in ta["init_tensors"] if ta["init_tensors"].get(k) != tb["init_tensors"].get(k)
         ),
         "grad_step": int(np.argmax(diff)) + 1 if diff.any() else (None if len(ga) == len(gb) else n + 1),
-        "losses": ta["losses"] == tb["losses"],
-        "final": ta["final"] == tb["final"],
+        "losses": same("losses", {}),
+        "episodes": same("episodes", None),
+        "final": same("final", None),
+        "recorded": [
+            name
+            for name, key, empty in _TRAIN_RECORDS
+            if ta.get(key, empty) != empty or tb.get(key, empty) != empty
+        ],
     }
 
 
@@ -64,8 +85,10 @@ def compare_replicas(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         ``env_step`` (first differing step of the environment rollout, 0 = reset; None when identical),
         ``init`` (initial weights identical), ``init_tensors`` (tensors whose initial values differ),
         ``grad_step`` (first optimizer step whose gradient norm differs, 1-based; None when identical),
-        ``losses`` (logged losses identical), ``final`` (final weights identical), ``errors`` (part -> text),
-        ``identical`` (everything recorded agrees), ``parts`` (the parts both replicas ran).
+        ``losses`` (logged losses identical), ``episodes`` (reported episode statistics identical), ``final``
+        (final weights identical), each None when neither replica recorded it; ``errors`` (part -> text),
+        ``identical`` (everything recorded agrees), ``parts`` (the parts both replicas ran), ``recorded``
+        (what the replicas recorded, by name).
     """
     out: dict[str, Any] = {
         "env_step": None,
@@ -73,9 +96,11 @@ def compare_replicas(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         "init_tensors": [],
         "grad_step": None,
         "losses": None,
+        "episodes": None,
         "final": None,
         "errors": {},
         "parts": [],
+        "recorded": [],
     }
     for part, compare in (("env", _compare_env), ("train", _compare_train)):
         pa, pb = a.get(part), b.get(part)
@@ -85,12 +110,14 @@ def compare_replicas(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         if "error" in pa or "error" in pb:
             out["errors"][part] = pa.get("error") or pb.get("error")
         else:
-            out.update(compare(pa, pb))
+            found = compare(pa, pb)
+            out["recorded"] += found.pop("recorded")
+            out.update(found)
     out["identical"] = (
         not out["errors"]
         and out["env_step"] is None
         and out["grad_step"] is None
-        and all(out[k] in (None, True) for k in ("init", "losses", "final"))
+        and all(out[k] in (None, True) for k in ("init", "losses", "episodes", "final"))
     )
     return out
 
@@ -108,6 +135,8 @@ def describe_difference(cmp: dict[str, Any]) -> str:
         parts.append(f"gradient norms from optimizer step {cmp['grad_step']}")
     if cmp["losses"] is False:
         parts.append("logged losses")
+    if cmp["episodes"] is False:
+        parts.append("episode statistics")
     if cmp["final"] is False and cmp["init"] is not False:
         parts.append("final weights")
     return ", ".join(parts) if parts else "nothing"
@@ -127,8 +156,14 @@ def same_seed_report(rep: dict[str, Any]) -> dict[str, Any]:
         insensitive.append("environment rollout")
     if "train" in other["parts"] and other["init"] is True:
         insensitive.append("initial weights")
-    if "train" in other["parts"] and other["grad_step"] is None and "train" not in other["errors"]:
+    if (
+        "gradient norms" in other["recorded"]
+        and other["grad_step"] is None
+        and "train" not in other["errors"]
+    ):
         insensitive.append("gradient norms")
+    if "train" in other["parts"] and other["episodes"] is True:
+        insensitive.append("episode statistics")
     return {
         "fresh": fresh_cmp,
         "warm": warm_cmp,
@@ -187,14 +222,21 @@ def replicas_pair(wb: Workbench, seed: int = 0) -> Pair:
 
 
 def _replicas(c: Check, pair: Pair) -> dict[str, dict[str, Any]]:
-    """Both sides' replicas; stops the check with SKIPPED when neither side has anything to replicate."""
-    reps = {s: pair[s].json("replicas") for s in SIDES}
-    if not reps["baseline"]["parts"] and not reps["candidate"]["parts"]:
+    """Both sides' replicas; stops the check with SKIPPED when a side has nothing to replicate."""
+    lacking = [s for s in SIDES if not pair[s].result.get("parts")]
+    if lacking:
         c.missing(
             "make_env or train to replicate",
             "Expose make_env(config, seed) or train(config, steps, seed, recorder) in the subject.",
+            lacking,
         )
-    return reps
+    return {s: pair[s].json("replicas") for s in SIDES}
+
+
+def _recorded(rep: dict[str, Any]) -> list[str]:
+    """What one side's same-seed replicas recorded (fresh processes, else the worker's), by name."""
+    cmp = rep["fresh"] or rep["warm"] or rep["other_seed"]
+    return list(cmp["recorded"]) if cmp else []
 
 
 def _replica_text(cmp: dict[str, Any] | None, fallback: str = "n/a") -> str:
@@ -216,6 +258,13 @@ def fresh_processes(c: Check, pair: Pair, *, seed: int = 0) -> Section:
     if (f := _errors_finding(c, reps)) is not None:
         return c.section(f)
     rep = {s: same_seed_report(reps[s]) for s in SIDES}
+    recorded = {s: _recorded(rep[s]) for s in SIDES}
+    if not recorded["baseline"] and not recorded["candidate"]:
+        c.missing(
+            "record of a seeded run to compare (weights, gradient norms, losses, episodes or env rollouts)",
+            "In train(), hand the policy and optimizer to recorder.watch(policy, optimizer) and report "
+            "episodes through recorder.episode(step=..., **stats); or expose make_env(config, seed).",
+        )
     rows = [
         {
             "side": s,
@@ -285,14 +334,14 @@ def fresh_processes(c: Check, pair: Pair, *, seed: int = 0) -> Section:
             )
         )
     if not findings:
-        parts = {"env": "environment rollouts", "train": "initial weights, gradient norms and losses"}
+        what = recorded["candidate"] or recorded["baseline"]
         findings.append(
             c.finding(
                 Status.CLEARED,
                 baseline=rows[0]["two fresh processes, same seed"],
                 candidate=rows[1]["two fresh processes, same seed"],
                 summary=f"same seed {seed} in two fresh processes: identical "
-                + " and ".join(parts[p] for p in reps["candidate"]["parts"])
+                + (", ".join(what[:-1]) + " and " + what[-1] if len(what) > 1 else what[0])
                 + f" in both setups; seed {seed + 1} differs",
                 remediation="Nothing to do.",
             )
@@ -440,9 +489,10 @@ def final_values(pairs: list[Pair], metric: Any) -> dict[str, list[float]]:
 
 @check(
     "seeding/variance",
-    "The runs vary across seeds alike, and we know how many seeds a comparison needs",
+    "The runs vary across seeds alike in {metric}, and we know how many seeds a comparison needs",
     title="Run-to-run variance and the seeds a comparison needs",
     needs=runs,
+    role=SYMPTOM,  # runs that vary more across seeds follow from whatever else changed
 )
 def variance(
     c: Check, pairs: list[Pair], *, seed: int = 0, alpha: float = 0.05, power: float = 0.8

@@ -22,13 +22,13 @@ def same_replica(a: dict[str, Any], b: dict[str, Any]) -> bool:
             continue
         if pa is None or pb is None or "error" in pa or "error" in pb:
             return False
-        keys = ("final",) if part == "env" else ("init", "grad_norms", "losses", "final")
+        keys = ("final",) if part == "env" else ("init", "grad_norms", "losses", "episodes", "final")
         if any(pa.get(k) != pb.get(k) for k in keys):
             return False
     return True
 
 
-@probe(requires=("config",), version=2)
+@probe(requires=("config",), version=3)
 def replicas(
     ctx: ProbeContext,
     *,

@@ -2,7 +2,8 @@
 
 A replica records digests, not data: per-step digests of a seeded environment rollout, a digest of the
 initial weights (taken when ``train`` hands its policy to ``recorder.watch``), the gradient norm of every
-optimizer step, the losses the trainer logs, and a digest of the final weights. Two replicas agree exactly
+optimizer step, the losses the trainer logs, a digest of the episodes it reports (``recorder.episode``), and
+a digest of the final weights. Two replicas agree exactly
 when the subject is seeded properly.
 
 ``python -m rlaudit.seeding.replica ARGS.json OUT.json`` runs one replica in a fresh interpreter: new hash
@@ -110,7 +111,7 @@ def train_replica(
     subject: Any, config: dict[str, Any], seed: int, steps: int, workdir: str
 ) -> dict[str, Any]:
     """``train(config, steps, seed, recorder)`` with a capturing recorder; returns digests and the traces."""
-    from rlaudit.io import read_table
+    from rlaudit.io import read_table, table_path
 
     run_dir = Path(tempfile.mkdtemp(prefix="replica-", dir=workdir))
     rec = _CaptureRecorder(run_dir)
@@ -120,6 +121,7 @@ def train_replica(
         rec.close()
     updates = read_table(run_dir / "updates")
     scalars = read_table(run_dir / "scalars")
+    episodes = read_table(run_dir / "episodes") if table_path(run_dir / "episodes") is not None else None
     losses: dict[str, list[float]] = {}
     if len(scalars):
         for name, part in scalars.groupby("name", sort=True):
@@ -131,8 +133,18 @@ def train_replica(
         "init_tensors": rec.init_tensors,
         "grad_norms": [float(g) for g in grad],
         "losses": losses,
+        "episodes": episodes_digest(episodes),
         "final": rec.final(),
     }
+
+
+def episodes_digest(episodes: Any, rows: int = 256) -> str | None:
+    """A digest of the first ``rows`` episodes' numeric statistics (step, env, return, ...), in column-name
+    order; None when the trainer reported no episode."""
+    if episodes is None or not len(episodes):
+        return None
+    numeric = episodes[sorted(episodes.columns)].select_dtypes("number").head(rows)
+    return digest(numeric.to_numpy(dtype=np.float64)) if numeric.shape[1] else None
 
 
 def run(args: dict[str, Any], subject: Any = None) -> dict[str, Any]:

@@ -17,6 +17,7 @@ import pandas as pd
 
 from rlaudit import timing
 from rlaudit.checks import SIDES, Check, Missing, check, run_probe
+from rlaudit.evidence import fmt, pct
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.notebook import Section
 from rlaudit.spaces import probes
@@ -143,6 +144,7 @@ def _sides_text(info: dict[str, Any]) -> dict[str, str]:
     "Both setups define the same observation and action spaces",
     title="Observation and action spaces",
     needs=obs_pair,
+    reads=("env",),
 )
 def definitions(c: Check, pair: Pair) -> Section:
     """Observation and action spaces side by side: class, shape, dtype, bounds, n."""
@@ -202,11 +204,153 @@ def definitions(c: Check, pair: Pair) -> Section:
     return c.section(finding, tables={"spaces": pd.DataFrame(rows)})
 
 
+def bounds_violations(moments: Any) -> pd.DataFrame:
+    """Features whose observed values left the declared bounds, most out of range first.
+
+    Args:
+        moments: One side's ``moments.npz`` (``min``, ``max``, ``n``, and ``low``, ``high``, ``outside``).
+
+    Returns:
+        ``feature`` (index), ``declared low``, ``declared high``, ``seen min``, ``seen max``, ``outside``
+        (fraction of observations out of bounds), ``excess`` (how far beyond the bounds, in units of the
+        declared width when it is finite, else absolute). Empty when every value stayed inside.
+    """
+    columns = ["feature", "declared low", "declared high", "seen min", "seen max", "outside", "excess"]
+    outside = np.asarray(moments["outside"])
+    idx = np.flatnonzero(outside > 0)
+    if not idx.size:
+        return pd.DataFrame(columns=columns)
+    low, high = np.asarray(moments["low"])[idx], np.asarray(moments["high"])[idx]
+    seen_min, seen_max = np.asarray(moments["min"])[idx], np.asarray(moments["max"])[idx]
+    beyond = np.maximum(np.maximum(low - seen_min, 0.0), np.maximum(seen_max - high, 0.0))
+    width = high - low
+    with np.errstate(invalid="ignore", divide="ignore"):
+        excess = np.where(np.isfinite(width) & (width > 0), beyond / width, beyond)
+    table = pd.DataFrame(
+        {
+            "feature": idx,
+            "declared low": low,
+            "declared high": high,
+            "seen min": seen_min,
+            "seen max": seen_max,
+            "outside": outside[idx] / max(int(moments["n"]), 1),
+            "excess": excess,
+        },
+        columns=columns,
+    )
+    return table.sort_values("excess", ascending=False, ignore_index=True)
+
+
+def _violation_text(table: pd.DataFrame, limit: int = 4) -> str:
+    """``obs[3] seen 0..100 (declared 0..1, 12% of observations outside)``, for the worst features."""
+    parts = [
+        f"obs[{int(r['feature'])}] seen {fmt(r['seen min'])}..{fmt(r['seen max'])} (declared "
+        f"{fmt(r['declared low'])}..{fmt(r['declared high'])}, {pct(r['outside'])} of observations outside)"
+        for r in table.head(limit).to_dict("records")
+    ]
+    more = len(table) - limit
+    return ", ".join(parts) + (f" and {more} more feature{'s' if more != 1 else ''}" if more > 0 else "")
+
+
+@check(
+    "spaces/observation-bounds",
+    "Every observation stays inside its declared observation space, on both sides",
+    title="Observations inside their declared space",
+    needs=obs_pair,
+    reads=("env",),
+)
+def observation_bounds(c: Check, pair: Pair) -> Section:
+    """Per feature, the range of values seen in the seeded random-policy rollout against the declared Box
+    bounds: a network (or a normalizer, a clip) sized for the declared range misreads values outside it."""
+    moments = {s: pair[s].npz("moments") for s in SIDES}
+    lacking = [s for s in SIDES if "outside" not in moments[s]]
+    if len(lacking) == len(SIDES):
+        c.missing(
+            "declared observation bounds (a Box observation space)",
+            "Nothing to add for Dict, Tuple or Discrete observations; a Box space's low/high are what this check "
+            "compares observations with.",
+            lacking,
+        )
+    seen = {
+        s: bounds_violations(moments[s]) if s not in lacking else pd.DataFrame(columns=["feature", "excess"])
+        for s in SIDES
+    }
+    found = {s: set(seen[s]["feature"].astype(int)) for s in SIDES}
+    worst = max((float(seen[s]["excess"].max()) for s in SIDES if len(seen[s])), default=0.0)
+    sides = {
+        s: (_violation_text(seen[s]) if len(seen[s]) else "inside its bounds")
+        if s not in lacking
+        else "no bounds"
+        for s in SIDES
+    }
+    n_obs = {s: int(moments[s]["n"]) for s in SIDES}
+    tables = {f"out of bounds ({s})": seen[s] for s in SIDES if len(seen[s])}
+    if not found["baseline"] and not found["candidate"]:
+        finding = c.finding(
+            Status.CLEARED,
+            baseline=sides["baseline"],
+            candidate=sides["candidate"],
+            effect=0.0,
+            effect_label="features seen outside their declared bounds",
+            summary=f"every observation stayed inside its declared bounds ({n_obs['baseline']} | "
+            f"{n_obs['candidate']} observations under the same random actions)",
+        )
+        return c.section(finding, tables=tables)
+    # Severity rests on the evidence alone (how far outside), whichever side it is on.
+    severity = Severity.HIGH if worst > 1.0 else Severity.MEDIUM
+    excess = {s: dict(zip(seen[s]["feature"].astype(int), seen[s]["excess"], strict=True)) for s in SIDES}
+    worse = {
+        s: {f for f, e in excess[s].items() if e > 2 * excess[o].get(f, 0.0) + 0.5 or f not in excess[o]}
+        for s, o in (("baseline", "candidate"), ("candidate", "baseline"))
+    }
+    differ = bool(worse["baseline"] or worse["candidate"])
+    flagged_side = "candidate" if worse["candidate"] else "baseline"
+    if differ:
+        status = Status.SUSPECT if flagged_side == "candidate" else Status.NOTED
+        other = "baseline" if flagged_side == "candidate" else "candidate"
+        summary = (
+            f"the {flagged_side}'s observations leave the declared space: {sides[flagged_side]}; the {other}'s "
+            + (f"leave it elsewhere: {sides[other]}" if found[other] else "stay inside")
+        )
+        remediation = (
+            f"Find what changed the scale of these features in the {flagged_side}'s environment (a reward or "
+            "count fed into the observation, a missing normalization or clip) and restore the baseline's, or "
+            "declare the bounds the values really take."
+        )
+    else:
+        status = Status.NOTED
+        summary = f"both setups' observations leave the declared space alike: {sides['candidate']}"
+        remediation = "Not a difference between the setups; declare the bounds the values really take."
+    finding = c.finding(
+        status,
+        severity,
+        baseline=sides["baseline"],
+        candidate=sides["candidate"],
+        effect=float(len(worse[flagged_side]) if differ else len(found["candidate"])),
+        effect_label=f"features further out of bounds in the {flagged_side}"
+        if differ
+        else "features out of bounds",
+        summary=summary,
+        details={s: seen[s].to_dict("records") for s in SIDES},
+        remediation=remediation,
+    )
+    return c.section(
+        finding,
+        tables=tables,
+        notes=[
+            "Values seen in the seeded random-policy rollout (the same actions on both sides) against the Box "
+            "bounds each environment declares; excess is the distance beyond the bounds in units of the declared "
+            "width."
+        ],
+    )
+
+
 @check(
     "spaces/observations",
     "Both environments produce identically distributed observations under the same random actions",
     title="Observation statistics under the same random actions",
     needs=obs_pair,
+    reads=("curriculum", "env"),
 )
 def observations(c: Check, pair: Pair) -> Section:
     """Per-feature statistics of raw observations from the same seeded random-policy rollout on both sides."""
@@ -376,15 +520,20 @@ def network_input_pair(wb: Workbench, trust: bool = False) -> Pair | Stopped:
     from rlaudit.checkpointing import audit as ckpt_audit
 
     caps = ckpt_audit.capabilities(wb)
-    missing = {side: [c for c in ("make_env", "load_checkpoint") if c not in caps[side]] for side in SIDES}
-    for side in SIDES:
-        if not (("train" in caps[side] and "config" in caps[side]) or "checkpoints" in caps[side]):
-            missing[side] = [c for c in ("train", "checkpoints") if c not in caps[side]] + missing[side]
-    lacking = [side for side in SIDES if missing[side]]
+    needed = {
+        side: [f"`{cap}`" for cap in ("make_env", "load_checkpoint") if cap not in caps[side]]
+        + (
+            []
+            if ("train" in caps[side] and "config" in caps[side]) or "checkpoints" in caps[side]
+            else ["`train` or `checkpoints`"]
+        )
+        for side in SIDES
+    }
+    lacking = [side for side in SIDES if needed[side]]
     if lacking:
-        names = list(dict.fromkeys(c for side in lacking for c in missing[side]))
+        names = list(dict.fromkeys(n for side in lacking for n in needed[side]))
         raise Missing(
-            " or ".join(f"`{n}`" for n in names),
+            ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0],
             "Implement load_checkpoint(config, path) -> (policy, extras) and make_env(config, seed), and either "
             "train(...) writing checkpoints under recorder.run_dir or checkpoints(config) listing them, so a "
             "trained network can be loaded and fed (see `rlaudit new-subject`).",
@@ -517,4 +666,10 @@ def audit_all(wb: Workbench, trust: bool = False) -> list[Section]:
     """Every spaces check, in notebook order (the cost of preprocessing is :mod:`rlaudit.spaces.cost`)."""
     from rlaudit.spaces.cost import preprocessing
 
-    return [definitions(wb), observations(wb), network_input(wb, trust=trust), preprocessing(wb)]
+    return [
+        definitions(wb),
+        observation_bounds(wb),
+        observations(wb),
+        network_input(wb, trust=trust),
+        preprocessing(wb),
+    ]

@@ -122,6 +122,7 @@ def cost_table(ia: dict, ib: dict, ra: dict, rb: dict, per_call: dict[str, float
     "Preprocessing gives both networks inputs of the same size, type and compute cost",
     title="Preprocessing and what it costs",
     needs=preprocessing_evidence,
+    reads=("agents",),  # the first layer's FLOPs and the forward time follow the architecture
 )
 def preprocessing(c: Check, evidence: list[Pair]) -> Section:
     """Frame stacking, dtype casts and scaling, with the memory and compute they cost: observation bytes per
@@ -218,19 +219,29 @@ def preprocessing(c: Check, evidence: list[Pair]) -> Section:
             remediation="Nothing to change in preprocessing; see the architecture findings in 01_agents.",
         )
     else:
-        identical = ra["n_params"] == rb["n_params"]
-        finding = c.finding(
-            Status.CLEARED,
-            **size_sides,
-            **timed_ratio,
-            summary=f"same input: {'x'.join(map(str, d_a))} {ia['obs_dtype']} ({ia['obs_bytes']:,} bytes per "
-            f"observation, {bytes_a:,} per vector step), first layer {flops_a:,} FLOPs per observation; {timed}"
-            + (
-                " (networks of identical size: any spread is measurement noise on a shared machine)"
-                if identical and speed.different
-                else ""
-            ),
+        same_input = (
+            f"same input: {'x'.join(map(str, d_a))} {ia['obs_dtype']} ({ia['obs_bytes']:,} bytes per observation, "
+            f"{bytes_a:,} per vector step), first layer {flops_a:,} FLOPs per observation"
         )
+        if speed.equivalent:
+            finding = c.finding(
+                Status.CLEARED,
+                **size_sides,
+                **timed_ratio,
+                summary=f"{same_input}; {timed}, within ×{fmt(1 / COST_RATIO)}..×{fmt(COST_RATIO)}",
+            )
+        else:
+            finding = c.finding(
+                Status.NOTED,
+                Severity.INFO,
+                **size_sides,
+                **timed_ratio,
+                summary=f"{same_input}; but the forward time is inconclusive: {timed} is neither within "
+                f"×{fmt(1 / COST_RATIO)}..×{fmt(COST_RATIO)} nor credibly beyond it; "
+                + speed.settle("timing rounds"),
+                remediation="Rerun at a profile with more timing repeats (standard or thorough) to settle the "
+                "forward time.",
+            )
     return c.section(
         finding,
         tables={"input cost": table},

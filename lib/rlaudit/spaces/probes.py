@@ -13,7 +13,7 @@ import numpy as np
 from rlaudit.probe import ProbeContext, probe
 
 
-@probe(requires=("make_env",), version=1)
+@probe(requires=("make_env",), version=2)
 def observations(
     ctx: ProbeContext, *, env_seed: int = 0, rollout_steps: int = 2000, keep_rows: int = 1024
 ) -> dict:
@@ -26,23 +26,15 @@ def observations(
         keep_rows: Observation rows kept (evenly spaced) for figures.
 
     Writes ``spaces.json`` (observation/action space descriptions, num_envs, dtype, bytes per observation)
-    and ``moments.npz`` (per feature: mean, var (ddof=1), min, max; n; ``rows`` the kept observations).
+    and ``moments.npz`` (per feature: mean, var (ddof=1), min, max; n; ``rows`` the kept observations; and,
+    when the observation space declares bounds of the observation's shape, ``low``, ``high`` and ``outside``:
+    how many observations left them, per feature).
     """
-    from rlaudit.agents.nets import single_spaces
-    from rlaudit.spaces.rollout import (
-        close_env,
-        describe_space,
-        feature_moments,
-        policy_batch,
-        random_rollout,
-    )
+    from rlaudit.agents.probes import build_policy
+    from rlaudit.spaces.rollout import describe_space, feature_moments
 
-    env = ctx.subject.make_env(ctx.config, env_seed)
-    try:
-        obs_space, act_space = single_spaces(env)
-        rollout = random_rollout(env, steps=rollout_steps, seed=env_seed, action_seed=env_seed + 1)
-    finally:
-        close_env(env)
+    data = build_policy(ctx, env_seed, rollout_steps, keep_rows)
+    obs_space, act_space, rollout = data["obs_space"], data["act_space"], data["rollout"]
     obs = rollout["obs"]
     one = np.asarray(obs[0])
     info = {
@@ -57,10 +49,40 @@ def observations(
         "episodes_ended": int(rollout["episodes"]),
     }
     moments = feature_moments(obs)
-    moments["rows"] = policy_batch(obs, keep_rows).reshape(min(len(obs), keep_rows), -1)
+    moments["rows"] = data["obs"].reshape(len(data["obs"]), -1)
+    moments.update(declared_bounds(obs_space, obs))
     ctx.write_json("spaces", info)
     ctx.write_npz("moments", moments)
     return {"obs_size": int(one.size), "num_envs": rollout["num_envs"], "samples": len(obs)}
+
+
+def declared_bounds(space: Any, obs: np.ndarray) -> dict[str, np.ndarray]:
+    """The space's per-feature bounds and how many observations left them, flattened like the moments.
+
+    Args:
+        space: The single-environment observation space.
+        obs: (M, *shape) observations.
+
+    Returns:
+        ``low``, ``high`` (D,) float64 and ``outside`` (D,) int64 (observations below ``low`` or above
+        ``high``, with a relative tolerance of 1e-6 for float rounding); empty when the space declares no
+        bounds of the observation's shape (a Discrete, Dict or Tuple space).
+    """
+    low, high = getattr(space, "low", None), getattr(space, "high", None)
+    if low is None or high is None:
+        return {}
+    flat = np.asarray(obs, dtype=np.float64).reshape(len(obs), -1)
+    try:
+        lo = np.broadcast_to(np.asarray(low, dtype=np.float64), obs.shape[1:]).reshape(-1)
+        hi = np.broadcast_to(np.asarray(high, dtype=np.float64), obs.shape[1:]).reshape(-1)
+    except (TypeError, ValueError):
+        return {}
+    if lo.size != flat.shape[1]:
+        return {}
+    with np.errstate(invalid="ignore"):
+        below = flat < lo - 1e-6 * np.maximum(1.0, np.abs(np.nan_to_num(lo)))
+        above = flat > hi + 1e-6 * np.maximum(1.0, np.abs(np.nan_to_num(hi)))
+    return {"low": lo, "high": hi, "outside": (below | above).sum(axis=0).astype(np.int64)}
 
 
 def _count(value: float | None) -> str:
