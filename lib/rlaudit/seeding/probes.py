@@ -28,7 +28,7 @@ def same_replica(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return True
 
 
-@probe(requires=("config",), version=3)
+@probe(requires=("config",), version=4)
 def replicas(
     ctx: ProbeContext,
     *,

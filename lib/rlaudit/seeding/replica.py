@@ -111,23 +111,24 @@ def train_replica(
     subject: Any, config: dict[str, Any], seed: int, steps: int, workdir: str
 ) -> dict[str, Any]:
     """``train(config, steps, seed, recorder)`` with a capturing recorder; returns digests and the traces."""
-    from rlaudit.io import read_table, table_path
-
     run_dir = Path(tempfile.mkdtemp(prefix="replica-", dir=workdir))
     rec = _CaptureRecorder(run_dir)
     try:
         subject.train(config, steps, seed, rec)
     finally:
         rec.close()
-    updates = read_table(run_dir / "updates")
-    scalars = read_table(run_dir / "scalars")
-    episodes = read_table(run_dir / "episodes") if table_path(run_dir / "episodes") is not None else None
+    # Read the tables from the recorder as numpy columns: this runs in the subject's process, whose pandas may
+    # be missing or built for another NumPy.
+    updates = rec.columns("updates")
+    scalars = rec.columns("scalars")
+    episodes = rec.columns("episodes")
     losses: dict[str, list[float]] = {}
-    if len(scalars):
-        for name, part in scalars.groupby("name", sort=True):
-            if "loss" in str(name).lower() or str(name).startswith("losses/"):
-                losses[str(name)] = [float(v) for v in part["value"].tolist()[:64]]
-    grad = updates["grad_norm"].tolist()[:256] if "grad_norm" in updates else []
+    names = [str(n) for n in scalars.get("name", [])]
+    for name in sorted(set(names)):
+        if "loss" in name.lower() or name.startswith("losses/"):
+            values = [float(v) for n, v in zip(names, scalars["value"], strict=True) if n == name]
+            losses[name] = values[:64]
+    grad = list(updates["grad_norm"][:256]) if "grad_norm" in updates else []
     return {
         "init": rec.init,
         "init_tensors": rec.init_tensors,
@@ -138,13 +139,24 @@ def train_replica(
     }
 
 
-def episodes_digest(episodes: Any, rows: int = 256) -> str | None:
+def episodes_digest(episodes: dict[str, Any] | None, rows: int = 256) -> str | None:
     """A digest of the first ``rows`` episodes' numeric statistics (step, env, return, ...), in column-name
-    order; None when the trainer reported no episode."""
-    if episodes is None or not len(episodes):
+    order; None when the trainer reported no episode.
+
+    Args:
+        episodes: The recorder's episodes table as columns (name -> array of equal length), or None.
+    """
+    if not episodes:
         return None
-    numeric = episodes[sorted(episodes.columns)].select_dtypes("number").head(rows)
-    return digest(numeric.to_numpy(dtype=np.float64)) if numeric.shape[1] else None
+    numeric = [
+        np.asarray(episodes[name])[:rows].astype(np.float64)
+        for name in sorted(episodes)
+        if np.issubdtype(np.asarray(episodes[name]).dtype, np.number)
+        and not np.issubdtype(np.asarray(episodes[name]).dtype, np.bool_)
+    ]
+    if not numeric or not len(numeric[0]):
+        return None
+    return digest(np.stack(numeric, axis=1))
 
 
 def run(args: dict[str, Any], subject: Any = None) -> dict[str, Any]:
