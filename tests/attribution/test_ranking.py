@@ -90,37 +90,41 @@ def test_audit_priors_weight_status_and_severity():
 
 
 def test_checks_that_measure_through_a_flagged_upstream_change_count_as_knock_on():
-    def f(fid, status=Status.CONFIRMED):
-        return Finding(fid, fid.split("/")[0], "h", status, Severity.HIGH, Evidence())
-
     geometry = [
-        f("trainer/geometry-candidate"),
-        f("env/throughput"),
-        f("env/reset-cost"),
-        f("memory/growth-sites"),
+        f("trainer/geometry-candidate", role="mechanism"),
+        f("env/throughput", reads=("trainer", "curriculum")),
+        f("env/reset-cost", reads=("curriculum",)),
+        f("memory/growth-sites", reads=("trainer",)),
     ]
     assert knock_on(geometry) == {"env/throughput", "memory/growth-sites"}
-    assert knock_on([f("env/throughput"), f("memory/growth-sites")]) == set()  # no upstream flag: real
-    assert knock_on([f("trainer/geometry", Status.CLEARED), f("env/throughput")]) == set()
-    assert knock_on([f("rewards/component-vanished"), f("env/equivalence")]) == {"env/equivalence"}
-    assert knock_on([f("agents/architecture"), f("loss/terms"), f("loss/advantages")]) == {"loss/terms"}
+    no_upstream = [f("env/throughput", reads=("trainer",)), f("memory/growth-sites", reads=("trainer",))]
+    assert knock_on(no_upstream) == set()  # nothing flagged upstream: both are real
+    assert knock_on([f("trainer/geometry", CLEARED), f("env/throughput", reads=("trainer",))]) == set()
+    rewards = [f("rewards/component-vanished"), f("env/equivalence", reads=("rewards", "curriculum"))]
+    assert knock_on(rewards) == {"env/equivalence"}
+    agents = [f("agents/architecture"), f("loss/terms", reads=("agents",)), f("loss/advantages")]
+    assert knock_on(agents) == {"loss/terms"}
+    # a finding its own audit marked as an echo, whatever it reads
+    assert knock_on([f("env/episode-stats", details={"knock_on": "rewards"})]) == {"env/episode-stats"}
     # the evidence ranking: a lone checkpointing finding outranks the echoes of a geometry change
-    ranked = [c.subsystem for c in rank_causes([*geometry, f("checkpointing/selection", Status.SUSPECT)])]
+    ranked = order([*geometry, f("checkpointing/selection", SUSPECT)])
     assert ranked.index("checkpointing") < ranked.index("memory")
+
+
+def test_a_mirror_of_another_rooms_finding_is_not_counted_twice():
+    mirror = f("config/changed-values", NOTED, LOW, details={"mirror_of": ["optimizer/hyperparameters"]})
+    assert audit_priors([mirror]) == {}
+    assert audit_priors([f("config/implicit-defaults", NOTED, LOW)]) == {"config": 0.25 * 0.5}
 
 
 def test_rlaudit_audit_prints_the_suspects_ranked_by_evidence():
 
     text = ranked_suspects_text(
         [
-            Finding(
-                "trainer/geometry-candidate", "trainer", "h", Status.CONFIRMED, Severity.HIGH, Evidence()
-            ),
-            Finding("memory/growth-sites", "memory", "h", Status.CONFIRMED, Severity.HIGH, Evidence()),
-            Finding(
-                "checkpointing/selection", "checkpointing", "h", Status.SUSPECT, Severity.HIGH, Evidence()
-            ),
-            Finding("init/schemes", "init", "h", Status.CLEARED, Severity.INFO, Evidence()),
+            f("trainer/geometry-candidate"),
+            f("memory/growth-sites", reads=("trainer",)),
+            f("checkpointing/selection", SUSPECT),
+            f("init/schemes", CLEARED, Severity.INFO),
         ]
     )
     order = [line.split()[1] for line in text.splitlines()[1:]]
@@ -134,7 +138,7 @@ def test_rlaudit_audit_prints_the_suspects_ranked_by_evidence():
 
 
 def test_a_confirmed_learning_gap_never_outranks_a_suspect_mechanism():
-    learning = f("trainer/learning", CONFIRMED, CRITICAL)  # saved without a role: the fallback list decides
+    learning = f("trainer/learning", CONFIRMED, CRITICAL, role="symptom")
     architecture = f("agents/architecture", SUSPECT, LOW, role="mechanism")
     causes = rank_causes([learning, architecture])
     assert [c.subsystem for c in causes] == ["agents", "trainer"]
@@ -147,14 +151,14 @@ def test_a_confirmed_learning_gap_never_outranks_a_suspect_mechanism():
         "loss",
     ]
     assert role(f("trainer/learning", role="mechanism")) == "mechanism"
-    assert role(f("seeding/power")) == role(f("trainer/speed-cpu")) == "symptom"
-    assert role(f("trainer/geometry")) == "mechanism"
+    assert role(f("trainer/speed", role="symptom")) == "symptom"
+    assert role(f("trainer/geometry")) == "mechanism"  # a finding made without a check: a mechanism
     # symptoms point at no subsystem: they order no search
     assert audit_priors([learning, architecture]) == {"agents": 2.0 * 0.5}
 
 
 def test_a_subsystem_with_a_symptom_and_a_mechanism_ranks_by_its_mechanism():
-    trainer = [f("trainer/speed", CONFIRMED, CRITICAL), f("trainer/geometry", SUSPECT, LOW)]
+    trainer = [f("trainer/speed", CONFIRMED, CRITICAL, role="symptom"), f("trainer/geometry", SUSPECT, LOW)]
     loss = f("loss/advantages", SUSPECT, MEDIUM)
     causes = rank_causes([*trainer, loss])
     assert [c.subsystem for c in causes] == ["loss", "trainer"]  # 2.0 against trainer's 1.0
@@ -180,10 +184,8 @@ def test_a_check_that_reads_a_flagged_subsystem_may_only_echo_it():
     assert knock_on([env, replace(curriculum, reads=["env"])]) == set()
 
 
-def test_declared_reads_replace_the_fallback_table():
+def test_only_declared_reads_make_an_echo():
     geometry = f("trainer/geometry-candidate", CONFIRMED, HIGH)
-    undeclared = f("env/throughput", SUSPECT, HIGH)  # a room not yet on the check idiom: the table decides
-    assert knock_on([geometry, undeclared]) == {"env/throughput"}
     declared = f("env/throughput", SUSPECT, HIGH, role="mechanism")  # declares it reads nothing else
     assert knock_on([geometry, declared]) == set()
     assert knock_on([geometry, replace(declared, reads=["trainer"])]) == {"env/throughput"}

@@ -40,9 +40,6 @@ outranks many weak ones."""
 
 SYMPTOM = "symptom"
 MECHANISM = "mechanism"
-SYMPTOM_IDS = ("trainer/learning", "trainer/speed", "trainer/stability", "seeding/power")
-"""Checks that measure a gap every cause produces. Only for findings without a ``role`` (made before their
-room declared it through :func:`rlaudit.checks.check`); a declared role always wins."""
 
 _CONFIG_CHANGED = re.compile(r"^config/changed-(?P<subsystem>[a-z_]+)$")
 
@@ -59,10 +56,9 @@ def gap_label(metric: str) -> str:
 
 
 def role(f: Finding) -> str:
-    """``"symptom"`` or ``"mechanism"``: the finding's declared ``role``, else :data:`SYMPTOM_IDS` decides."""
-    if f.role:
-        return f.role
-    return SYMPTOM if any(f.id == s or f.id.startswith(s + "-") for s in SYMPTOM_IDS) else MECHANISM
+    """``"symptom"`` or ``"mechanism"``: what the check that made the finding declared
+    (:func:`rlaudit.checks.check` stamps it); a finding made without a check is a mechanism."""
+    return f.role or MECHANISM
 
 
 def owner(f: Finding) -> str:
@@ -88,45 +84,16 @@ def names_change(f: Finding) -> bool:
 
 
 def _ranked(f: Finding) -> bool:
-    """Audit findings the ranking reads (attribution's own ``summary/`` findings are measurements)."""
-    return owner(f) in SUBSYSTEMS and not f.id.startswith("summary/")
-
-
-KNOCK_ON: dict[str, tuple[str, ...]] = {
-    # The fallback for findings that declare neither role nor reads (rooms not yet on rlaudit.checks); a
-    # finding with ``reads`` is judged by them alone. Goes once every room declares ``reads``.
-    # A flagged upstream check (id prefix) -> the downstream checks (id prefixes) that measure through it. The
-    # batch geometry (envs, rollout length, minibatches) shapes environment throughput and episode statistics,
-    # observation statistics and preprocessing cost, buffer memory, and the size of every update; the
-    # curriculum runs inside env.reset(), so its cost shows up as a slower reset.
-    "trainer/geometry": (
-        "env/throughput",
-        "env/equivalence",
-        "env/episode-distributions",
-        "spaces/",
-        "memory/",
-        "optimizer/clip-fraction",
-        "optimizer/update-ratios",
-    ),
-    # a different network computes a different loss on the same batch, learns the probe environments
-    # differently, and starts from a different policy
-    "agents/": ("loss/terms", "loss/probe-envs", "init/policy-at-init"),
-    # rewards are paid by the environment: a reward component that changed shows in its step-by-step and
-    # episode comparisons too
-    "rewards/": ("env/equivalence", "env/episode-distributions"),
-    "curriculum/overhead": ("env/reset-cost", "env/throughput"),
-    "curriculum/scaling": ("env/reset-cost", "env/throughput"),
-}
+    """Audit findings the ranking reads: not attribution's own ``summary/`` findings (measurements), and not a
+    room's mirror of another room's finding (``details["mirror_of"]``: the config room listing a changed value
+    whose owner judges it), which would count one change twice."""
+    mirrored = bool((f.evidence.details or {}).get("mirror_of"))
+    return owner(f) in SUBSYSTEMS and not f.id.startswith("summary/") and not mirrored
 
 
 # ------------------------------------------------------------------------------------------------------------
 # Echoes of an upstream change
 # ------------------------------------------------------------------------------------------------------------
-
-
-def _declared(f: Finding) -> bool:
-    """Made through :func:`rlaudit.checks.check`, which stamps ``role`` and ``reads`` on every finding."""
-    return bool(f.role or f.reads)
 
 
 def knock_on(findings: Sequence[Finding]) -> set[str]:
@@ -138,27 +105,17 @@ def knock_on(findings: Sequence[Finding]) -> set[str]:
     1. its audit marked it so (``evidence.details["knock_on"]``), or
     2. its ``reads`` name a subsystem that holds a flagged mechanism finding, unless that finding reads this
        finding's subsystem back (two subsystems that each read the other's changes cannot be told apart, so
-       both count in full), or
-    3. it declares neither ``role`` nor ``reads`` (its room predates them) and the fallback table
-       :data:`KNOCK_ON` names it downstream of a flagged check.
+       both count in full).
+
+    Each check declares its ``reads`` next to itself (:func:`rlaudit.checks.check`); there is no central table.
     """
     flagged = [f for f in findings if f.status.is_flag and _ranked(f)]
     mechanisms = [g for g in flagged if role(g) == MECHANISM]
-    upstream = [up for up in KNOCK_ON if any(g.id.startswith(up) for g in flagged)]
     out = set()
     for f in flagged:
         sub = owner(f)
-        if (f.evidence.details or {}).get("knock_on"):
-            out.add(f.id)
-        elif _declared(f):
-            if any(
-                owner(g) in f.reads and owner(g) != sub and sub not in g.reads
-                for g in mechanisms
-                if g is not f
-            ):
-                out.add(f.id)
-        elif any(
-            f.id.startswith(down) and not f.id.startswith(up) for up in upstream for down in KNOCK_ON[up]
+        if (f.evidence.details or {}).get("knock_on") or any(
+            owner(g) in f.reads and owner(g) != sub and sub not in g.reads for g in mechanisms if g is not f
         ):
             out.add(f.id)
     return out

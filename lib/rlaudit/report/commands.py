@@ -370,8 +370,13 @@ def bench_report(quick: bool = False) -> list[dict[str, Any]]:
 
 
 def ranked_suspects_text(findings: Sequence[Finding]) -> str:
-    """The subsystems ranked by audit evidence alone (what `rlaudit audit` can say without experiments):
-    checks that only echo a flagged upstream change count a fifth (:func:`rlaudit.attribution.knock_on`)."""
+    """The subsystems ranked by audit evidence alone (what `rlaudit audit` can say without experiments).
+
+    Mechanisms (a changed layer, term, schedule, reward) are ranked by the strength of their evidence; checks
+    whose declared ``reads`` name a subsystem with a flagged mechanism may only echo it and count a fifth
+    (:func:`rlaudit.attribution.ranking.knock_on`); symptoms (a learning or speed gap every cause produces)
+    come last and point at no subsystem.
+    """
     from rlaudit.attribution import rank_causes
 
     causes = rank_causes(findings)
@@ -380,7 +385,8 @@ def ranked_suspects_text(findings: Sequence[Finding]) -> str:
     lines = ["suspects by audit evidence (run `rlaudit report` to measure which ones explain the gap):"]
     for i, c in enumerate(causes, 1):
         ids = ", ".join(f.id for f in c.findings[:3]) + (" …" if len(c.findings) > 3 else "")
-        lines.append(f"  {i:>2}. {c.subsystem:<14} evidence {c.rank_score:.2f}  {ids}")
+        strength = "symptom only" if c.verdict == "symptom" else f"evidence {c.strength.score:.2f}"
+        lines.append(f"  {i:>2}. {c.subsystem:<14} {strength:<14} {ids}")
     return "\n".join(lines)
 
 
