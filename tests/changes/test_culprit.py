@@ -178,3 +178,25 @@ def test_the_result_serializes(example, tmp_cache):
     top = data["culprits"][0]
     assert top["changes"][0]["function"] == "collect" and "np.stack(b_obs, axis=1)" in top["diff"]
     assert data["spent"]["per_hunk_sweep_runs"] == 80
+
+
+def test_a_run_that_timed_out_is_run_again_before_its_arm_counts_as_unresolved(example, tmp_cache):
+    from types import SimpleNamespace
+
+    cs = _history(example)
+    oracle = sc.oracle_for_history(cs)
+    first = {"done": False}
+
+    def flaky(calls):
+        out = oracle(calls)
+        if not first["done"] and calls and calls[0][0].name.startswith("commit"):
+            first["done"] = True
+            error = SimpleNamespace(kind="timeout", __str__=lambda self: "timeout")
+            out[0] = (sc.Failed(error), {"return": float("nan"), "sps": float("nan")})
+        return out
+
+    search = _search(cs, flaky)
+    result = search.run_changes()
+    assert first["done"] and any(line.startswith("ran again after a timeout") for line in result.log)
+    assert not any(u["kind"] == "commit" for u in result.unresolved)
+    assert search.runs_used == oracle.calls and result.culprits[0].commit is cs.commits[2]

@@ -64,6 +64,7 @@ Runner = Callable[[Sequence[tuple[Arm, int]]], list[tuple[Any, dict[str, float]]
 
 BASE = ("baseline", "candidate")
 LONG_RANGE = 6  # split points in a range from which a spare core measures a second checkout
+TRANSIENT = ("timeout", "crash", "protocol")  # run failures that may be the machine's, not the subject's
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -346,7 +347,20 @@ class ChangeSearch(Search):
     def measure(self, calls: Sequence[tuple[Arm, int]]) -> list[tuple[Any, dict[str, float]]]:
         """Train the runs (through the runner, else the workbench) and note the arms whose runs failed or
         produced NaN: they are unresolved."""
-        out = self.runner(calls) if self.runner is not None else super().measure(calls)
+        out = self._train(calls)
+        # a worker that timed out or died may have met a busy machine, not a broken subject: once more
+        again = [
+            i
+            for i, (res, _) in enumerate(out)
+            if getattr(getattr(res, "error", None), "kind", "") in TRANSIENT
+        ]
+        if again:
+            self.log.append(
+                "ran again after a timeout or a lost worker: " + ", ".join(calls[i][0].name for i in again)
+            )
+            self.runs_used += len(again)
+            for i, retry in zip(again, self._train([calls[i] for i in again]), strict=True):
+                out[i] = retry
         for (arm, seed), (res, row) in zip(calls, out, strict=True):
             if arm.name in BASE:
                 continue
@@ -360,6 +374,9 @@ class ChangeSearch(Search):
                 arm.unresolved = reason
                 self.failures[arm.name] = reason
         return out
+
+    def _train(self, calls: Sequence[tuple[Arm, int]]) -> list[tuple[Any, dict[str, float]]]:
+        return self.runner(calls) if self.runner is not None else super().measure(calls)
 
     def _grow(self, arms: Sequence[Arm], n: int | None = None) -> None:
         """Bring each arm to ``n`` seeds (None: one more each) in one batch, and the arm it is compared with
@@ -682,6 +699,10 @@ class ChangeSearch(Search):
         units = [[h] for h in order]
         self.log.append(f"hunk search in {where}: {len(hunks)} hunks, strongest prior first")
         found = self._group_test(units, base, frame, anchor)
+        # a unit merged after an unresolved split may hold a hunk already found alone: the smaller one names it
+        found = [
+            u for u in found if not any(v is not u and {h.id for h in v} < {h.id for h in u} for v in found)
+        ]
         self._together(units, found, base, frame, anchor)
 
     def _explains(self, arm: str, anchor: str) -> bool:
@@ -744,7 +765,20 @@ class ChangeSearch(Search):
                 elif state in ("unclear", "undecided") and len(g) == 1 and self._contributes(arm.name):
                     found.append(g[0])  # a small share, surely there: reported (as minor or unclear)
                 elif state == "unresolved":
-                    regrouped = self._regroup(g, parent or units)
+                    inside = {h.id for h in _flat(g)}
+                    named = [
+                        h
+                        for h in _flat(parent or units)
+                        if h.id not in inside and any(linked(h, x) for x in _flat(g))
+                    ]
+                    found_ids = {h.id for u in found for h in u}
+                    needs_found = bool(named) and all(h.id in found_ids for h in named)
+                    regrouped = None if needs_found else self._regroup(g, parent or units)
+                    if needs_found:
+                        # it only runs with a culprit already found: its own share cannot be measured apart
+                        self.log.append(
+                            f"{arm.name} needs {_label(named)} (a culprit found) to run; not split further"
+                        )
                     key = frozenset(frozenset(h.id for h in u) for u in regrouped) if regrouped else None
                     if regrouped is not None and key in tried:
                         continue  # the same regrouping is already under way
@@ -759,7 +793,9 @@ class ChangeSearch(Search):
                         work = [w for w in work if w[2] is not parent]
                         work.append((a, b, regrouped))
                         continue
-                    if len(g) > 1:
+                    if needs_found:
+                        pass
+                    elif len(g) > 1:
                         a, b = _halves(g)
                         work.extend([(a, None, g), (b, None, g)])  # finer: measure both halves
                     else:
