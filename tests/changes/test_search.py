@@ -46,6 +46,13 @@ def test_hybrids_train_in_workers_and_unresolved_ones_fail_cleanly(tmp_path, tmp
     assert "tinyrl/train.py::collect" in executed["baseline"]
 
 
+@pytest.fixture(autouse=True)
+def _composers(monkeypatch):
+    """Registering the change composer is global: undo it after each test (None is a placeholder the test's own
+    registration replaces; the teardown restores the registry as it was)."""
+    monkeypatch.setitem(COMPOSERS, "change", COMPOSERS.get("change"))
+
+
 def test_change_suspects_compose_into_the_same_hybrids(tmp_path, tmp_cache):
     made = sc.pair(tmp_path)
     with Workbench(made["v1"], made["v2"], profile=TINY, jobs=1) as wb:
