@@ -261,10 +261,10 @@ def suspects(wb: Any, priors: Mapping[str, float]) -> tuple[list[Any], list[str]
     """
     from rlaudit.attribution.suspects import Suspect
 
-    register()
     result, notes = find_culprits(wb, priors)
     if result is None:
         return [], notes
+    register()  # only for pairs with a change set: attribution composes change suspects from here on
     out = []
     for c in result.culprits:
         if c.verdict not in ("cause", "minor"):
