@@ -84,6 +84,8 @@ def test_a_named_variant_cannot_be_grouped():
 def test_a_new_kind_of_change_composes_through_its_registered_composer(monkeypatch):
     cand = parse_spec("builtin:regressed", env={"OMP_NUM_THREADS": "1"})
     hunk = _suspect("revert hunk 3", "loss", source="change", refs=("abc123:3",))
+    # as in a process where rlaudit.changes (which registers the real one) was never imported
+    monkeypatch.delitem(suspects.COMPOSERS, "change", raising=False)
     with pytest.raises(ValueError, match="no composer is registered"):
         compose(cand, [hunk])
     assert not hunk.injectable

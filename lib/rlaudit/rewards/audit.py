@@ -172,14 +172,10 @@ def settings(c: Check, pair: Pair) -> Section:
     """Reward settings from the resolved configs, side by side; vanished and rescaled components flagged."""
     table = reward_settings(pair.baseline.json("config"), pair.candidate.json("config"), _config_rules(pair))
     if table.empty:
-        return c.section(
-            c.finding(
-                Status.NOTED,
-                summary="neither config names a reward setting; the measured components below are all there is "
-                "to compare",
-                remediation="Expose the reward weights in config() (and rewards patterns in config_keys()) so they "
-                "can be compared.",
-            )
+        c.missing(
+            "reward setting in either config (the measured components below are all there is to compare)",
+            "Expose the reward weights in config() (and rewards patterns in config_keys()) so they can be "
+            "compared.",
         )
     findings: list[Finding] = []
     for flag in SETTING_FLAGS:
