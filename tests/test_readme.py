@@ -24,20 +24,32 @@ FENCE = re.compile(r"^```(\w*)\s*$")
 INLINE = re.compile(r"`([^`]+)`")
 
 
+SETUP = re.compile(r"^(?:python3?|\.venv/bin/python) data/examples/\S+\.py\b")
+
+
 def commands_in(path: Path) -> list[str]:
-    """Command lines in a Markdown file: shell fences line by line, then inline code spans."""
+    """Command lines in a Markdown file: shell fences line by line, then inline code spans.
+
+    A fenced command comes with the set-up lines before it in the same block that run one of the examples'
+    scripts (``python3 data/examples/<name>/make_history.py ...``), joined with ``&&``: the reader runs them
+    first, and so does the test.
+    """
     found: list[str] = []
     fenced: str | None = None
+    setup: list[str] = []
     for line in path.read_text().splitlines():
         fence = FENCE.match(line.strip())
         if fence:
             fenced = None if fenced is not None else fence.group(1) or "text"
+            setup = []
             continue
         if fenced is not None:
             if fenced in ("bash", "sh", "shell", "console"):
                 text = line.split(" #", 1)[0].strip().removeprefix("$ ")
-                if COMMAND.match(text):
-                    found.append(text)
+                if SETUP.match(text):
+                    setup.append(text)
+                elif COMMAND.match(text):
+                    found.append(" && ".join([*setup, text]))
             continue
         found += [span.strip() for span in INLINE.findall(line) if COMMAND.match(span.strip())]
     return list(dict.fromkeys(found))

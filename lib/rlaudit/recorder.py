@@ -58,6 +58,7 @@ import json
 import math
 import os
 import resource
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -352,13 +353,10 @@ class Recorder:
         steady_steps, steady_cpu = self._max_step, cpu_seconds
         if self._warm is not None and self._n_updates >= 2 and self._max_step > self._warm[1]:
             steady_steps, steady_cpu = self._max_step - self._warm[1], cpu_now - self._warm[0]
-        torch_threads = None
-        try:
-            import torch
-
-            torch_threads = torch.get_num_threads()
-        except ImportError:  # a subject without torch can still log scalars and episodes
-            pass
+        # Only a trainer that uses torch has a torch thread count; importing torch here just to ask would cost
+        # a second or more in every worker of a subject that never does.
+        torch = sys.modules.get("torch")
+        torch_threads = torch.get_num_threads() if torch is not None else None
         summary = {
             "steps": self._max_step,
             "seconds": seconds,

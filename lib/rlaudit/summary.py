@@ -235,12 +235,31 @@ def investigate(
     )
     own = attribution_findings(result, delta)
     summary = executive_summary([*findings, *own], result, delta)
+    _add_code_changes(summary, wb, result)
     return Investigation(
         result=result,
         causes=rank_causes([*findings, *own], result, delta),
         summary=summary,
         findings=own,
     )
+
+
+def _add_code_changes(summary: dict[str, Any], wb: Workbench, result: Attribution) -> None:
+    """The change search's culprits in the executive summary: its sentences (commit, file, function, hunk,
+    shares, the reverse check, what it spent), its payload (``summary["changes"]``, with each culprit's diff),
+    and each ranked cause's ``changes``, the ``{commit, path, hunk, function}`` of the hunks behind it."""
+    from rlaudit.changes import report as change_report
+    from rlaudit.changes import search as change_search
+
+    code = change_search.last_result(wb)
+    if code is None:
+        return
+    summary["sentences"] = [*summary["sentences"], *change_report.summary_sentences(code)]
+    summary["summary"] = " ".join(summary["sentences"])
+    summary["changes"] = change_report.payload(code)
+    by_subsystem = change_search.causes_changes(result)
+    for row in summary["causes"]:
+        row["changes"] = by_subsystem.get(row["subsystem"], [])
 
 
 # ------------------------------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Build the change-search examples from the tinyrl trainer in this directory.
 
-``python make_history.py DEST`` writes a git repository to ``DEST`` (a fresh directory; nothing is written
-here) whose first commit (tagged ``baseline``) is this directory's trainer and whose four later commits (up to
+``python make_history.py DEST`` writes a git repository to ``DEST`` (a new directory, or an earlier build of
+this example, rebuilt with the same commit hashes; nothing is written here) whose first commit (tagged ``baseline``) is this directory's trainer and whose four later commits (up to
 ``main``) are a realistic stretch of work on it::
 
     c0  tinyrl: REINFORCE on a vectorized corridor        (the baseline)
@@ -228,8 +228,21 @@ def _git(repo: Path, *args: str, date: str = "") -> str:
     ).stdout.strip()
 
 
+FIRST_MESSAGE = "tinyrl: REINFORCE on a vectorized corridor"
+
+
+def _built_here(dest: Path) -> bool:
+    """True when ``dest`` is a repository this script wrote (its first commit is the example's)."""
+    try:
+        first = _git(dest, "log", "--reverse", "--format=%s").splitlines()
+    except (subprocess.CalledProcessError, OSError):
+        return False
+    return bool(first) and first[0] == FIRST_MESSAGE and (dest / "tinyrl" / "train.py").is_file()
+
+
 def build(dest: str | Path, history: list[tuple[str, list[Edit]]] | None = None) -> dict[str, object]:
-    """Write the example repository to ``dest`` (which must not exist or be empty).
+    """Write the example repository to ``dest`` (a new or empty directory, or an earlier build of it, which is
+    replaced: the commits and their hashes come out the same).
 
     Returns:
         ``{"repo", "commits" (oldest first, the baseline first), "subjects" (commit -> message),
@@ -237,13 +250,16 @@ def build(dest: str | Path, history: list[tuple[str, list[Edit]]] | None = None)
     """
     dest = Path(dest).resolve()
     if dest.exists() and any(dest.iterdir()):
-        raise FileExistsError(f"{dest} is not empty; give a new directory for the example repository")
+        if not _built_here(dest):
+            raise FileExistsError(f"{dest} is not empty; give a new directory for the example repository")
+        # an earlier build of this example: build it again (the same commits, hashes included)
+        shutil.rmtree(dest)
     dest.mkdir(parents=True, exist_ok=True)
     copy_sources(dest)
     _git(dest, "init", "-q", "-b", "main")
     commits = []
     steps = [
-        ("tinyrl: REINFORCE on a vectorized corridor", []),
+        (FIRST_MESSAGE, []),
         *list(HISTORY if history is None else history),
     ]
     for i, (message, edits) in enumerate(steps):

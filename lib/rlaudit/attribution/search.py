@@ -734,7 +734,9 @@ def attribute(
         budget: Training runs the search may use; None takes the profile's.
         seed: Seeds the bootstrap intervals.
     """
-    suspects, notes = gather_suspects(wb, findings, variants, changes=changes)
+    suspects, notes = gather_suspects(
+        wb, findings, variants, changes=changes, delta=delta, budget=budget, seed=seed
+    )
     search = Search(wb, suspects, metric=metric, delta=delta, budget=budget, seed=seed)
     result = search.run()
     result.notes = notes + result.notes

@@ -193,13 +193,16 @@ CHANGES = ("auto", "off")
 
 
 def change_suspects(
-    wb: Workbench, priors: Mapping[str, float], changes: str = "auto"
+    wb: Workbench, priors: Mapping[str, float], changes: str = "auto", **search: Any
 ) -> tuple[list[Suspect], list[str]]:
     """Suspects from the code changes between the two sides, when they are versions of one source.
 
-    The change-set search lives in :mod:`rlaudit.changes`: its ``suspects(wb, priors) -> (suspects, notes)``
-    gives suspects of source ``"change"`` (with ``refs``), and it registers their :class:`Composer` in
-    :data:`COMPOSERS`. Without that module, or with ``changes="off"``, there are none.
+    The change-set search lives in :mod:`rlaudit.changes`: its ``suspects(wb, priors, **search) ->
+    (suspects, notes)`` gives suspects of source ``"change"`` (with ``refs``), and it registers their
+    :class:`Composer` in :data:`COMPOSERS`. Without that module, or with ``changes="off"``, there are none.
+
+    Args:
+        search: ``delta``, ``budget`` and ``seed`` of the attribution, which the change search uses too.
 
     Raises:
         ValueError: ``changes`` is neither ``"auto"`` nor ``"off"``.
@@ -215,11 +218,11 @@ def change_suspects(
             raise
         return [], []
     find = getattr(change_search, "suspects", None)
-    return find(wb, priors) if callable(find) else ([], [])
+    return find(wb, priors, **search) if callable(find) else ([], [])
 
 
 def gather_suspects(
-    wb: Workbench, findings: Sequence[Finding], variants: str = "", *, changes: str = "auto"
+    wb: Workbench, findings: Sequence[Finding], variants: str = "", *, changes: str = "auto", **search: Any
 ) -> tuple[list[Suspect], list[str]]:
     """Every suspect for this pair: built-in fixes, config restores not already covered by a fix of the same
     subsystem, named variants and code changes; strongest audit evidence first (ties in the order of the
@@ -227,7 +230,7 @@ def gather_suspects(
     priors = audit_priors(findings)
     fixes = builtin_fix_suspects(wb.specs["candidate"].text, priors, wb.specs["baseline"].text)
     restores, notes = config_suspects(wb, priors)
-    code, code_notes = change_suspects(wb, priors, changes)
+    code, code_notes = change_suspects(wb, priors, changes, **search)
     covered = {s.subsystem for s in fixes}
     suspects = (
         fixes

@@ -251,9 +251,17 @@ def suspect_name(c: Culprit) -> str:
     return f"revert {c.name}"
 
 
-def suspects(wb: Any, priors: Mapping[str, float]) -> tuple[list[Any], list[str]]:
+def suspects(
+    wb: Any,
+    priors: Mapping[str, float],
+    *,
+    delta: float | None = None,
+    budget: int | None = None,
+    seed: int = 0,
+) -> tuple[list[Any], list[str]]:
     """The change search's culprits as attribution suspects (source ``"change"``, ``refs`` the hunk ids), for
-    :func:`rlaudit.attribution.suspects.change_suspects`; registers their composer.
+    :func:`rlaudit.attribution.suspects.change_suspects`; registers their composer. ``delta``, ``budget``
+    and ``seed`` are the attribution's (see :func:`find_culprits`).
 
     Only culprits reverted from the candidate itself are offered (one that was measured against its own
     commit, because a later commit rewrote its lines, cannot be undone in the candidate alone); the notes say
@@ -261,7 +269,7 @@ def suspects(wb: Any, priors: Mapping[str, float]) -> tuple[list[Any], list[str]
     """
     from rlaudit.attribution.suspects import Suspect
 
-    result, notes = find_culprits(wb, priors)
+    result, notes = find_culprits(wb, priors, delta=delta, budget=budget, seed=seed)
     if result is None:
         return [], notes
     register()  # only for pairs with a change set: attribution composes change suspects from here on

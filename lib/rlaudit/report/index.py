@@ -44,7 +44,8 @@ def attribution_html(data: Any) -> str:
         None,
     )
     if records and all(isinstance(r, Mapping) for r in records):
-        columns = list(dict.fromkeys(k for r in records for k in r))
+        # a cause's code changes are shown below the table, with their diffs
+        columns = [k for k in dict.fromkeys(k for r in records for k in r) if k != "changes"]
         head = "".join(f"<th>{html.escape(str(c))}</th>" for c in columns)
         body = "".join(
             "<tr>" + "".join(f"<td>{html.escape(format_value(r.get(c)))}</td>" for c in columns) + "</tr>"
@@ -54,6 +55,7 @@ def attribution_html(data: Any) -> str:
     else:
         rest = {k: v for k, v in data.items() if k not in ("summary", "title", "sentences", "figures")}
         parts.append(f"<pre>{html.escape(json.dumps(rest, indent=2, ensure_ascii=False))}</pre>")
+    parts.extend(_culprits_html(data.get("changes")))
     for fig in data.get("figures") or []:
         if isinstance(fig, Mapping) and fig.get("data"):
             name = html.escape(str(fig.get("name", "")))
@@ -62,6 +64,33 @@ def attribution_html(data: Any) -> str:
                 f"<figcaption>{name}</figcaption></figure>"
             )
     return "".join(parts)
+
+
+def _culprits_html(changes: Any) -> list[str]:
+    """Each culprit hunk of the change search (``attribution.json``'s ``changes``): its commit, file and
+    function, the share of each gap reverting it restores, and its diff."""
+    from rlaudit.changes.report import diff_html
+
+    if not isinstance(changes, Mapping):
+        return []
+    parts = []
+    for c in changes.get("culprits") or []:
+        if not isinstance(c, Mapping) or c.get("verdict") not in ("cause", "minor") or not c.get("diff"):
+            continue
+        where = "; ".join(
+            f"{ch.get('path')} · {ch.get('function') or 'module level'} · {ch.get('hunk')}"
+            for ch in c.get("changes") or []
+            if isinstance(ch, Mapping)
+        )
+        commit = f"{str(c.get('commit', ''))[:7]} “{c.get('commit_subject', '')}”" if c.get("commit") else ""
+        shares = ", ".join(
+            f"{m}: {100 * e['point']:.0f}% ({100 * e['low']:.0f}..{100 * e['high']:.0f}%)"
+            for m, e in (c.get("effects") or {}).items()
+            if isinstance(e, Mapping) and e.get("point") is not None
+        )
+        title = " — ".join(x for x in (commit, where, f"restores {shares}" if shares else "") if x)
+        parts.append(diff_html(str(c["diff"]), title))
+    return parts
 
 
 def _page_href(out: Path, name: str) -> str | None:
