@@ -31,12 +31,12 @@ WB = SimpleNamespace(metric=Metric("heart.get", primary=True), profile=SimpleNam
 
 @check(
     "trainer/test-gap",
-    "The candidate reaches the baseline's {metric} at seed {seed}",
     needs=lambda wb, seed=0, missing="": Evidence(missing),
     role=checks.SYMPTOM,
     reads=("env",),
 )
 def gap(c: Check, ev: Evidence, seed: int = 0, fail: str = "") -> Any:
+    """The candidate reaches the baseline's {metric} at seed {seed}."""
     if fail == "missing":
         c.missing("episodes reporting `heart.get`", "call recorder.episode(...)", sides=["candidate"])
     if fail == "crash":
@@ -78,7 +78,20 @@ def test_a_crash_in_the_body_is_an_error_finding_with_its_traceback() -> None:
 
 def test_declarations_are_checked() -> None:
     with pytest.raises(ValueError, match="must start with a subsystem"):
-        check("nowhere/x", "h")
+        check("nowhere/x")
     with pytest.raises(ValueError, match="reads unknown subsystem"):
-        check("env/x", "h", reads=("gpu",))
+        check("env/x", reads=("gpu",))
+    with pytest.raises(ValueError, match="first paragraph must state the hypothesis"):
+        check("env/x")(lambda c: None)
     assert checks.spec_of("trainer/test-gap-seed-1").id == "trainer/test-gap"
+
+
+def test_the_hypothesis_is_the_docstrings_first_paragraph() -> None:
+    def body(c: Check) -> None:
+        """Both setups build
+        the same network.
+
+        How it is tested.
+        """
+
+    assert checks.hypothesis_of(body) == "Both setups build the same network"

@@ -54,7 +54,9 @@ def _assert_skips_name_the_missing_piece(run: ReportRun) -> None:
     """Every SKIPPED finding says what was missing (or why the check does not apply) and what to do."""
     for finding in run.with_status("SKIPPED"):
         said, todo = finding["evidence"].get("summary", ""), finding.get("remediation", "")
-        assert said.strip() and todo.strip(), f"{finding['id']} does not say what is missing: {said!r} {todo!r}"
+        assert said.strip() and todo.strip(), (
+            f"{finding['id']} does not say what is missing: {said!r} {todo!r}"
+        )
 
 
 @pytest.mark.parametrize(

@@ -1,15 +1,14 @@
 """One idiom for a check: declared once, its body only compares and decides.
 
-A check tests one hypothesis about one subsystem. It is declared once, next to its body::
+A check tests one hypothesis about one subsystem. It is declared once, at its body: the decorator names the
+finding id and what the check needs, the docstring's first paragraph states the hypothesis::
 
-    @check(
-        "env/reset-cost",
-        "A step that resets episodes costs the same, relative to a plain step, in both environments",
-        probe=probes.rollout,
-        params=lambda wb, seed=0: rollout_params(wb.profile, seed),
-        reads=("curriculum",),
-    )
+    @check("env/reset-cost", probe=probes.rollout, params=rollout_params_of, reads=("curriculum",))
     def reset_cost(c: Check, pair: Pair) -> Section:
+        '''A step that resets episodes costs the same, relative to a plain step, in both environments.
+
+        Within each process: median time of steps that reset some environment over steps that reset none.
+        '''
         ...                                   # compare the two sides' artifacts
         return c.section([c.finding(Status.CLEARED, summary="...")], tables={...})
 
@@ -76,8 +75,8 @@ class CheckSpec:
     Attributes:
         id: The main finding id, ``"<subsystem>/<slug>"``.
         subsystem: The subsystem (the id's prefix).
-        hypothesis: The hypothesis in one sentence; ``{name}`` fields are filled from the call's keyword
-            arguments and ``{metric}`` from the workbench's primary metric.
+        hypothesis: The hypothesis in one sentence (the first paragraph of the check's docstring); ``{name}``
+            fields are filled from the call's keyword arguments and ``{metric}`` from the primary metric.
         title: The section heading (default: the hypothesis).
         role: ``"mechanism"`` (a difference that can be a cause) or ``"symptom"`` (a gap every cause
             produces: learning, speed).
@@ -276,9 +275,24 @@ def run_probe(wb: Any, probe: Callable[..., Any], desc: str, **params: Any) -> A
     return Pair(baseline=baseline, candidate=candidate)
 
 
+def hypothesis_of(body: Callable[..., Any]) -> str:
+    """The hypothesis a check's docstring states: its first paragraph, on one line, without the final period.
+
+    Raises:
+        ValueError: The body has no docstring.
+    """
+    doc = inspect.getdoc(body) or ""
+    first = " ".join(doc.split("\n\n", 1)[0].split())
+    if not first:
+        raise ValueError(
+            f"check {body.__qualname__} has no docstring; its first paragraph must state the hypothesis "
+            "(e.g. 'Both setups build the same network.')"
+        )
+    return first[:-1] if first.endswith(".") else first
+
+
 def check(
     id: str,
-    hypothesis: str,
     *,
     title: str = "",
     probe: Callable[..., Any] | None = None,
@@ -290,9 +304,11 @@ def check(
 ) -> Callable[[Callable[..., Any]], Callable[..., Section]]:
     """Declare a check (see the module docstring).
 
+    The body's docstring states the hypothesis in its first paragraph (:func:`hypothesis_of`); it may hold
+    ``{metric}`` and ``{<keyword argument>}`` fields.
+
     Args:
         id: The main finding id, ``"<subsystem>/<slug>"``.
-        hypothesis: One sentence; may hold ``{metric}`` and ``{<keyword argument>}`` fields.
         title: Section heading (default: the hypothesis).
         probe: The probe to run on both sides; its parameters come from ``params``.
         params: ``params(wb, **kwargs) -> dict`` of the probe's parameters (default: the call's keyword
@@ -328,7 +344,7 @@ def check(
         spec = CheckSpec(
             id=id,
             subsystem=subsystem,
-            hypothesis=hypothesis,
+            hypothesis=hypothesis_of(body),
             title=title,
             role=role,
             reads=tuple(sorted(set(reads))),

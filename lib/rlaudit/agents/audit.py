@@ -103,14 +103,12 @@ def _trees(pair: Pair) -> tuple[dict[str, Any], dict[str, Any]]:
     return pair.baseline.json("tree"), pair.candidate.json("tree")
 
 
-@check(
-    "agents/architecture",
-    "The two networks have the same layers, sizes and activations",
-    title="Architecture: module trees aligned by structure",
-    **NETWORK,
-)
+@check("agents/architecture", title="Architecture: module trees aligned by structure", **NETWORK)
 def architecture(c: Check, pair: Pair) -> Section:
-    """Module trees side by side, aligned by structure: layers added, removed, resized or changed in kind."""
+    """The two networks have the same layers, sizes and activations.
+
+    Module trees side by side, aligned by structure: layers added, removed, resized or changed in kind.
+    """
     ta, tb = _trees(pair)
     cmp = tr.compare_trees(ta, tb)
     sum_a, sum_b = block_summary(cmp["a"]), block_summary(cmp["b"])
@@ -253,14 +251,12 @@ def _trunk(facts: dict[str, Any]) -> str:
     return "shared: " + ", ".join(facts["shared_trunk"]) if facts["shared_trunk"] else "separate"
 
 
-@check(
-    "agents/execution",
-    "Observations flow through both networks the same way (order, shapes, trunks, input and heads)",
-    title="Execution order and shapes on real observations",
-    **NETWORK,
-)
+@check("agents/execution", title="Execution order and shapes on real observations", **NETWORK)
 def execution(c: Check, pair: Pair) -> Section:
-    """Execution order and shapes on real observations, shared vs separate trunks, input and head sizes."""
+    """Observations flow through both networks the same way (order, shapes, trunks, input and heads)
+
+    Execution order and shapes on real observations, shared vs separate trunks, input and head sizes.
+    """
     ta, tb = _trees(pair)
     fa, fb = tr.io_facts(ta), tr.io_facts(tb)
     findings: list[Finding] = []
@@ -390,14 +386,13 @@ def std_ratios(pair: Pair, cmp: dict[str, Any], layers: list[str]) -> dict[str, 
 
 
 @check(
-    "agents/activations",
-    "Both networks' layers respond alike to the same observations at initialization",
-    title="Activation statistics at initialization",
-    **NETWORK,
-    reads=("init", "spaces"),
+    "agents/activations", title="Activation statistics at initialization", **NETWORK, reads=("init", "spaces")
 )
 def activations(c: Check, pair: Pair) -> Section:
-    """Activation statistics per layer at initialization on observations of a seeded random-policy rollout."""
+    """Both networks' layers respond alike to the same observations at initialization.
+
+    Activation statistics per layer at initialization on observations of a seeded random-policy rollout.
+    """
     ta, tb = _trees(pair)
     cmp = tr.compare_trees(ta, tb)
     table = activation_table(pair, cmp)

@@ -77,13 +77,15 @@ def _file_table(recs: dict[str, list[dict[str, Any]]]) -> pd.DataFrame:
 
 @check(
     "checkpointing/written",
-    "Both setups write checkpoints at the same points of the same run",
     title="Checkpoints written",
     needs=lambda wb: sources(wb, shared=True),
     reads=("trainer",),
 )
 def written(c: Check, src: Checkpoints, trust: bool = False) -> Section:
-    """How many checkpoints each setup writes over the same run, and at which steps."""
+    """Both setups write checkpoints at the same points of the same run.
+
+    How many checkpoints each setup writes over the same run, and at which steps.
+    """
     recs = {side: contents_of(c.wb, side, src[side]["paths"], trust) for side in SIDES}
     steps = {side: sorted(r["step"] for r in recs[side] if r.get("step") is not None) for side in SIDES}
     counters = {side: sorted({k for r in recs[side] for k in (r.get("counters") or {})}) for side in SIDES}
@@ -191,16 +193,14 @@ def _absent_severity(items: list[str]) -> Severity:
     return Severity.MEDIUM if "optimizer state" in items or "normalizer statistics" in items else Severity.LOW
 
 
-@check(
-    "checkpointing/contents",
-    "Each setup's checkpoints hold policy weights, optimizer state, normalizer statistics, a step counter and "
-    "the config",
-    title="What a checkpoint holds",
-    needs=lambda wb: sources(wb),
-)
+@check("checkpointing/contents", title="What a checkpoint holds", needs=lambda wb: sources(wb))
 def contents(c: Check, src: Checkpoints, trust: bool = False) -> Section:
-    """Policy weights, optimizer state, normalizer statistics, step counters and config in each side's newest
-    checkpoint, read safely (``weights_only``; unsafe files are reported with the classes they would import)."""
+    """Each setup's checkpoints hold policy weights, optimizer state, normalizer statistics, a step counter
+    and the config.
+
+    Policy weights, optimizer state, normalizer statistics, step counters and config in each side's newest
+    checkpoint, read safely (``weights_only``; unsafe files are reported with the classes they would import).
+    """
     recs = {side: contents_of(c.wb, side, src[side]["paths"], trust) for side in SIDES}
     latest = {
         side: next(r for r in recs[side] if r["name"] == Path(newest(recs[side], src[side]["paths"])).name)

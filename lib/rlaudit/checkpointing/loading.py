@@ -143,15 +143,13 @@ def _normalizer_finding(
     )
 
 
-@check(
-    "checkpointing/loading",
-    "load_checkpoint restores every saved tensor and the normalizer statistics",
-    title="Loading fidelity: what load_checkpoint restores",
-    **FIDELITY,
-)
+@check("checkpointing/loading", title="Loading fidelity: what load_checkpoint restores", **FIDELITY)
 def loading(c: Check, fid: Fidelity, trust: bool = False) -> Section:
-    """After ``load_checkpoint``: every tensor compared with the saved one (loaded, still at init, missing,
-    unexpected, shape mismatch), and the returned ``obs_rms`` compared with the saved statistics."""
+    """load_checkpoint restores every saved tensor and the normalizer statistics.
+
+    After ``load_checkpoint``: every tensor compared with the saved one (loaded, still at init, missing,
+    unexpected, shape mismatch), and the returned ``obs_rms`` compared with the saved statistics.
+    """
     res = fid.results
     reports = {side: res[side].json("fidelity") for side in SIDES}
     probs = {side: loading_problems(reports[side]) for side in SIDES}
@@ -216,14 +214,12 @@ def round_trip_rows(reports: dict[str, Any]) -> tuple[pd.DataFrame, dict[str, fl
     return pd.DataFrame(rows, columns=columns), worst
 
 
-@check(
-    "checkpointing/round-trip",
-    "The policy load_checkpoint returns computes the same outputs as the saved policy",
-    title="Round trip: loaded vs saved outputs",
-    **FIDELITY,
-)
+@check("checkpointing/round-trip", title="Round trip: loaded vs saved outputs", **FIDELITY)
 def round_trip(c: Check, fid: Fidelity, trust: bool = False) -> Section:
-    """Outputs of the loaded policy vs the saved weights on a fixed observation batch."""
+    """The policy load_checkpoint returns computes the same outputs as the saved policy.
+
+    Outputs of the loaded policy vs the saved weights on a fixed observation batch.
+    """
     reports = {side: fid.results[side].json("fidelity") for side in SIDES}
     table, worst = round_trip_rows(reports)
     bad = {side: worst[side] is not None and worst[side] > ROUND_TRIP_RTOL for side in SIDES}
@@ -284,16 +280,13 @@ def _round_trip_agrees(c: Check, table: pd.DataFrame, worst: dict[str, float | N
     )
 
 
-@check(
-    "checkpointing/cross-version",
-    "Each setup's load_checkpoint reads the other's checkpoints completely",
-    title="Cross-version loading",
-    **FIDELITY,
-    reads=("agents",),
-)
+@check("checkpointing/cross-version", title="Cross-version loading", **FIDELITY, reads=("agents",))
 def cross_version(c: Check, fid: Fidelity, trust: bool = False) -> Section:
-    """The candidate's loader on the baseline's checkpoint and the reverse, each in its own subject's process
-    (case 000, H4.R1: a DictConfig → AgentConfig change that may break loading old checkpoints)."""
+    """Each setup's load_checkpoint reads the other's checkpoints completely.
+
+    The candidate's loader on the baseline's checkpoint and the reverse, each in its own subject's process
+    (case 000, H4.R1: a DictConfig → AgentConfig change that may break loading old checkpoints).
+    """
     cross = {
         "candidate reads baseline's": fidelity(c.wb, "candidate", fid.newest["baseline"], trust),
         "baseline reads candidate's": fidelity(c.wb, "baseline", fid.newest["candidate"], trust),

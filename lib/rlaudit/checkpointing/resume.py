@@ -154,15 +154,13 @@ def resumes(wb: Workbench, trust: bool = False) -> Resumes:
     return out
 
 
-@check(
-    "checkpointing/resume",
-    "A run resumed from a checkpoint continues like the uninterrupted run (losses and metrics)",
-    title="Resume: does a resumed run continue the run?",
-    needs=resumes,
-)
+@check("checkpointing/resume", title="Resume: does a resumed run continue the run?", needs=resumes)
 def resume(c: Check, res: Resumes, trust: bool = False) -> Section:
-    """Resume each side's dedicated run from a mid-run checkpoint (same seed and steps) and compare the
-    recorder's scalars after the resume point with the uninterrupted run's."""
+    """A run resumed from a checkpoint continues like the uninterrupted run (losses and metrics)
+
+    Resume each side's dedicated run from a mid-run checkpoint (same seed and steps) and compare the
+    recorder's scalars after the resume point with the uninterrupted run's.
+    """
     classes, tables = res.classes, res.tables
     table = pd.concat(list(tables.values()), ignore_index=True) if tables else pd.DataFrame()
     worst = {s: float(tables[s]["rel_diff"].max()) if s in tables and len(tables[s]) else None for s in SIDES}

@@ -112,15 +112,13 @@ def untested(s: dict[str, Any]) -> list[str]:
     return out
 
 
-@check(
-    "checkpointing/selection",
-    "Both setups pick the checkpoint with the highest step as their latest",
-    title="Which checkpoint is 'latest'",
-    needs=selections,
-)
+@check("checkpointing/selection", title="Which checkpoint is 'latest'", needs=selections)
 def selection(c: Check, sel: Selections, trust: bool = False) -> Section:
-    """The subject's "latest" (first of ``checkpoints(config, run_dir=...)``) vs the highest saved step, plus a
-    digit-boundary test (``model_9`` vs ``model_10``)."""
+    """Both setups pick the checkpoint with the highest step as their latest.
+
+    The subject's "latest" (first of ``checkpoints(config, run_dir=...)``) vs the highest saved step, plus a
+    digit-boundary test (``model_9`` vs ``model_10``).
+    """
     assert sel.pair is not None
     data = {side: sel.pair[side].json("selection") for side in SIDES}
     rows = [selection_row(side, data[side]) for side in SIDES]

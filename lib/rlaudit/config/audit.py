@@ -229,14 +229,13 @@ def changed_values(c: Check, diff: ConfigDiff) -> Finding | None:
 
 
 @check(
-    "config/values",
-    "Both setups resolve to the same configuration values",
-    title="Resolved values, side by side",
-    probe=probes.resolved_config,
-    desc=RESOLVE_DESC,
+    "config/values", title="Resolved values, side by side", probe=probes.resolved_config, desc=RESOLVE_DESC
 )
 def values(c: Check, pair: Pair) -> Section:
-    """Per subsystem: which resolved values differ (SUSPECT), and which subsystems are identical (CLEARED)."""
+    """Both setups resolve to the same configuration values.
+
+    Per subsystem: which resolved values differ (SUSPECT), and which subsystems are identical (CLEARED).
+    """
     diff = config_diff(pair)
     findings: list[Finding] = []
     changed = diff.table[diff.table["change"] == "changed"]
@@ -287,14 +286,16 @@ def values(c: Check, pair: Pair) -> Section:
 
 @check(
     "config/implicit-defaults",
-    "Neither setup leaves a setting to an implicit default the other sets explicitly",
     title="Settings left to implicit defaults",
     probe=probes.resolved_config,
     desc=RESOLVE_DESC,
 )
 def implicit_defaults(c: Check, pair: Pair) -> Section:
-    """Keys one side sets and the other leaves out or sets to None: the value then comes from code or a
-    library, invisible in the config (Adam's eps=1e-8, a schedule that became None)."""
+    """Neither setup leaves a setting to an implicit default the other sets explicitly.
+
+    Keys one side sets and the other leaves out or sets to None: the value then comes from code or a
+    library, invisible in the config (Adam's eps=1e-8, a schedule that became None).
+    """
     rows = config_diff(pair).table
     rows = rows[rows["change"].isin(["implicit", "added", "removed"])]
     findings = []
@@ -372,16 +373,14 @@ def override_pairs(wb: Workbench) -> list[Pair]:
     return [pair, run_probe(wb, probes.config_with_overrides, "config: with overrides", overrides=strings)]
 
 
-@check(
-    "config/overrides",
-    "An override given through each setup's own mechanism lands in its resolved config",
-    title="Do overrides land?",
-    needs=override_pairs,
-)
+@check("config/overrides", title="Do overrides land?", needs=override_pairs)
 def overrides(c: Check, pairs: list[Pair]) -> Section:
-    """Apply the same overrides through each subject's own ``config(overrides=...)`` and check that each
+    """An override given through each setup's own mechanism lands in its resolved config.
+
+    Apply the same overrides through each subject's own ``config(overrides=...)`` and check that each
     lands in the resolved config (an override silently dropped during resolution is a classic of config
-    rewrites)."""
+    rewrites).
+    """
     pair, result = pairs
     wanted = pick_overrides(pair.baseline.json("config"), pair.candidate.json("config"))
     rows = []

@@ -182,14 +182,16 @@ def _not_reproducible(c: Check, pair: Pair, repro: dict[str, bool], note: str) -
 
 @check(
     "curriculum/sampling",
-    "Given the same scores, both curricula sample tasks from the same distribution",
     title="Same scores in, same tasks out?",
     probe=probes.sampling,
     params=lambda wb, seed=0: {"seed": seed, "episodes": sizes(wb.profile).curriculum_episodes},
     desc="curriculum sampling",
 )
 def sampling(c: Check, pair: Pair, *, seed: int = 0) -> Section:
-    """Open-loop chi-square of the sampling distributions; closed-loop choice sequences when reproducible."""
+    """Given the same scores, both curricula sample tasks from the same distribution.
+
+    Open-loop chi-square of the sampling distributions; closed-loop choice sequences when reproducible.
+    """
     if (none := _no_curriculum(c, pair)) is not None:
         return none
     opened = {s: pair[s].json("open_loop")["phases"] for s in SIDES}
@@ -385,14 +387,16 @@ def _slope_text(call: str, iv: stats.Interval) -> str:
 
 @check(
     "curriculum/scaling",
-    "The cost of sample() and update() grows the same way with the task-pool size",
     title="How does a curriculum call's cost grow with the task pool?",
     probe=probes.scaling,
     params=_scaling_params,
     desc="curriculum cost scaling",
 )
 def scaling(c: Check, pair: Pair, *, seed: int = 0) -> Section:
-    """Per-call CPU time over pool sizes (16 to 4096); the log-log slope with a bootstrap interval."""
+    """The cost of sample() and update() grows the same way with the task-pool size.
+
+    Per-call CPU time over pool sizes (16 to 4096); the log-log slope with a bootstrap interval.
+    """
     if (none := _no_curriculum(c, pair)) is not None:
         return none
     if not all(pair[s].result.get("pool_key") for s in SIDES):
@@ -580,13 +584,15 @@ def grows(gb: dict[str, Any], gc: dict[str, Any]) -> bool:
 
 @check(
     "curriculum/trend",
-    "A curriculum call does not get slower as training goes on",
     title="Does a curriculum call get slower as training goes on?",
     needs=trend_pair,
     reads=("memory",),
 )
 def cost_trend(c: Check, pair: Pair) -> Section:
-    """CPU time per call over many episodes at the configured pool size; Mann-Kendall trend test."""
+    """A curriculum call does not get slower as training goes on.
+
+    CPU time per call over many episodes at the configured pool size; Mann-Kendall trend test.
+    """
     if (none := _no_curriculum(c, pair)) is not None:
         return none
     blocks = {s: pair[s].table("blocks") for s in SIDES}
@@ -711,13 +717,15 @@ def overhead_needs(wb: Workbench, seed: int = 0) -> list[Pair]:
 
 @check(
     "curriculum/overhead",
-    "The curriculum costs the environment the same share of a step",
     title="What does the curriculum cost an environment step?",
     needs=overhead_needs,
     reads=("env", "memory"),
 )
 def overhead(c: Check, evidence: list[Pair], *, seed: int = 0) -> Section:
-    """Curriculum cost per environment step: (sample + update) x episodes per vector step, vs the step."""
+    """The curriculum costs the environment the same share of a step.
+
+    Curriculum cost per environment step: (sample + update) x episodes per vector step, vs the step.
+    """
     cur, env = evidence
     if (none := _no_curriculum(c, cur)) is not None:
         return none

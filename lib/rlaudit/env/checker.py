@@ -11,15 +11,12 @@ from rlaudit.notebook import Section
 from rlaudit.workbench import Pair
 
 
-@check(
-    "env/check-env",
-    "Both environments pass Gymnasium's check_env",
-    title="Gymnasium's check_env",
-    probe=probes.check_env,
-    reads=("spaces",),
-)
+@check("env/check-env", title="Gymnasium's check_env", probe=probes.check_env, reads=("spaces",))
 def check_env(c: Check, pair: Pair) -> Section:
-    """``gymnasium.utils.env_checker.check_env`` side by side (single environments only)."""
+    """Both environments pass Gymnasium's check_env.
+
+    ``gymnasium.utils.env_checker.check_env`` side by side (single environments only).
+    """
     res = {s: pair[s].result for s in SIDES}
     if not res["baseline"].get("applicable") and not res["candidate"].get("applicable"):
         return c.section(

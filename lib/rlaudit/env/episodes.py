@@ -193,14 +193,13 @@ def _example(res: dict[str, Any]) -> str:
 
 
 @check(
-    "env/episode-stats",
-    "The per-episode statistics the environment reports match the rewards it returned",
-    title="Do episode statistics survive resets?",
-    needs=rollout_pair,
-    reads=("rewards",),
+    "env/episode-stats", title="Do episode statistics survive resets?", needs=rollout_pair, reads=("rewards",)
 )
 def episode_stats(c: Check, pair: Pair) -> Section:
-    """Reported episode return/length (``info["episode"]``) against the sum of rewards the env returned."""
+    """The per-episode statistics the environment reports match the rewards it returned.
+
+    Reported episode return/length (``info["episode"]``) against the sum of rewards the env returned.
+    """
     eps = {s: pair[s].table("episodes") for s in SIDES}
     res = {s: stat_mismatch(eps[s]) for s in SIDES}
     read = {s: stats_reading(eps[s]) for s in SIDES}
@@ -335,13 +334,15 @@ def compare_samples(a: np.ndarray, b: np.ndarray, *, seed: int) -> dict[str, Any
 
 @check(
     "env/episode-distributions",
-    "Under fixed seeded policies, episode lengths and returns have the same distributions",
     title="Episodes under fixed seeded policies",
     needs=rollout_pairs,
     reads=("curriculum", "rewards", "trainer"),
 )
 def distributions(c: Check, pairs: list[Pair], *, seed: int = 0) -> Section:
-    """Random and win-stay-lose-shift policies: lengths and returns compared by test and bootstrap CI."""
+    """Under fixed seeded policies, episode lengths and returns have the same distributions.
+
+    Random and win-stay-lose-shift policies: lengths and returns compared by test and bootstrap CI.
+    """
     rows, flagged = [], []
     samples: dict[str, dict[str, Any]] = {}
     for policy, pair in zip(POLICIES, pairs, strict=True):

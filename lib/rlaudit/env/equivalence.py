@@ -216,8 +216,6 @@ def _not_reproducible(c: Check, side: str, step: int, fields: list[str], seed: i
 
 @check(
     "env/equivalence",
-    "With the same seed and the same actions, both environments produce the same observations, rewards, "
-    "terminations and truncations",
     title="Same seed, same actions: where do the environments diverge?",
     probe=probes.equivalence,
     params=lambda wb, seed=0: {"seed": seed, "steps": sizes(wb.profile).equivalence_steps},
@@ -225,7 +223,11 @@ def _not_reproducible(c: Check, side: str, step: int, fields: list[str], seed: i
     reads=("curriculum", "rewards", "seeding", "spaces", "trainer"),
 )
 def equivalence(c: Check, pair: Pair, *, seed: int = 0) -> Section:
-    """Step both environments K steps with one pre-generated action sequence; report the first difference."""
+    """With the same seed and the same actions, both environments produce the same observations, rewards,
+    terminations and truncations.
+
+    Step both environments K steps with one pre-generated action sequence; report the first difference.
+    """
     steps = sizes(c.profile).equivalence_steps
     facts = {s: pair[s].json("facts") for s in SIDES}
     digests = {s: pair[s].json("digests") for s in SIDES}

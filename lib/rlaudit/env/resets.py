@@ -88,15 +88,12 @@ def reset_cost_row(side: str, steps: pd.DataFrame, facts: dict[str, Any]) -> dic
     }
 
 
-@check(
-    "env/reset-cost",
-    "A step that resets episodes costs the same, relative to a plain step, in both environments",
-    title="What does a reset cost?",
-    needs=rollout_pair,
-    reads=("curriculum", "memory"),
-)
+@check("env/reset-cost", title="What does a reset cost?", needs=rollout_pair, reads=("curriculum", "memory"))
 def reset_cost(c: Check, pair: Pair, *, seed: int = 0) -> Section:
-    """Within each process: median time of steps that reset some environment over steps that reset none."""
+    """A step that resets episodes costs the same, relative to a plain step, in both environments.
+
+    Within each process: median time of steps that reset some environment over steps that reset none.
+    """
     groups = {s: reset_step_times(pair[s].table("steps")) for s in SIDES}
     rows = [reset_cost_row(s, pair[s].table("steps"), pair[s].json("facts")) for s in SIDES]
     table = pd.DataFrame(rows)
@@ -217,14 +214,16 @@ def _bunched(c: Check, sb: float, sc: float) -> Finding | None:
 
 @check(
     "env/reset-spread",
-    "Resets are spread the same way over the vectorized environments, and later episodes run to the same "
-    "time limit",
     title="How are resets spread across the vectorized environments?",
     needs=rollout_pair,
     reads=("curriculum",),
 )
 def reset_spread_check(c: Check, pair: Pair) -> Section:
-    """Case 001's desync: the first episode's random length spreads resets; later episodes run to the limit."""
+    """Resets are spread the same way over the vectorized environments, and later episodes run to the same
+    time limit.
+
+    Case 001's desync: the first episode's random length spreads resets; later episodes run to the limit.
+    """
     eps = {s: pair[s].table("episodes") for s in SIDES}
     res = {s: reset_spread(eps[s], pair[s].table("steps")) for s in SIDES}
     section = {
@@ -347,13 +346,15 @@ def termination_problems(b: dict[str, Any], c: dict[str, Any]) -> tuple[list[str
 
 @check(
     "env/termination",
-    "Terminations, truncations, final observations and the autoreset mode are handled the same way",
     title="Termination, truncation and autoreset",
     needs=rollout_pair,
     reads=("curriculum",),
 )
 def termination(c: Check, pair: Pair) -> Section:
-    """Autoreset mode, terminated/truncated counts, and whether final observations are handed over."""
+    """Terminations, truncations, final observations and the autoreset mode are handled the same way.
+
+    Autoreset mode, terminated/truncated counts, and whether final observations are handed over.
+    """
     rows = [episode_ends(s, pair[s].table("episodes"), pair[s].json("facts")) for s in SIDES]
     table = pd.DataFrame(rows)
     b, cand = rows

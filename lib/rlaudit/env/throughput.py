@@ -71,7 +71,6 @@ def _throughput_params(wb: object, seed: int = 0) -> dict[str, object]:
 
 @check(
     "env/throughput",
-    "The environments step equally fast across num_envs",
     title="How fast do the environments step?",
     probe=probes.throughput,
     params=_throughput_params,
@@ -79,7 +78,10 @@ def _throughput_params(wb: object, seed: int = 0) -> dict[str, object]:
     reads=("curriculum", "memory", "spaces", "trainer"),
 )
 def throughput(c: Check, pair: Pair, *, seed: int = 0) -> Section:
-    """Steps per second across ``num_envs``, repeated and normalized by a calibration workload; the ratio."""
+    """The environments step equally fast across num_envs.
+
+    Steps per second across ``num_envs``, repeated and normalized by a calibration workload; the ratio.
+    """
     sz = sizes(c.profile)
     table = throughput_table({s: pair[s].table("blocks") for s in SIDES})
     ratios = throughput_ratios(table, seed=seed)

@@ -169,15 +169,12 @@ def _short(scheme: Scheme | None) -> str:
     return scheme.detail
 
 
-@check(
-    "init/schemes",
-    "Both setups initialize every layer with the same scheme and gain",
-    title="Initialization schemes, layer by layer",
-    **FRESH_NETWORKS,
-    reads=("agents",),
-)
+@check("init/schemes", title="Initialization schemes, layer by layer", **FRESH_NETWORKS, reads=("agents",))
 def schemes(c: Check, pair: Pair) -> Section:
-    """Per parameter over several seeds: statistics, singular values, the inferred scheme and gain."""
+    """Both setups initialize every layer with the same scheme and gain.
+
+    Per parameter over several seeds: statistics, singular values, the inferred scheme and gain.
+    """
     pa, pb = pd.DataFrame(pair.baseline.json("params")), pd.DataFrame(pair.candidate.json("params"))
     ta, tb = pair.baseline.json("tree"), pair.candidate.json("tree")
     table = compare_init(ta, tb, pa, pb)
@@ -352,15 +349,12 @@ def _knock_on_text(tree_a: dict[str, Any], tree_b: dict[str, Any]) -> str:
     )
 
 
-@check(
-    "init/policy-at-init",
-    "Both policies start out alike on real observations (entropy, logit scale, value scale)",
-    title="The policy at initialization",
-    **FRESH_NETWORKS,
-    reads=("agents",),
-)
+@check("init/policy-at-init", title="The policy at initialization", **FRESH_NETWORKS, reads=("agents",))
 def policy_at_init(c: Check, pair: Pair) -> Section:
-    """Entropy relative to log|A|, logit scale, value output mean and std of freshly built networks."""
+    """Both policies start out alike on real observations (entropy, logit scale, value scale)
+
+    Entropy relative to log|A|, logit scale, value output mean and std of freshly built networks.
+    """
     oa = pd.DataFrame(pair.baseline.json("outputs")).apply(pd.to_numeric, errors="coerce")
     ob = pd.DataFrame(pair.candidate.json("outputs")).apply(pd.to_numeric, errors="coerce")
     for side, frame in (("baseline", oa), ("candidate", ob)):

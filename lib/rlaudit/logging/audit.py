@@ -136,14 +136,12 @@ def tag_changes(base: Sequence[str], cand: Sequence[str]) -> dict[str, Any]:
     }
 
 
-@check(
-    "logging/presence",
-    "Both setups write the same scalars to their logs",
-    title="Which scalars are written",
-    needs=logged,
-)
+@check("logging/presence", title="Which scalars are written", needs=logged)
 def presence(c: Check, evidence: Logged) -> Section:
-    """Which scalars each side's log files hold: empty logs, removed, added and renamed tags."""
+    """Both setups write the same scalars to their logs.
+
+    Which scalars each side's log files hold: empty logs, removed, added and renamed tags.
+    """
     from rlaudit.logging import plots
 
     logs = evidence.logs
@@ -523,14 +521,12 @@ def _unverifiable(
     )
 
 
-@check(
-    "logging/truth",
-    "The logged episode statistics agree with what happened",
-    title="Logged statistics against the recorded episodes",
-    needs=logged,
-)
+@check("logging/truth", title="Logged statistics against the recorded episodes", needs=logged)
 def truth(c: Check, evidence: Logged) -> Section:
-    """The logged episodic return and the primary metric against the recorder's per-episode ground truth."""
+    """The logged episode statistics agree with what happened.
+
+    The logged episodic return and the primary metric against the recorder's per-episode ground truth.
+    """
     from rlaudit.logging import plots
 
     metric: Metric = c.wb.metric
@@ -615,15 +611,12 @@ def frequency_table(
     return pd.DataFrame(rows)
 
 
-@check(
-    "logging/frequency",
-    "Both setups log about as often, at a similar cost",
-    title="Logging frequency and overhead",
-    needs=logged,
-    reads=("trainer",),
-)
+@check("logging/frequency", title="Logging frequency and overhead", needs=logged, reads=("trainer",))
 def frequency(c: Check, evidence: Logged) -> Section:
-    """Log points per 10,000 steps, bytes written, and the wall time outside the trainer's timed phases."""
+    """Both setups log about as often, at a similar cost.
+
+    Log points per 10,000 steps, bytes written, and the wall time outside the trainer's timed phases.
+    """
     table = frequency_table(evidence.data, evidence.logs)
     means = table.groupby("side").mean(numeric_only=True)
     fb, fc = (float(means.loc[s, "log points per 10k steps"]) for s in SIDES)

@@ -287,14 +287,11 @@ def _side_finding(c: Check, side: str, est: Mapping[str, Estimator]) -> Finding:
     )
 
 
-@check(
-    "loss/advantages",
-    "Both setups compute advantages and returns correctly",
-    title="Advantages and returns against the reference GAE",
-    needs=advantage_pairs,
-)
+@check("loss/advantages", title="Advantages and returns against the reference GAE", needs=advantage_pairs)
 def advantages(c: Check, pairs: list[Pair], seed: int = 0) -> Section:
-    """Each subject's ``compute_advantages`` against the reference GAE and its known mistakes, on shared inputs.
+    """Both setups compute advantages and returns correctly.
+
+    Each subject's ``compute_advantages`` against the reference GAE and its known mistakes, on shared inputs.
 
     Args:
         seed: Seed of the random inputs (64 steps x 8 environments, episode ends and truncations).

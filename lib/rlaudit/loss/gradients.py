@@ -135,14 +135,16 @@ def _rollout_table(rollout: Pair, view: Mapping[str, Any]) -> pd.DataFrame:
 
 @check(
     "loss/gradient-flow",
-    "Every parameter receives gradient from the loss",
     title="Gradient flow",
     needs=lambda wb, seed=0: shared_batch(wb, seed),
     reads=("agents", "init"),
 )
 def gradient_flow(c: Check, shared: SharedBatch, seed: int = 0) -> Section:
-    """Per-parameter gradient norms of the loss on the shared batch, on a batch from the subject's own
-    rollouts with its trained checkpoint, and from the recorder's per-layer norms during real training."""
+    """Every parameter receives gradient from the loss.
+
+    Per-parameter gradient norms of the loss on the shared batch, on a batch from the subject's own
+    rollouts with its trained checkpoint, and from the recorder's per-layer norms during real training.
+    """
     from rlaudit.trainer.runs import run_data, runs
 
     pair, info = shared.pair, shared.info

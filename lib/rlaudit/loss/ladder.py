@@ -64,13 +64,15 @@ def ladder_table(pairs: list[Pair]) -> pd.DataFrame:
 
 @check(
     "loss/probe-envs",
-    "Both setups learn the five probe environments",
     title="Probe environments",
     needs=ladder_runs,
     reads=("agents", "init", "optimizer", "trainer"),
 )
 def probe_envs(c: Check, pairs: list[Pair], seed: int = 0, steps: int = PROBE_STEPS) -> Section:
-    """Train each subject on each probe environment (``train(..., env_fn=...)``) and judge what it learned."""
+    """Both setups learn the five probe environments.
+
+    Train each subject on each probe environment (``train(..., env_fn=...)``) and judge what it learned.
+    """
     from rlaudit.loss.envs import PROBES
 
     table = ladder_table(pairs)

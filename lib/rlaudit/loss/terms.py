@@ -480,14 +480,16 @@ def advantage_change(terms: Mapping[str, Mapping[str, float]], info: Mapping[str
 
 @check(
     "loss/terms",
-    "The loss terms agree on one identical batch with the same weights",
     title="Loss terms on one identical batch",
     needs=lambda wb, seed=0: shared_batch(wb, seed, sweep=True),
     reads=("agents",),
 )
 def loss_terms(c: Check, shared: SharedBatch, seed: int = 0) -> Section:
-    """Policy, value, entropy and total loss of both subjects on one batch (staged once), with shared weights,
-    and the coefficient of each term solved from a sweep of batches."""
+    """The loss terms agree on one identical batch with the same weights.
+
+    Policy, value, entropy and total loss of both subjects on one batch (staged once), with shared weights,
+    and the coefficient of each term solved from a sweep of batches.
+    """
     info = shared.info
     if info["batch"] is None:
         return c.section(

@@ -219,7 +219,6 @@ def _rss_rollout_params(wb: Workbench, seed: int = 0) -> dict[str, Any]:
 
 @check(
     "memory/rss-rollout",
-    "Resident memory does not grow over a long rollout",
     title="Does resident memory grow over a rollout?",
     probe=probes.rss_rollout,
     params=_rss_rollout_params,
@@ -227,7 +226,10 @@ def _rss_rollout_params(wb: Workbench, seed: int = 0) -> dict[str, Any]:
     reads=("env",),
 )
 def rss_rollout(c: Check, pair: Pair, *, seed: int = 0) -> Section:
-    """RSS slope per 1000 env steps over a long fixed-policy rollout, both sides."""
+    """Resident memory does not grow over a long rollout.
+
+    RSS slope per 1000 env steps over a long fixed-policy rollout, both sides.
+    """
     frames = {s: pair[s].table("rss").assign(side=s) for s in SIDES}
     slopes = {s: rss_slope(frames[s], "env_steps", seed=seed) for s in SIDES}
     return c.section(
@@ -244,13 +246,15 @@ def _short_runs(wb: Workbench) -> list[Pair]:
 
 @check(
     "memory/rss-training",
-    "Resident memory does not grow over a training run",
     title="Does resident memory grow during training?",
     needs=_short_runs,
     reads=("trainer",),
 )
 def rss_training(c: Check, pairs: list[Pair], *, seed: int = 0) -> Section:
-    """RSS slope per 1000 env steps over the shared short training runs (the recorder's ``memory`` table)."""
+    """Resident memory does not grow over a training run.
+
+    RSS slope per 1000 env steps over the shared short training runs (the recorder's ``memory`` table).
+    """
     frames: dict[str, list[pd.DataFrame]] = {s: [] for s in SIDES}
     for p in pairs:
         for s in SIDES:
@@ -399,7 +403,6 @@ def _first(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 @check(
     "memory/growth-sites",
-    "Nothing in the candidate grows with every episode that does not grow in the baseline",
     title="Where does memory grow?",
     probe=probes.growth_sites,
     params=_growth_params,
@@ -407,7 +410,10 @@ def _first(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     reads=("curriculum", "env"),
 )
 def growth_sites(c: Check, pair: Pair) -> Section:
-    """tracemalloc allocation sites, live objects by type, and containers reachable from the env."""
+    """Nothing in the candidate grows with every episode that does not grow in the baseline.
+
+    tracemalloc allocation sites, live objects by type, and containers reachable from the env.
+    """
     grow: dict[str, dict[str, pd.DataFrame]] = {}
     for s in SIDES:
         points = pair[s].table("points")
@@ -525,14 +531,16 @@ def _growth_figure(grow: dict[str, dict[str, pd.DataFrame]], flagged: dict[str, 
 
 @check(
     "memory/buffers",
-    "The rollout buffers the configs imply have the same size",
     title="How big are the rollout buffers?",
     probe=probes.buffer_sizes,
     desc="memory: buffer sizes",
     reads=("env", "spaces", "trainer"),
 )
 def buffers(c: Check, pair: Pair) -> Section:
-    """num_envs x num_steps x observation size (and the other per-step buffers), side by side."""
+    """The rollout buffers the configs imply have the same size.
+
+    num_envs x num_steps x observation size (and the other per-step buffers), side by side.
+    """
     res = {s: pair[s].result for s in SIDES}
     rows = [
         {"quantity": q, **{s: res[s].get(k) for s in SIDES}}

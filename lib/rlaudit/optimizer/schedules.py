@@ -291,15 +291,13 @@ def _unrecorded(c: Check, which: str, lacking: Sequence[str]) -> Finding:
     )
 
 
-@check(
-    "optimizer/schedules",
-    "The learning-rate, entropy and clip schedules run the same at runtime",
-    title="Effective schedules at runtime",
-    needs=short_training_runs,
-)
+@check("optimizer/schedules", title="Effective schedules at runtime", needs=short_training_runs)
 def schedules(c: Check, runs: TrainingRuns) -> Section:
-    """Runtime schedules from short recorded runs: the learning rate the optimizer held at every step (the
-    recorder's ``updates`` table), and the entropy and clip coefficients as the trainer logged them."""
+    """The learning-rate, entropy and clip schedules run the same at runtime.
+
+    Runtime schedules from short recorded runs: the learning rate the optimizer held at every step (the
+    recorder's ``updates`` table), and the entropy and clip coefficients as the trainer logged them.
+    """
     from rlaudit.optimizer import plots
 
     data = runs.data

@@ -207,14 +207,12 @@ def _ignored_declarations(table: pd.DataFrame, configs: Mapping[str, Mapping[str
     return out
 
 
-@check(
-    "optimizer/hyperparameters",
-    "Both setups build the same optimizer with the same hyperparameters",
-    title="Declared vs effective optimizer hyperparameters",
-    needs=built,
-)
+@check("optimizer/hyperparameters", title="Declared vs effective optimizer hyperparameters", needs=built)
 def hyperparameters(c: Check, setup: Built) -> Section:
-    """Optimizer class and every param-group hyperparameter as ``make_optimizer`` built them, side by side."""
+    """Both setups build the same optimizer with the same hyperparameters.
+
+    Optimizer class and every param-group hyperparameter as ``make_optimizer`` built them, side by side.
+    """
     setups, configs = setup.setups, setup.configs
     table = hyperparameter_table(setups, configs)
     findings: list[Finding] = []
@@ -315,15 +313,12 @@ def hyperparameters(c: Check, setup: Built) -> Section:
     return c.section(findings, tables={"optimizer hyperparameters": table}, notes=notes)
 
 
-@check(
-    "optimizer/coverage",
-    "Every trainable parameter is in some param group",
-    title="Are all trainable parameters optimized?",
-    needs=built,
-    reads=("agents",),
-)
+@check("optimizer/coverage", title="Are all trainable parameters optimized?", needs=built, reads=("agents",))
 def coverage(c: Check, setup: Built) -> Section:
-    """Parameters that require gradients but are in no param group are frozen by accident."""
+    """Every trainable parameter is in some param group.
+
+    Parameters that require gradients but are in no param group are frozen by accident.
+    """
     summary: dict[str, dict[str, Any]] = {}
     for side in SIDES:
         t = setup.coverage[side]

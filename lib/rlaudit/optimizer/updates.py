@@ -88,13 +88,15 @@ def _log_distance(ratio: float) -> float:
 
 @check(
     "optimizer/grad-clipping",
-    "Gradients are clipped the same way on both sides",
     title="Gradient clipping",
     needs=short_training_runs,
     reads=("agents", "loss", "rewards", "trainer"),
 )
 def gradient_clipping(c: Check, runs: TrainingRuns) -> Section:
-    """Threshold (config) against the recorder's total gradient norm before and after clipping at every step."""
+    """Gradients are clipped the same way on both sides.
+
+    Threshold (config) against the recorder's total gradient norm before and after clipping at every step.
+    """
     from rlaudit.optimizer import plots
 
     data = runs.data
@@ -222,13 +224,15 @@ def update_ratio_table(layers: pd.DataFrame) -> pd.DataFrame:
 
 @check(
     "optimizer/update-ratios",
-    "Each layer's weights move by a similar fraction per update on both sides",
     title="Per-layer update ratios",
     needs=short_training_runs,
     reads=("agents", "init", "loss", "rewards", "trainer"),
 )
 def update_ratios(c: Check, runs: TrainingRuns) -> Section:
-    """Per-layer update ratios ``|dw| / |w|`` from the recorder's ``layers`` table (sampled optimizer steps)."""
+    """Each layer's weights move by a similar fraction per update on both sides.
+
+    Per-layer update ratios ``|dw| / |w|`` from the recorder's ``layers`` table (sampled optimizer steps).
+    """
     from rlaudit.optimizer import plots
 
     layers = stack_tables(runs.data, "layers")

@@ -163,13 +163,13 @@ def _keyed(rows: pd.DataFrame, column: str) -> dict[str, Any]:
 
 
 @check(
-    "rewards/settings",
-    "Both configs declare the same reward components, scales, clipping, normalization and time penalty",
-    title="Reward settings in the resolved configs",
-    probe=config_probes.resolved_config,
+    "rewards/settings", title="Reward settings in the resolved configs", probe=config_probes.resolved_config
 )
 def settings(c: Check, pair: Pair) -> Section:
-    """Reward settings from the resolved configs, side by side; vanished and rescaled components flagged."""
+    """Both configs declare the same reward components, scales, clipping, normalization and time penalty.
+
+    Reward settings from the resolved configs, side by side; vanished and rescaled components flagged.
+    """
     table = reward_settings(pair.baseline.json("config"), pair.candidate.json("config"), _config_rules(pair))
     if table.empty:
         c.missing(
@@ -300,13 +300,15 @@ def range_table(facts: dict[str, dict[str, Any]], wrappers: dict[str, dict[str, 
 
 @check(
     "rewards/range",
-    "Both setups pay rewards over the same range and values, before and after their wrappers",
     title="Reward range and values, before and after wrappers",
     needs=range_needs,
     reads=("curriculum", "env"),
 )
 def reward_range(c: Check, evidence: list[Pair]) -> Section:
-    """Reward range and distinct values paid; the range before and after wrappers (clipping, normalizing)."""
+    """Both setups pay rewards over the same range and values, before and after their wrappers.
+
+    Reward range and distinct values paid; the range before and after wrappers (clipping, normalizing).
+    """
     pair, wrap = evidence
     facts = {s: pair[s].json("facts") for s in SIDES}
     values = value_table(facts)

@@ -308,13 +308,15 @@ def _same_or_open(c: Check, merged: pd.DataFrame, bars: pd.DataFrame) -> Finding
 
 @check(
     "rewards/components",
-    "Under the same fixed policies, every reward component pays the same per event in both setups",
     title="What does each reward component pay? (measured)",
     needs=rollout_pairs,
     reads=("curriculum", "env"),
 )
 def components(c: Check, pairs: list[Pair], *, seed: int = 0) -> Section:
-    """Per-component reward per event and per episode, measured under random and heuristic policies."""
+    """Under the same fixed policies, every reward component pays the same per event in both setups.
+
+    Per-component reward per event and per episode, measured under random and heuristic policies.
+    """
     tables: dict[str, pd.DataFrame] = {}
     verdicts: dict[str, pd.DataFrame] = {}
     bars = []
@@ -398,13 +400,15 @@ def magnitudes(weights: pd.DataFrame, episodes: pd.DataFrame) -> pd.DataFrame:
 
 @check(
     "rewards/magnitudes",
-    "No reward component is drowned by another in the candidate that was not already in the baseline",
     title="Shaping per step vs terminal reward vs time penalty",
     needs=rollout_pair,
     reads=("curriculum", "env"),
 )
 def relative_magnitudes(c: Check, pair: Pair, *, seed: int = 0) -> Section:
-    """Shaping per step vs terminal reward vs time penalty, measured under the random policy."""
+    """No reward component is drowned by another in the candidate that was not already in the baseline.
+
+    Shaping per step vs terminal reward vs time penalty, measured under the random policy.
+    """
     mags = {}
     for s in SIDES:
         eps = pair[s].table("episodes")

@@ -245,15 +245,13 @@ def _replica_text(cmp: dict[str, Any] | None, fallback: str = "n/a") -> str:
     return "identical" if cmp["identical"] else describe_difference(cmp)
 
 
-@check(
-    "seeding/fresh-processes",
-    "With the same seed, two fresh processes produce identical rollouts, initial weights and first "
-    "updates; different seeds produce different ones",
-    title="Same seed, two fresh processes: same run?",
-    needs=replicas_pair,
-)
+@check("seeding/fresh-processes", title="Same seed, two fresh processes: same run?", needs=replicas_pair)
 def fresh_processes(c: Check, pair: Pair, *, seed: int = 0) -> Section:
-    """Seeded replicas in new interpreters, compared digest by digest."""
+    """With the same seed, two fresh processes produce identical rollouts, initial weights and first updates;
+    different seeds produce different ones.
+
+    Seeded replicas in new interpreters, compared digest by digest.
+    """
     reps = _replicas(c, pair)
     if (f := _errors_finding(c, reps)) is not None:
         return c.section(f)
@@ -382,14 +380,12 @@ def rng_verdict(inproc: dict[str, Any]) -> tuple[str, list[str], dict[str, Any]]
     return "depends", leaks, pert
 
 
-@check(
-    "seeding/global-rng",
-    "Seeded calls do not depend on Python's, NumPy's or torch's global generator state",
-    title="Hidden dependence on global generators",
-    needs=replicas_pair,
-)
+@check("seeding/global-rng", title="Hidden dependence on global generators", needs=replicas_pair)
 def global_rng(c: Check, pair: Pair) -> Section:
-    """Perturb the global generators before a seeded replica in the worker; name the generator that leaks in."""
+    """Seeded calls do not depend on Python's, NumPy's or torch's global generator state.
+
+    Perturb the global generators before a seeded replica in the worker; name the generator that leaks in.
+    """
     reps = _replicas(c, pair)
     if (f := _errors_finding(c, reps)) is not None:
         return c.section(f)
@@ -489,7 +485,6 @@ def final_values(pairs: list[Pair], metric: Any) -> dict[str, list[float]]:
 
 @check(
     "seeding/variance",
-    "The runs vary across seeds alike in {metric}, and we know how many seeds a comparison needs",
     title="Run-to-run variance and the seeds a comparison needs",
     needs=runs,
     role=SYMPTOM,  # runs that vary more across seeds follow from whatever else changed
@@ -497,8 +492,11 @@ def final_values(pairs: list[Pair], metric: Any) -> dict[str, list[float]]:
 def variance(
     c: Check, pairs: list[Pair], *, seed: int = 0, alpha: float = 0.05, power: float = 0.8
 ) -> Section:
-    """Run-to-run SD of the primary metric's final value over the shared runs' seeds, and the power table
-    (:mod:`rlaudit.seeding.power`): seeds per side to detect, or to clear, an effect of several sizes."""
+    """The runs vary across seeds alike in {metric}, and we know how many seeds a comparison needs.
+
+    Run-to-run SD of the primary metric's final value over the shared runs' seeds, and the power table
+    (:mod:`rlaudit.seeding.power`): seeds per side to detect, or to clear, an effect of several sizes.
+    """
     metric = c.wb.metric
     values = final_values(pairs, metric)
     short = [s for s in SIDES if len(values[s]) < 2]

@@ -139,15 +139,12 @@ def _sides_text(info: dict[str, Any]) -> dict[str, str]:
     }
 
 
-@check(
-    "spaces/definitions",
-    "Both setups define the same observation and action spaces",
-    title="Observation and action spaces",
-    needs=obs_pair,
-    reads=("env",),
-)
+@check("spaces/definitions", title="Observation and action spaces", needs=obs_pair, reads=("env",))
 def definitions(c: Check, pair: Pair) -> Section:
-    """Observation and action spaces side by side: class, shape, dtype, bounds, n."""
+    """Both setups define the same observation and action spaces.
+
+    Observation and action spaces side by side: class, shape, dtype, bounds, n.
+    """
     ia, ib = pair.baseline.json("spaces"), pair.candidate.json("spaces")
     rows, diffs = [], []
     for which in ("observation_space", "action_space"):
@@ -254,14 +251,16 @@ def _violation_text(table: pd.DataFrame, limit: int = 4) -> str:
 
 @check(
     "spaces/observation-bounds",
-    "Every observation stays inside its declared observation space, on both sides",
     title="Observations inside their declared space",
     needs=obs_pair,
     reads=("env",),
 )
 def observation_bounds(c: Check, pair: Pair) -> Section:
-    """Per feature, the range of values seen in the seeded random-policy rollout against the declared Box
-    bounds: a network (or a normalizer, a clip) sized for the declared range misreads values outside it."""
+    """Every observation stays inside its declared observation space, on both sides.
+
+    Per feature, the range of values seen in the seeded random-policy rollout against the declared Box
+    bounds: a network (or a normalizer, a clip) sized for the declared range misreads values outside it.
+    """
     moments = {s: pair[s].npz("moments") for s in SIDES}
     lacking = [s for s in SIDES if "outside" not in moments[s]]
     if len(lacking) == len(SIDES):
@@ -347,13 +346,15 @@ def observation_bounds(c: Check, pair: Pair) -> Section:
 
 @check(
     "spaces/observations",
-    "Both environments produce identically distributed observations under the same random actions",
     title="Observation statistics under the same random actions",
     needs=obs_pair,
     reads=("curriculum", "env"),
 )
 def observations(c: Check, pair: Pair) -> Section:
-    """Per-feature statistics of raw observations from the same seeded random-policy rollout on both sides."""
+    """Both environments produce identically distributed observations under the same random actions.
+
+    Per-feature statistics of raw observations from the same seeded random-policy rollout on both sides.
+    """
     from rlaudit.spaces import plots
 
     ia, ib = pair.baseline.json("spaces"), pair.candidate.json("spaces")
@@ -577,14 +578,16 @@ def _input_verdict(data: dict[str, Any]) -> dict[str, Any]:
 
 @check(
     "spaces/network-input",
-    "Within each setup, the network receives the same input distribution in evaluation as in training",
     title="What the network receives: training vs evaluation",
     needs=network_input_pair,
     reads=("checkpointing",),
 )
 def network_input(c: Check, pair: Pair) -> Section:
-    """Within each subject: the first layer's input statistics (forward pre-hook) on observations normalized as
-    training did (the checkpoint's saved statistics) vs as evaluation would (load_checkpoint's extras)."""
+    """Within each setup, the network receives the same input distribution in evaluation as in training.
+
+    Within each subject: the first layer's input statistics (forward pre-hook) on observations normalized as
+    training did (the checkpoint's saved statistics) vs as evaluation would (load_checkpoint's extras).
+    """
     from rlaudit.spaces import plots
 
     data = {side: input_paths(pair[side]) for side in SIDES}

@@ -119,14 +119,16 @@ def cost_table(ia: dict, ib: dict, ra: dict, rb: dict, per_call: dict[str, float
 
 @check(
     "spaces/preprocessing",
-    "Preprocessing gives both networks inputs of the same size, type and compute cost",
     title="Preprocessing and what it costs",
     needs=preprocessing_evidence,
     reads=("agents",),  # the first layer's FLOPs and the forward time follow the architecture
 )
 def preprocessing(c: Check, evidence: list[Pair]) -> Section:
-    """Frame stacking, dtype casts and scaling, with the memory and compute they cost: observation bytes per
-    step, first-layer FLOPs, and the forward pass's calibrated CPU time measured side by side."""
+    """Preprocessing gives both networks inputs of the same size, type and compute cost.
+
+    Frame stacking, dtype casts and scaling, with the memory and compute they cost: observation bytes per
+    step, first-layer FLOPs, and the forward pass's calibrated CPU time measured side by side.
+    """
     from rlaudit.spaces import plots
 
     obs, rounds = evidence[0], evidence[1:]

@@ -191,14 +191,12 @@ def _ignored_finding(c: Check, per_side: Mapping[str, Mapping[str, Any]], side: 
     )
 
 
-@check(
-    "trainer/geometry",
-    "Both trainers run the batch geometry their configs declare, and the same one",
-    title="Batch geometry at runtime",
-    needs=training_runs,
-)
+@check("trainer/geometry", title="Batch geometry at runtime", needs=training_runs)
 def geometry(c: Check, runs: TrainingRuns) -> Section:
-    """Environments, rollout length, batch and minibatch sizes, epochs and updates per 1M steps, as run."""
+    """Both trainers run the batch geometry their configs declare, and the same one.
+
+    Environments, rollout length, batch and minibatch sizes, epochs and updates per 1M steps, as run.
+    """
     from rlaudit.trainer import plots
 
     table, per_side = geometry_table(runs.data)

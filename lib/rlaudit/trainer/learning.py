@@ -172,15 +172,12 @@ def _around(point: float, interval: Any) -> tuple[float, float]:
     return (min(float(interval.low), float(point)), max(float(interval.high), float(point)))
 
 
-@check(
-    "trainer/learning",
-    "The candidate learns as well as the baseline ({metric})",
-    title="Learning: {metric} over seeds",
-    needs=training_runs,
-    role=checks.SYMPTOM,
-)
+@check("trainer/learning", title="Learning: {metric} over seeds", needs=training_runs, role=checks.SYMPTOM)
 def learning(c: Check, runs: TrainingRuns) -> Section:
-    """The primary metric over seeds against steps and wall-clock; final IQM paired by seed; P(improvement)."""
+    """The candidate learns as well as the baseline ({metric})
+
+    The primary metric over seeds against steps and wall-clock; final IQM paired by seed; P(improvement).
+    """
     from rlaudit.trainer import plots
 
     metric, scores = _finals(c, runs)
@@ -291,15 +288,12 @@ def collapsed_runs(curves: pd.DataFrame, sign: int = 1, drop: float = 0.5) -> di
     return out
 
 
-@check(
-    "trainer/stability",
-    "The candidate is as stable across seeds as the baseline ({metric})",
-    title="Stability across seeds",
-    needs=training_runs,
-    role=checks.SYMPTOM,
-)
+@check("trainer/stability", title="Stability across seeds", needs=training_runs, role=checks.SYMPTOM)
 def stability(c: Check, runs: TrainingRuns) -> Section:
-    """Spread of final performance across seeds, and runs that collapsed after their peak."""
+    """The candidate is as stable across seeds as the baseline ({metric})
+
+    Spread of final performance across seeds, and runs that collapsed after their peak.
+    """
     metric, scores = _finals(c, runs)
     collapsed = collapsed_runs(learning_curves(runs.data, metric), sign=metric.sign)
     vals = {s: np.array(list(scores[s].values())) for s in SIDES}

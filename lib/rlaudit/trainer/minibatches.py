@@ -123,14 +123,13 @@ def composition_table(comps: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame([{"quantity": label, **{s: comps[s][key] for s in SIDES}} for label, key in rows])
 
 
-@check(
-    "trainer/minibatches",
-    "Both trainers form their minibatches the same way: every sample once per epoch, reshuffled, uncorrelated",
-    title="Minibatch composition",
-    needs=training_runs,
-)
+@check("trainer/minibatches", title="Minibatch composition", needs=training_runs)
 def minibatches(c: Check, runs: TrainingRuns) -> Section:
-    """Coverage per epoch, reshuffling between epochs and locality of the recorded minibatches, per side."""
+    """Both trainers form their minibatches the same way: every sample once per epoch, reshuffled,
+    uncorrelated.
+
+    Coverage per epoch, reshuffling between epochs and locality of the recorded minibatches, per side.
+    """
     from rlaudit.trainer import plots
 
     tables = {s: _side_table(runs[s]) for s in SIDES}

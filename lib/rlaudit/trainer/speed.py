@@ -108,14 +108,16 @@ def _where(table: pd.DataFrame) -> str:
 
 @check(
     "trainer/speed",
-    "Both trainers take the same CPU time per environment step",
     title="Speed and where the time goes",
     needs=training_runs,
     role=checks.SYMPTOM,
     reads=("agents", "curriculum", "env", "memory", "spaces"),
 )
 def speed(c: Check, runs: TrainingRuns) -> Section:
-    """Calibrated CPU time per step over the seeds' runs (a bootstrap ratio interval) and the phase table."""
+    """Both trainers take the same CPU time per environment step.
+
+    Calibrated CPU time per step over the seeds' runs (a bootstrap ratio interval) and the phase table.
+    """
     from rlaudit.trainer import plots
 
     data = runs.data
