@@ -4,7 +4,7 @@ Checked for each notebook (see docs/NOTEBOOK_TEMPLATE.md):
 
 - kernelspec ``python3``; no stored outputs or execution counts (outputs belong in reports/, not in git);
 - exactly one cell tagged ``parameters``, the first code cell, holding only typed literal assignments
-  (``name: type = literal  # comment``) and at least the six report parameters;
+  (``name: type = literal  # comment``) and at least the seven report parameters;
 - no ``def`` or ``class`` anywhere: a function worth writing belongs in lib/rlaudit with a test;
 - the last cell calls ``.finish()`` (it shows the findings table and saves the JSON the report reads).
 
@@ -23,7 +23,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
-REPORT_PARAMETERS = ("baseline", "candidate", "profile", "pair_file", "fresh", "findings_dir")
+REPORT_PARAMETERS = ("baseline", "candidate", "profile", "pair_file", "fresh", "findings_dir", "metric")
 LITERAL_TYPES = {"str": str, "int": int, "float": float, "bool": bool}
 
 
@@ -69,6 +69,10 @@ def problems(nb: nbformat.NotebookNode) -> list[str]:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
                 kind = "class" if isinstance(node, ast.ClassDef) else "def"
                 found.append(f"code cell {i} defines a {kind} (line {node.lineno}); move it into lib/rlaudit")
+            if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute):
+                if node.value.attr == "tables":
+                    # a SKIPPED check has no tables: section.table(name) says why instead of raising
+                    found.append(f"code cell {i} indexes .tables[...] (line {node.lineno}); use .table(name)")
     last = nb.cells[-1] if nb.cells else None
     calls_finish = (
         last is not None
@@ -138,6 +142,7 @@ profile: str = "standard"  # smoke | standard | thorough
 pair_file: str = ""  # optional pair YAML
 fresh: bool = False  # ignore cached artifacts
 findings_dir: str = ""  # where findings go
+metric: str = ""  # primary metric
 seeds: int = 3  # runs per arm"""
 
 
@@ -159,6 +164,12 @@ def test_a_clean_notebook_passes() -> None:
     assert problems(_nb()) == []
 
 
+def test_indexing_a_sections_tables_is_caught() -> None:
+    body = 'learning = session.add(audit.learning(session.wb))\nlearning.tables["final performance"]'
+    assert any("use .table(name)" in p for p in problems(_nb(body=body)))
+    assert problems(_nb(body='learning.table("final performance")')) == []
+
+
 @pytest.mark.parametrize(
     ("parameters", "expected"),
     [
@@ -170,6 +181,7 @@ def test_a_clean_notebook_passes() -> None:
         (GOOD_PARAMETERS + "\nnames: list = []  # a list", "computed"),
         (GOOD_PARAMETERS.replace('findings_dir: str = ""  # where findings go\n', ""), "lacks findings_dir"),
         (GOOD_PARAMETERS + "\nimport os", "is not `name: type = literal"),
+        (GOOD_PARAMETERS.replace('metric: str = ""  # primary metric\n', ""), "lacks metric"),
     ],
 )
 def test_bad_parameters_are_caught(parameters: str, expected: str) -> None:
