@@ -19,12 +19,13 @@ from __future__ import annotations
 from typing import Any
 
 
-def suspects(wb: Any, priors: Any) -> tuple[list[Any], list[str]]:
-    """The change search's culprits as attribution suspects (see :func:`rlaudit.changes.search.suspects`).
+def suspects(wb: Any, priors: Any, **search: Any) -> tuple[list[Any], list[str]]:
+    """The change search's culprits as attribution suspects (see :func:`rlaudit.changes.search.suspects`;
+    ``search`` holds attribution's ``delta``, ``budget`` and ``seed``).
 
     Attribution looks this name up on the package (:func:`rlaudit.attribution.suspects.change_suspects`);
     the search itself is imported only when called.
     """
     from rlaudit.changes.search import suspects as find
 
-    return find(wb, priors)
+    return find(wb, priors, **search)
