@@ -39,6 +39,7 @@ from typing import Any
 
 from rlaudit import paths
 from rlaudit.findings import jsonable
+from rlaudit.gitcli import run_git
 from rlaudit.io import atomic_dir, atomic_write_json, read_table
 from rlaudit.subjects import SubjectSpec
 from rlaudit.worker import ProbeError
@@ -264,16 +265,8 @@ def _module_location(interpreter: str, cwd: str, top: str, extra_pythonpath: str
 
 def _git(directory: Path, *args: str, binary: bool = False) -> Any:
     """Run git in ``directory``; its stdout (str, or bytes with ``binary``), or None when git fails."""
-    env = dict(os.environ)
-    env["GIT_OPTIONAL_LOCKS"] = "0"  # never take index.lock: others may be using the checkout
-    env["LC_ALL"] = "C"
     try:
-        done = subprocess.run(
-            ["git", "-C", str(directory), *args],
-            capture_output=True,
-            env=env,
-            timeout=GIT_TIMEOUT,
-        )
+        done = run_git(directory, *args, timeout=GIT_TIMEOUT)
     except (OSError, subprocess.TimeoutExpired):
         return None
     if done.returncode != 0:

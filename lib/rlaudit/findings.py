@@ -162,6 +162,39 @@ class Finding:
         return cls(**{k: v for k, v in data.items() if k in known}, evidence=Evidence(**evidence))
 
     @classmethod
+    def about_the_audit(
+        cls,
+        id: str,
+        subsystem: str,
+        hypothesis: str,
+        status: Status,
+        summary: str,
+        details: dict[str, Any],
+        remediation: str,
+        **fields: Any,
+    ) -> Finding:
+        """A verdict on the audit itself rather than on the subjects (a check that could not run, a notebook
+        that failed): severity INFO, since it says nothing about the cost of a regression.
+
+        Args:
+            status: ``SKIPPED`` or ``ERROR``.
+            summary: What happened, in one sentence.
+            details: What the reader needs to act on it (the missing pieces, the traceback, the log).
+            remediation: What to do so that the check runs.
+            fields: Any other :class:`Finding` field (``notebook``).
+        """
+        return cls(
+            id=id,
+            subsystem=subsystem,
+            hypothesis=hypothesis,
+            status=status,
+            severity=Severity.INFO,
+            evidence=Evidence(summary=summary, details=details),
+            remediation=remediation,
+            **fields,
+        )
+
+    @classmethod
     def skipped(cls, id: str, subsystem: str, hypothesis: str, missing: dict[str, Sequence[str]]) -> Finding:
         """A check that could not run because a subject lacks a capability.
 
@@ -171,16 +204,14 @@ class Finding:
         parts = [
             f"{side} lacks {', '.join(f'`{c}`' for c in caps)}" for side, caps in missing.items() if caps
         ]
-        return cls(
-            id=id,
-            subsystem=subsystem,
-            hypothesis=hypothesis,
-            status=Status.SKIPPED,
-            severity=Severity.INFO,
-            evidence=Evidence(
-                summary="; ".join(parts), details={"missing": {k: list(v) for k, v in missing.items()}}
-            ),
-            remediation="Implement the named capability in the subject module to run this check "
+        return cls.about_the_audit(
+            id,
+            subsystem,
+            hypothesis,
+            Status.SKIPPED,
+            "; ".join(parts),
+            {"missing": {k: list(v) for k, v in missing.items()}},
+            "Implement the named capability in the subject module to run this check "
             "(see `rlaudit new-subject` for the contract).",
         )
 
@@ -202,14 +233,14 @@ class Finding:
             "traceback": getattr(error, "traceback", ""),
             "stderr_tail": getattr(error, "stderr_tail", ""),
         }
-        return cls(
-            id=id,
-            subsystem=subsystem,
-            hypothesis=hypothesis,
-            status=Status.ERROR,
-            severity=Severity.INFO,
-            evidence=Evidence(summary=f"{side}: {kind}: {message}"[:500], details=details),
-            remediation="Read the traceback in the evidence; fix the subject or raise the probe's timeout "
+        return cls.about_the_audit(
+            id,
+            subsystem,
+            hypothesis,
+            Status.ERROR,
+            f"{side}: {kind}: {message}"[:500],
+            details,
+            "Read the traceback in the evidence; fix the subject or raise the probe's timeout "
             "or memory limit, then rerun this notebook.",
         )
 

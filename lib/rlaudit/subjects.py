@@ -448,23 +448,13 @@ def load_pair_file(path: str | Path) -> tuple[SubjectSpec, SubjectSpec]:
         FileNotFoundError: The file, or a path it names, does not exist.
         ValueError: Not valid YAML, a side is missing, or a key is unknown.
     """
-    import yaml
-
+    from rlaudit.adapters.configs import read_yaml_mapping
     from rlaudit.paths import user_dir
 
     path = Path(path).expanduser()
     path = path if path.is_absolute() else user_dir() / path
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"pair file {path} not found; expected a YAML file with baseline: and candidate:"
-        )
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ValueError(f"pair file {path} is not valid YAML ({exc})") from exc
     example = "baseline: {spec: ../old/subject.py}\ncandidate: {spec: ./subject.py}"
-    if not isinstance(data, dict):
-        raise ValueError(f"pair file {path} must be a mapping with baseline: and candidate:, e.g.\n{example}")
+    data = read_yaml_mapping(path, "pair file", f"with baseline: and candidate:, e.g.\n{example}")
     unknown = sorted(set(map(str, data)) - set(_PAIR_SIDES))
     if unknown:
         raise ValueError(

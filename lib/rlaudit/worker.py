@@ -41,7 +41,7 @@ import traceback
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 ERROR_KINDS = ("exception", "crash", "timeout", "oom", "import", "protocol")
 TAIL_BYTES = 4000  # how much of the worker's stderr log an error carries
@@ -72,19 +72,17 @@ class ProbeError(Exception):
         self.traceback = traceback
         self.stderr_tail = stderr_tail
 
+    # What crosses a process boundary, in __init__'s order: by pickle (a Ray task) or as JSON (the pipe).
+    FIELDS: ClassVar[tuple[str, ...]] = ("kind", "message", "traceback", "stderr_tail")
+
     def __reduce__(self) -> tuple[Any, ...]:
-        return (ProbeError, (self.kind, self.message, self.traceback, self.stderr_tail))
+        return (ProbeError, tuple(getattr(self, name) for name in self.FIELDS))
 
     def __repr__(self) -> str:
         return f"ProbeError(kind={self.kind!r}, message={self.message!r})"
 
     def to_dict(self) -> dict[str, str]:
-        return {
-            "kind": self.kind,
-            "message": self.message,
-            "traceback": self.traceback,
-            "stderr_tail": self.stderr_tail,
-        }
+        return {name: getattr(self, name) for name in self.FIELDS}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ProbeError:

@@ -306,24 +306,53 @@ def load_config(
     suffix = path.suffix.lower()
     if suffix in (".yaml", ".yml"):
         return _load_yaml_file(path, overrides, compose=True, config_name=config_name)
-    if suffix == ".json":
-        try:
-            data = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"config {path} is not valid JSON ({exc})") from None
-        return _finish(path, data, overrides)
-    if suffix == ".toml":
-        import tomllib
-
-        try:
-            data = tomllib.loads(path.read_text())
-        except tomllib.TOMLDecodeError as exc:
-            raise ValueError(f"config {path} is not valid TOML ({exc})") from None
-        return _finish(path, data, overrides)
+    if suffix in (".json", ".toml"):
+        return _finish(path, _parse_json_or_toml(path, suffix), overrides)
     raise ValueError(
         f"config {path} has an unsupported type {suffix or '(no suffix)'}; expected a Hydra directory or one of "
         f"{', '.join(CONFIG_SUFFIXES)} (for a Python config object use rlaudit.adapters.configs.to_plain)"
     )
+
+
+def _parse_json_or_toml(path: Path, suffix: str) -> Any:
+    """The content of a ``.json`` or ``.toml`` file; a parse error names the file and its format."""
+    import tomllib
+
+    kind, parse, error = {
+        ".json": ("JSON", json.loads, json.JSONDecodeError),
+        ".toml": ("TOML", tomllib.loads, tomllib.TOMLDecodeError),
+    }[suffix]
+    try:
+        return parse(path.read_text())
+    except error as exc:
+        raise ValueError(f"config {path} is not valid {kind} ({exc})") from None
+
+
+def read_yaml_mapping(
+    path: Path, what: str, expected: str, error: type[Exception] = ValueError
+) -> dict[str, Any]:
+    """A YAML file that must hold a mapping (a pair file, an SB3 setup), with errors that name it.
+
+    Args:
+        path: The file.
+        what: How errors name the file (``"pair file"``).
+        expected: What the mapping should hold, as errors say it (``"with baseline: and candidate:"``).
+        error: The exception raised for invalid YAML or a top level that is not a mapping.
+
+    Raises:
+        FileNotFoundError: ``path`` is not a file.
+    """
+    import yaml
+
+    if not path.is_file():
+        raise FileNotFoundError(f"{what} {path} not found; expected a YAML file {expected}")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise error(f"{what} {path} is not valid YAML ({exc})") from None
+    if not isinstance(data, dict):
+        raise error(f"{what} {path} must be a mapping {expected}")
+    return data
 
 
 def _finish(path: Path, data: Any, overrides: Sequence[str] | None) -> dict[str, Any]:

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rlaudit.gitcli import failure, have_git, run_git
+
 GIT_TIMEOUT = 120.0  # seconds per git command (a worktree checkout of a large repo takes a while)
 
 
@@ -52,24 +54,11 @@ class GitCheckout:
 
 
 def _git(repo: Path | str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    if shutil.which("git") is None:
+    if not have_git():
         raise GitSubjectError("git subjects need the `git` command, which is not on PATH; install git")
-    env = dict(os.environ)
-    env["GIT_TERMINAL_PROMPT"] = "0"  # never block on a credentials prompt
-    env.pop("GIT_DIR", None)
-    env.pop("GIT_WORK_TREE", None)
-    proc = subprocess.run(
-        ["git", "-C", str(repo), *args],
-        capture_output=True,
-        text=True,
-        timeout=GIT_TIMEOUT,
-        env=env,
-        check=False,
-    )
+    proc = run_git(repo, *args, timeout=GIT_TIMEOUT, text=True)
     if check and proc.returncode != 0:
-        raise GitSubjectError(
-            f"`git {' '.join(args)}` failed in {repo}: {proc.stderr.strip() or proc.stdout.strip()}"
-        )
+        raise GitSubjectError(failure(repo, args, proc))
     return proc
 
 

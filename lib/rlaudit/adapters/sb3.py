@@ -46,6 +46,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rlaudit.adapters.configs import read_yaml_mapping
+
 ALGORITHMS: dict[str, str] = {
     "ppo": "PPO",
     "a2c": "A2C",
@@ -287,19 +289,10 @@ def read_setup(path: str | Path) -> dict[str, Any]:
         FileNotFoundError: The file does not exist.
         SB3SetupError: Not a mapping, no algorithm, unknown keys (listing the known ones).
     """
-    import yaml
-
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"SB3 setup file {path} not found; expected a YAML file (see rlaudit.adapters.sb3)"
-        )
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise SB3SetupError(f"SB3 setup file {path} is not valid YAML ({exc})") from None
-    if not isinstance(data, dict):
-        raise SB3SetupError(f"SB3 setup file {path} must be a mapping (algo:, env_id:, hyperparameters)")
+    data = read_yaml_mapping(
+        path, "SB3 setup file", "(algo:, env_id:, hyperparameters; see rlaudit.adapters.sb3)", SB3SetupError
+    )
     data = {str(k): v for k, v in data.items()}
     if "env_id" not in data:
         # rl-zoo's layout: {<env id>: {hyperparameters}}, the algorithm from algo: or the file name

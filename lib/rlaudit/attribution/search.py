@@ -181,7 +181,11 @@ class Search:
 
     def _grow(self, arms: Sequence[Arm], n: int | None = None) -> None:
         """Bring every arm to ``n`` seeds (``None``: one seed more each), all new runs in one parallel batch."""
-        calls = [(arm, s) for arm in arms for s in range(arm.n, arm.n + 1 if n is None else n)]
+        self._add_runs([(arm, s) for arm in arms for s in range(arm.n, arm.n + 1 if n is None else n)])
+
+    def _add_runs(self, calls: Sequence[tuple[Arm, int]]) -> None:
+        """Measure ``(arm, seed)`` calls in one parallel batch and add each run to its arm (the effects, which
+        depend on every arm's runs, are computed again on the next read)."""
         if not calls:
             return
         for (arm, _), (res, row) in zip(calls, self.measure(calls), strict=True):
@@ -229,6 +233,20 @@ class Search:
         that is measurably better leaves nothing to explain there."""
         g = self.gap(metric)
         return g is not None and g.low > 0.0
+
+    def _gap_summary(self, m: str) -> dict[str, Any]:
+        """The gap on metric ``m`` as the results state it: both sides' means, how much worse the candidate is
+        (in the metric's direction) with its interval, and whether the gap was measured at all."""
+        g = self.gap(m)
+        b, c = self._base_arms()
+        return {
+            "baseline": _mean(b.values(m)),
+            "candidate": _mean(c.values(m)),
+            "worse_by": g.point if g else None,
+            "low": g.low if g else None,
+            "high": g.high if g else None,
+            "measurable": bool(self._gap_known.get(m)),
+        }
 
     def _gap_note(self, metric: str) -> str:
         """Why ``metric``'s gap is not attributed, in one sentence."""
@@ -597,15 +615,9 @@ class Search:
         gaps = {}
         for m in self._metrics:
             g = self.gap(m)
-            b, c = self._base_arms()
             gaps[m] = {
-                "baseline": _mean(b.values(m)),
-                "candidate": _mean(c.values(m)),
-                "worse_by": g.point if g else None,
-                "low": g.low if g else None,
-                "high": g.high if g else None,
+                **self._gap_summary(m),
                 "direction": "higher" if self._sign.get(m, 1) > 0 else "lower",
-                "measurable": bool(self._gap_known.get(m)),
                 "better": g is not None and g.high < 0.0,
                 "note": "" if self._gap_known.get(m) else self._gap_note(m),
             }
@@ -752,23 +764,22 @@ def bench_attribution(quick: bool = False) -> list[dict[str, Any]]:
         findings = audits.run_audits(wb, list(SUBSYSTEMS))
         result = attribute(wb, findings)
     top = {m: (rows[0]["arm"] if rows else None) for m, rows in result.ranking.items()}
+
+    def runs_against_full_sweep(kind: str) -> dict[str, Any]:
+        """Runs the search spent (candidate) next to what the one-factor sweep would (baseline)."""
+        spent, sweep = result.spent[kind], result.spent[f"full_sweep_{kind}"]
+        return {
+            "name": f"attribution.{kind}",
+            "value": spent,
+            "unit": "runs",
+            "baseline": sweep,
+            "candidate": spent,
+            "ratio": spent / max(1, sweep),
+        }
+
     return [
-        {
-            "name": "attribution.runs",
-            "value": result.spent["runs"],
-            "unit": "runs",
-            "baseline": result.spent["full_sweep_runs"],
-            "candidate": result.spent["runs"],
-            "ratio": result.spent["runs"] / max(1, result.spent["full_sweep_runs"]),
-        },
-        {
-            "name": "attribution.variant_runs",
-            "value": result.spent["variant_runs"],
-            "unit": "runs",
-            "baseline": result.spent["full_sweep_variant_runs"],
-            "candidate": result.spent["variant_runs"],
-            "ratio": result.spent["variant_runs"] / max(1, result.spent["full_sweep_variant_runs"]),
-        },
+        runs_against_full_sweep("runs"),
+        runs_against_full_sweep("variant_runs"),
         {"name": "attribution.seconds", "value": result.spent["seconds"], "unit": "s"},
         {"name": "attribution.top_causes", "value": 0, "unit": "", "top": top},
     ]

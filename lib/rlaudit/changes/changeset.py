@@ -35,14 +35,14 @@ import io
 import itertools
 import os
 import re
-import shutil
-import subprocess
 import tempfile
 import tokenize
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+from rlaudit.gitcli import failure, have_git, run_git
 
 GIT_TIMEOUT = 120.0  # seconds per git command
 DOC_SUFFIXES = (".md", ".rst", ".adoc")
@@ -78,26 +78,13 @@ def git(
     Raises:
         ChangeSetError: git is not installed, or (with ``check``) the command failed (its message included).
     """
-    if shutil.which("git") is None:
+    if not have_git():
         raise ChangeSetError(
             "searching code changes needs the `git` command, which is not on PATH; install git"
         )
-    env = dict(os.environ)
-    env.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", LC_ALL="C")
-    env.pop("GIT_DIR", None)
-    env.pop("GIT_WORK_TREE", None)
-    env.update(extra_env or {})
-    proc = subprocess.run(
-        ["git", "-C", str(cwd), *args],
-        input=input,
-        capture_output=True,
-        timeout=GIT_TIMEOUT,
-        env=env,
-        check=False,
-    )
-    if check and proc.returncode not in (0,):
-        message = proc.stderr.decode("utf-8", "replace").strip() or proc.stdout.decode("utf-8", "replace")
-        raise ChangeSetError(f"`git {' '.join(args)}` failed in {cwd}: {message.strip()}")
+    proc = run_git(cwd, *args, input=input, timeout=GIT_TIMEOUT, extra_env=extra_env)
+    if check and proc.returncode != 0:
+        raise ChangeSetError(failure(cwd, args, proc))
     return proc.stdout
 
 
@@ -583,11 +570,7 @@ def history(root: str, base: str, head: str) -> tuple[list[str], str]:
     """
     if base == head:
         return [], "both sides are the same commit"
-    is_ancestor = subprocess.run(
-        ["git", "-C", root, "merge-base", "--is-ancestor", base, head],
-        capture_output=True,
-        timeout=GIT_TIMEOUT,
-    )
+    is_ancestor = run_git(root, "merge-base", "--is-ancestor", base, head, timeout=GIT_TIMEOUT)
     if is_ancestor.returncode != 0:
         return [], (
             f"{base[:7]} is not an ancestor of {head[:7]}: searched as one diff without history "

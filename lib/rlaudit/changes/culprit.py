@@ -398,14 +398,7 @@ class ChangeSearch(Search):
                 frame = self.arms[arm.frame]
                 if frame.n < k:
                     want(frame, k)
-        calls = [(arm, s) for arm in order for s in range(arm.n, target[arm.name])]
-        if not calls:
-            return
-        for (arm, _), (res, row) in zip(calls, self.measure(calls), strict=True):
-            arm.add(res, row)
-            self.runs_used += 1
-            self.cached_runs += int(bool(getattr(res, "cached", False)))
-        self._effects.clear()
+        self._add_runs([(arm, s) for arm in order for s in range(arm.n, target[arm.name])])
 
     def _undecided(self, arm: Arm) -> bool:
         if isinstance(arm, ChangeArm) and arm.unresolved:
@@ -504,34 +497,31 @@ class ChangeSearch(Search):
         self, hunks: Sequence[Hunk], *, base: str = "candidate", frame: str = "candidate"
     ) -> ChangeArm:
         """The arm reverting ``hunks`` from ``base`` (measured against ``frame``)."""
-        ids = tuple(sorted(h.id for h in hunks))
-        key = f"revert {_label(hunks)}" + ("" if base == "candidate" else f" from {base[:7]}")
-        if key not in self.arms:
-            target, why = self.targets.hybrid(base, hunks, reverse=True, label=key)
-            arm = ChangeArm(
-                name=key, target=target, kind="revert", base=base, hunks=ids, frame=frame, unresolved=why
-            )
-            self.arms[key] = arm
-            if why:
-                self._unresolved(arm, why)
-        return self.arms[key]  # type: ignore[return-value]
+        name = f"revert {_label(hunks)}" + ("" if base == "candidate" else f" from {base[:7]}")
+        return self._hybrid_arm(name, hunks, base=base, frame=frame, revert=True)
 
     def apply_arm(
         self, hunks: Sequence[Hunk], *, base: str = "baseline", frame: str = "baseline"
     ) -> ChangeArm:
         """The reverse check: ``hunks`` applied to ``base`` alone (its share: what it reproduces)."""
-        ids = tuple(sorted(h.id for h in hunks))
         name = f"apply {_label(hunks)}" + ("" if base == "baseline" else f" onto {base[:7]}")
+        return self._hybrid_arm(name, hunks, base=base, frame=frame, revert=False)
+
+    def _hybrid_arm(
+        self, name: str, hunks: Sequence[Hunk], *, base: str, frame: str, revert: bool
+    ) -> ChangeArm:
+        """The arm (made once per name) of the hybrid subject ``base`` with ``hunks`` reverted, or applied; a
+        hybrid that cannot be built is unresolved from the start."""
         if name not in self.arms:
-            target, why = self.targets.hybrid(base, hunks, reverse=False, label=name)
+            target, why = self.targets.hybrid(base, hunks, reverse=revert, label=name)
             arm = ChangeArm(
                 name=name,
                 target=target,
-                kind="apply",
+                kind="revert" if revert else "apply",
                 base=base,
-                hunks=ids,
+                hunks=tuple(sorted(h.id for h in hunks)),
                 frame=frame,
-                reproduce=True,
+                reproduce=not revert,
                 unresolved=why,
             )
             self.arms[name] = arm
@@ -822,28 +812,15 @@ class ChangeSearch(Search):
         and outside ``group`` (the split that broke the hybrid); None when there is none."""
         inside = {h.id for h in _flat(group)}
         units = [list(u) for u in parent]
-        comp = list(range(len(units)))
-
-        def find(x: int) -> int:
-            while comp[x] != x:
-                comp[x] = comp[comp[x]]
-                x = comp[x]
-            return x
-
-        for a in range(len(units)):
-            for b in range(a + 1, len(units)):
-                if any(linked(x, y) for x in units[a] for y in units[b]):
-                    comp[find(a)] = find(b)
-        members: dict[int, list[int]] = {}
-        for i in range(len(units)):
-            members.setdefault(find(i), []).append(i)
+        sets = _connected(len(units), lambda a, b: any(linked(x, y) for x in units[a] for y in units[b]))
+        set_of = {i: members for members in sets for i in members}
         merged: list[list[Hunk]] = []
         done: set[int] = set()
         changed = False
         for i, unit in enumerate(units):
             if i in done:
                 continue
-            group_of = members[find(i)]
+            group_of = set_of[i]
             sides = {any(h.id in inside for h in units[k]) for k in group_of}
             if len(group_of) > 1 and sides == {True, False}:
                 merged.append([h for k in group_of for h in units[k]])
@@ -1114,18 +1091,7 @@ class ChangeSearch(Search):
             return (order, 0 if on_primary else 1, -(e.point if on_primary and e else c.best()))
 
         self.culprits.sort(key=rank)
-        gaps: dict[str, dict[str, Any]] = {}
-        b, c = self._base_arms()
-        for m in metrics:
-            g = self.gap(m)
-            gaps[m] = {
-                "baseline": _mean(b.values(m)),
-                "candidate": _mean(c.values(m)),
-                "worse_by": g.point if g else None,
-                "low": g.low if g else None,
-                "high": g.high if g else None,
-                "measurable": bool(self._gap_known.get(m)),
-            }
+        gaps = {m: self._gap_summary(m) for m in metrics}
         commits = []
         for k, commit in enumerate(self.cs.commits, start=1):
             verdict, why = self.commit_verdicts.get(k, ("not searched", ""))
@@ -1214,10 +1180,10 @@ def _halves(units: Sequence[Any]) -> tuple[list[Any], list[Any]]:
     return list(units[:half]), list(units[half:])
 
 
-def _components(hunks: Sequence[Hunk]) -> list[list[Hunk]]:
-    """``hunks`` grouped into sets that name each other (:func:`~rlaudit.changes.changeset.linked`,
-    transitively), each set in the order of ``hunks``, sets in the order of their first hunk."""
-    parent = list(range(len(hunks)))
+def _connected(n: int, related: Callable[[int, int], bool]) -> list[list[int]]:
+    """The indices ``0..n-1`` grouped into connected components of ``related`` (union-find over every pair),
+    each component in index order, components in the order of their first index."""
+    parent = list(range(n))
 
     def find(x: int) -> int:
         while parent[x] != x:
@@ -1225,14 +1191,23 @@ def _components(hunks: Sequence[Hunk]) -> list[list[Hunk]]:
             x = parent[x]
         return x
 
-    for a in range(len(hunks)):
-        for b in range(a + 1, len(hunks)):
-            if linked(hunks[a], hunks[b]):
+    for a in range(n):
+        for b in range(a + 1, n):
+            if related(a, b):
                 parent[find(a)] = find(b)
-    groups: dict[int, list[Hunk]] = {}
-    for i, h in enumerate(hunks):
-        groups.setdefault(find(i), []).append(h)
+    groups: dict[int, list[int]] = {}
+    for i in range(n):
+        groups.setdefault(find(i), []).append(i)
     return list(groups.values())
+
+
+def _components(hunks: Sequence[Hunk]) -> list[list[Hunk]]:
+    """``hunks`` grouped into sets that name each other (:func:`~rlaudit.changes.changeset.linked`,
+    transitively), each set in the order of ``hunks``, sets in the order of their first hunk."""
+    return [
+        [hunks[i] for i in members]
+        for members in _connected(len(hunks), lambda a, b: linked(hunks[a], hunks[b]))
+    ]
 
 
 def _chunks(units: Sequence[Any], n: int) -> list[list[Any]]:
@@ -1268,11 +1243,6 @@ def _digest(hunks: Sequence[Hunk]) -> str:
 def _first_line(error: Any) -> str:
     text = str(error) if error is not None else "failed"
     return text.strip().splitlines()[0][:300] if text.strip() else "failed"
-
-
-def _mean(values: np.ndarray) -> float | None:
-    ok = values[~np.isnan(values)]
-    return float(ok.mean()) if ok.size else None
 
 
 def _effects_text(effects: dict[str, dict[str, float]]) -> str:

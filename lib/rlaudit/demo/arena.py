@@ -66,9 +66,9 @@ from rlaudit.demo.curriculum import (
     RandomCurriculum,
     SumTree,
     TaskFamily,
-    dataclass_from_dict,
     make_curriculum,
 )
+from rlaudit.demo.sections import ConfigSection
 
 __all__ = [
     "ACTION_NAMES",
@@ -107,8 +107,10 @@ _INVENTORY_FEATURES: tuple[str, ...] = ("ore", "battery", "altar_cost", "has_ore
 
 
 @dataclass
-class ArenaConfig:
+class ArenaConfig(ConfigSection):
     """The environment (the ``env`` config section). Map fields describe the map used without a curriculum."""
+
+    section: ClassVar[str] = "env"
 
     size: int = 7  # side of the square interior, in cells (a border wall surrounds it)
     mines: int = 2  # mines on the map: moving into one gives 1 ore
@@ -158,15 +160,6 @@ class ArenaConfig:
         self.desync_episodes = bool(self.desync_episodes)
         self.compass = bool(self.compass)
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-serializable copy of the fields."""
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ArenaConfig:
-        """Build from a (possibly partial) dict; unknown keys raise ``ValueError`` naming them."""
-        return dataclass_from_dict(cls, d, "env")
-
     def family(self) -> TaskFamily:
         """The one-task family of this config's own map."""
         return TaskFamily.single(
@@ -182,12 +175,14 @@ def _require_int(cfg: ArenaConfig, name: str, minimum: int) -> None:
 
 
 @dataclass(frozen=True)
-class ArenaImpl:
+class ArenaImpl(ConfigSection):
     """Code paths of the arena and its curriculum. The defaults are the correct behavior.
 
     These are *code* changes (the fault catalog's regressions), deliberately kept out of :class:`ArenaConfig`:
     an audit that compares configs cannot see them, only their effects.
     """
+
+    section: ClassVar[str] = "arena impl"
 
     # Case 001: whenever any sub-environment resets, every static buffer is reallocated and recomputed, the
     # state of every map copied over and its derived data recomputed, and the resetting environments'
@@ -200,11 +195,6 @@ class ArenaImpl:
     curriculum_full_scan: bool = False
     # Case 004: a label entry per episode, never pruned.
     label_dict_growth: bool = False
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ArenaImpl:
-        """Build from a dict of field values; unknown names raise ``ValueError``."""
-        return dataclass_from_dict(cls, d, "arena impl")
 
 
 class ArenaVecEnv(VectorEnv):

@@ -59,6 +59,13 @@ def _warm_up(cfg: dict[str, Any]) -> None:
         rec.close()
 
 
+def _warmed_up(updates: int) -> tuple[dict[str, Any], int]:
+    """The default config, after a warm-up run of it, and the steps of ``updates`` rollouts."""
+    cfg = _config()
+    _warm_up(cfg)
+    return cfg, updates * cfg["trainer"]["num_envs"] * cfg["trainer"]["num_steps"]
+
+
 def _result(name: str, values: list[float], unit: str, **extra: Any) -> dict[str, Any]:
     return {
         "name": name,
@@ -100,12 +107,9 @@ def bench_trainer(quick: bool = False) -> list[dict[str, Any]]:
     """
     from rlaudit.recorder import Recorder
 
-    cfg = _config()
+    cfg, steps = _warmed_up(updates=8 if quick else 40)
     t = cfg["trainer"]
-    batch = t["num_envs"] * t["num_steps"]
-    steps = batch * (8 if quick else 40)
     repeats = 2 if quick else 3
-    _warm_up(cfg)
     sps, sps_cpu, phases, loop_seconds = [], [], {}, []
     for i in range(repeats):
         with tempfile.TemporaryDirectory(prefix="rlaudit-bench-") as tmp:
@@ -309,12 +313,8 @@ def bench_recorder(quick: bool = False) -> list[dict[str, Any]]:
     """
     from rlaudit.recorder import NullRecorder, Recorder
 
-    cfg = _config()
-    t = cfg["trainer"]
-    batch = t["num_envs"] * t["num_steps"]
-    steps = batch * (6 if quick else 25)
+    cfg, steps = _warmed_up(updates=6 if quick else 25)
     repeats = 3 if quick else 5
-    _warm_up(cfg)
     null, null_cpu, rec, rec_cpu = [], [], [], []
     for i in range(repeats):
         arms = [("null", NullRecorder), ("rec", Recorder)]

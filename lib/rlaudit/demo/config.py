@@ -16,35 +16,35 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, ClassVar
 
 from rlaudit.demo.arena import ArenaConfig, CurriculumConfig
-
-T = TypeVar("T")
+from rlaudit.demo.sections import ConfigSection
 
 SCHEDULE_KINDS = ("constant", "linear", "cosine")
 
 
 @dataclass
-class AgentConfig:
+class AgentConfig(ConfigSection):
     """The actor-critic network (:class:`rlaudit.demo.agent.Agent`)."""
+
+    section: ClassVar[str] = "agent"
 
     hidden_size: int = 64  # width of every hidden layer, in both actor and critic
     num_layers: int = 2  # hidden layers per network (actor and critic are separate MLPs)
     activation: str = "tanh"  # hidden nonlinearity: tanh | relu
     ortho_init: bool = True  # PPO init: orthogonal, gain sqrt(2) hidden / 0.01 policy / 1.0 value, zero bias
 
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> AgentConfig:
-        return _from_dict(cls, d, "agent")
+    def validate(self) -> None:
+        if self.activation not in ("tanh", "relu"):
+            raise ValueError(f"agent.activation must be tanh or relu, got {self.activation!r}")
 
 
 @dataclass
-class TrainerConfig:
+class TrainerConfig(ConfigSection):
     """PPO rollout and update settings (CleanRL names)."""
+
+    section: ClassVar[str] = "trainer"
 
     num_envs: int = 256  # parallel environments in the vector env
     num_steps: int = 16  # steps per environment per rollout (batch = num_envs * num_steps)
@@ -71,17 +71,27 @@ class TrainerConfig:
     checkpoint_interval: int = 25  # save a checkpoint every this many updates (and after the last one)
     torch_threads: int = 1  # torch intra-op threads while training
 
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> TrainerConfig:
-        return _from_dict(cls, d, "trainer")
+    def validate(self) -> None:
+        for name in ("lr_schedule", "ent_schedule", "clip_schedule"):
+            kind = getattr(self, name)
+            if kind not in SCHEDULE_KINDS:
+                raise ValueError(f"trainer.{name} must be one of {SCHEDULE_KINDS}, got {kind!r}")
+        for name in ("num_envs", "num_steps", "update_epochs", "num_minibatches", "checkpoint_interval"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"trainer.{name} must be >= 1, got {getattr(self, name)!r}")
+        if self.num_envs * self.num_steps < 2 * self.num_minibatches:
+            raise ValueError(
+                f"trainer batch num_envs*num_steps={self.num_envs * self.num_steps} is too small for "
+                f"num_minibatches={self.num_minibatches} (each minibatch needs >= 2 samples for advantage "
+                "normalization); raise num_steps or lower num_minibatches"
+            )
 
 
 @dataclass
-class OptimizerConfig:
+class OptimizerConfig(ConfigSection):
     """The optimizer (Adam, as in the PPO reference code)."""
+
+    section: ClassVar[str] = "optimizer"
 
     name: str = "adam"  # optimizer: adam (the only one the demo trainer builds)
     lr: float = 5e-3  # learning rate at the start of training (annealed by trainer.anneal_lr)
@@ -89,29 +99,27 @@ class OptimizerConfig:
     betas: list[float] = field(default_factory=lambda: [0.9, 0.999])  # Adam (beta1, beta2)
     weight_decay: float = 0.0  # L2 penalty added by Adam
 
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> OptimizerConfig:
-        return _from_dict(cls, d, "optimizer")
+    def validate(self) -> None:
+        if self.name != "adam":
+            raise ValueError(
+                f"optimizer.name must be 'adam' (the only one the demo builds), got {self.name!r}"
+            )
+        if self.betas is not None:
+            if len(self.betas) != 2:
+                raise ValueError(f"optimizer.betas must be [beta1, beta2], got {self.betas!r}")
+            self.betas = [float(b) for b in self.betas]
 
 
 @dataclass
-class LoggingConfig:
+class LoggingConfig(ConfigSection):
     """What the trainer reports and where."""
+
+    section: ClassVar[str] = "logging"
 
     log_interval: int = 1  # write scalars every this many updates
     return_window: int = 100  # charts/episodic_return and env/* average the last this many episodes
     tensorboard: bool = True  # write TensorBoard events to <run_dir>/tb
     run_dir: str = ""  # where TensorBoard events and checkpoints go without a recorder ("": nowhere)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> LoggingConfig:
-        return _from_dict(cls, d, "logging")
 
 
 @dataclass
@@ -127,80 +135,21 @@ class DemoConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """A nested, JSON-serializable dict (``json.loads(json.dumps(d)) == d``)."""
-        return {
-            "env": self.env.to_dict(),
-            "curriculum": self.curriculum.to_dict(),
-            "agent": self.agent.to_dict(),
-            "trainer": self.trainer.to_dict(),
-            "optimizer": self.optimizer.to_dict(),
-            "logging": self.logging.to_dict(),
-        }
+        return {f.name: getattr(self, f.name).to_dict() for f in dataclasses.fields(self)}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> DemoConfig:
         """Build from a (possibly partial) nested dict; unknown sections or keys raise ``ValueError``."""
         if not isinstance(d, dict):
             raise TypeError(f"config must be a dict of sections, got {type(d).__name__}")
-        sections = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(d) - sections)
+        sections = {f.name: f.default_factory for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - set(sections))
         if unknown:
             raise ValueError(
                 f"unknown config section(s) {unknown}; expected some of {sorted(sections)}. "
                 "Check the spelling or remove them."
             )
-        return cls(
-            env=ArenaConfig.from_dict(d.get("env", {})),
-            curriculum=CurriculumConfig.from_dict(d.get("curriculum", {})),
-            agent=AgentConfig.from_dict(d.get("agent", {})),
-            trainer=TrainerConfig.from_dict(d.get("trainer", {})),
-            optimizer=OptimizerConfig.from_dict(d.get("optimizer", {})),
-            logging=LoggingConfig.from_dict(d.get("logging", {})),
-        )
+        return cls(**{name: section.from_dict(d.get(name, {})) for name, section in sections.items()})  # type: ignore[attr-defined]
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
-
-
-def _from_dict(cls: type[T], d: dict[str, Any], section: str) -> T:
-    """Strict dataclass construction: unknown keys are an error that names them and the known ones."""
-    if not isinstance(d, dict):
-        raise TypeError(f"config section {section!r} must be a dict, got {type(d).__name__}")
-    known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    unknown = sorted(set(d) - known)
-    if unknown:
-        raise ValueError(
-            f"unknown key(s) {unknown} in config section {section!r}; known keys: {sorted(known)}. "
-            "Check the spelling (a typo would otherwise fall back to the default silently)."
-        )
-    values = dict(d)
-    if cls is OptimizerConfig and values.get("betas") is not None:
-        values["betas"] = [float(b) for b in values["betas"]]
-    obj = cls(**values)
-    _validate(obj, section)
-    return obj
-
-
-def _validate(obj: Any, section: str) -> None:
-    if isinstance(obj, TrainerConfig):
-        for name in ("lr_schedule", "ent_schedule", "clip_schedule"):
-            kind = getattr(obj, name)
-            if kind not in SCHEDULE_KINDS:
-                raise ValueError(f"trainer.{name} must be one of {SCHEDULE_KINDS}, got {kind!r}")
-        for name in ("num_envs", "num_steps", "update_epochs", "num_minibatches", "checkpoint_interval"):
-            if int(getattr(obj, name)) < 1:
-                raise ValueError(f"trainer.{name} must be >= 1, got {getattr(obj, name)!r}")
-        if obj.num_envs * obj.num_steps < 2 * obj.num_minibatches:
-            raise ValueError(
-                f"trainer batch num_envs*num_steps={obj.num_envs * obj.num_steps} is too small for "
-                f"num_minibatches={obj.num_minibatches} (each minibatch needs >= 2 samples for advantage "
-                "normalization); raise num_steps or lower num_minibatches"
-            )
-    elif isinstance(obj, OptimizerConfig):
-        if obj.name != "adam":
-            raise ValueError(
-                f"optimizer.name must be 'adam' (the only one the demo builds), got {obj.name!r}"
-            )
-        if obj.betas is not None and len(obj.betas) != 2:
-            raise ValueError(f"optimizer.betas must be [beta1, beta2], got {obj.betas!r}")
-    elif isinstance(obj, AgentConfig) and obj.activation not in ("tanh", "relu"):
-        raise ValueError(f"agent.activation must be tanh or relu, got {obj.activation!r}")

@@ -20,12 +20,13 @@ label entry per episode that is never pruned.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
+
+from rlaudit.demo.sections import ConfigSection
 
 if TYPE_CHECKING:
     from rlaudit.demo.arena import ArenaImpl
@@ -36,30 +37,6 @@ T = TypeVar("T")
 TASK_FIELDS: tuple[str, ...] = ("size", "mines", "generators", "altars", "walls", "altar_cost")
 
 CURRICULUM_KINDS: tuple[str, ...] = ("learning_progress", "random", "none")
-
-
-def dataclass_from_dict(cls: type[T], d: dict[str, Any], section: str) -> T:
-    """Build dataclass ``cls`` from ``d``, rejecting keys it does not know.
-
-    Args:
-        cls: A dataclass type.
-        d: Field values; missing fields keep their defaults.
-        section: The config section's name, used in error messages.
-
-    Raises:
-        TypeError: ``d`` is not a dict.
-        ValueError: ``d`` has keys ``cls`` does not define (named, with the known keys).
-    """
-    if not isinstance(d, dict):
-        raise TypeError(f"config section {section!r} must be a dict, got {type(d).__name__}")
-    known = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
-    unknown = sorted(set(d) - set(known))
-    if unknown:
-        raise ValueError(
-            f"unknown key(s) {unknown} in config section {section!r}; known keys: {sorted(known)}. "
-            "Check the spelling: a typo would otherwise fall back to the default silently."
-        )
-    return cls(**d)
 
 
 def _int_list(name: str, values: Any, minimum: int) -> list[int]:
@@ -77,8 +54,10 @@ def _int_list(name: str, values: Any, minimum: int) -> list[int]:
 
 
 @dataclass
-class CurriculumConfig:
+class CurriculumConfig(ConfigSection):
     """How each reset chooses its map variant (the ``curriculum`` config section)."""
+
+    section: ClassVar[str] = "curriculum"
 
     kind: str = "learning_progress"  # learning_progress | random | none (always the env section's own map)
     max_tasks: int = 1024  # slots in the task pool (its capacity); the family's tasks fill the first ones
@@ -109,15 +88,6 @@ class CurriculumConfig:
         self.altars = _int_list("altars", self.altars, 1)
         self.walls = _int_list("walls", self.walls, 0)
         self.altar_costs = _int_list("altar_costs", self.altar_costs, 1)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-serializable copy of the fields."""
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> CurriculumConfig:
-        """Build from a (possibly partial) dict; unknown keys raise ``ValueError`` naming them."""
-        return dataclass_from_dict(cls, d, "curriculum")
 
 
 class TaskFamily:

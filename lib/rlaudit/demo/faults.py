@@ -51,13 +51,9 @@ class Fault:
     overrides: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, str]:
+        """The catalog entry as ``rlaudit faults`` lists it: the text fields, not the code paths it switches."""
         return {
-            "id": self.id,
-            "subsystem": self.subsystem,
-            "description": self.description,
-            "case": self.case,
-            "kind": self.kind,
-            "effect": self.effect,
+            name: getattr(self, name) for name in ("id", "subsystem", "description", "case", "kind", "effect")
         }
 
 

@@ -686,6 +686,15 @@ def _write_scalars(writer: Any, step: int, scalars: Mapping[str, float], impl: P
 # -- training ---------------------------------------------------------------------------------------------------
 
 
+def _agent_input(raw_obs: np.ndarray, obs_rms: RunningMeanStd, tc: TrainerConfig) -> np.ndarray:
+    """What the agent sees of raw observations ``(num_envs, obs_dim)``: with ``normalize_obs``, normalized by
+    the running statistics after they are updated with these observations; otherwise the observations."""
+    if not tc.normalize_obs:
+        return raw_obs
+    obs_rms.update(raw_obs)
+    return obs_rms.normalize(raw_obs, tc.obs_clip)
+
+
 def train(
     config: Mapping[str, Any] | DemoConfig,
     steps: int,
@@ -767,11 +776,7 @@ def train(
         else:
             raw_obs, _ = envs.reset(seed=seed)
             raw_obs = np.asarray(raw_obs, dtype=np.float32).reshape(num_envs, obs_dim)
-            if tc.normalize_obs:
-                obs_rms.update(raw_obs)
-                next_obs = obs_rms.normalize(raw_obs, tc.obs_clip)
-            else:
-                next_obs = raw_obs
+            next_obs = _agent_input(raw_obs, obs_rms, tc)
             next_done = np.zeros(num_envs, dtype=np.float32)
 
         rec.watch(agent, optimizer)
@@ -820,11 +825,7 @@ def train(
                     with rec.phase("env"):
                         raw_obs, reward, terminated, truncated, info = envs.step(actions[step])
                     raw_obs = np.asarray(raw_obs, dtype=np.float32).reshape(num_envs, obs_dim)
-                    if tc.normalize_obs:
-                        obs_rms.update(raw_obs)
-                        next_obs = obs_rms.normalize(raw_obs, tc.obs_clip)
-                    else:
-                        next_obs = raw_obs
+                    next_obs = _agent_input(raw_obs, obs_rms, tc)
                     rewards[step] = reward
                     done = np.logical_or(terminated, truncated)
                     next_done = done.astype(np.float32)

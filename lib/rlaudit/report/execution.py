@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rlaudit.findings import Evidence, Finding, Severity, Status, load_findings, save_findings
+from rlaudit.findings import Finding, Status, load_findings, save_findings
 from rlaudit.report.overview import subsystem_of
 
 if TYPE_CHECKING:
@@ -317,20 +317,15 @@ def settle(run: NotebookRun, parameters: Mapping[str, Any]) -> NotebookRun:
             run.error = f"papermill exited with code {run.returncode} (kernel died or failed to start)"
             details = {"log_tail": tail}
         details["log"] = str(run.log)
-        finding = Finding(
-            id=f"{subsystem}/notebook-failed",
-            subsystem=subsystem,
-            hypothesis=f"The {run.name} notebook runs to the end",
-            status=Status.ERROR,
-            severity=Severity.INFO,
-            evidence=Evidence(
-                summary=f"notebook {run.name} failed in {run.error}",
-                details={**details, "traceback": details.get("traceback") or details.get("log_tail", "")},
-            ),
-            remediation=(
-                f"Open {run.html.name} to see the failing cell (its traceback is in the evidence); fix the cell or "
-                f"the audit it calls, then rerun `rlaudit report --notebooks {run.name}`."
-            ),
+        finding = Finding.about_the_audit(
+            f"{subsystem}/notebook-failed",
+            subsystem,
+            f"The {run.name} notebook runs to the end",
+            Status.ERROR,
+            f"notebook {run.name} failed in {run.error}",
+            {**details, "traceback": details.get("traceback") or details.get("log_tail", "")},
+            f"Open {run.html.name} to see the failing cell (its traceback is in the evidence); fix the cell or "
+            f"the audit it calls, then rerun `rlaudit report --notebooks {run.name}`.",
             notebook=run.name,
         )
         run.outcome = "failed"
@@ -339,20 +334,15 @@ def settle(run: NotebookRun, parameters: Mapping[str, Any]) -> NotebookRun:
         return run
     if not run.findings_path.exists() or run.outcome == "no findings":
         reason = run.error or f"{run.findings_path} is missing"
-        finding = Finding(
-            id=f"{subsystem}/findings-missing",
-            subsystem=subsystem,
-            hypothesis=f"The {run.name} notebook saves its findings",
-            status=Status.ERROR,
-            severity=Severity.INFO,
-            evidence=Evidence(
-                summary=f"notebook {run.name} ran but saved no findings ({reason})",
-                details={"expected": str(run.findings_path), "log": str(run.log)},
-            ),
-            remediation=(
-                "End the notebook with a cell that calls `session.finish()` and keep the `findings_dir` "
-                "parameter in its parameters cell (see docs/NOTEBOOK_TEMPLATE.md)."
-            ),
+        finding = Finding.about_the_audit(
+            f"{subsystem}/findings-missing",
+            subsystem,
+            f"The {run.name} notebook saves its findings",
+            Status.ERROR,
+            f"notebook {run.name} ran but saved no findings ({reason})",
+            {"expected": str(run.findings_path), "log": str(run.log)},
+            "End the notebook with a cell that calls `session.finish()` and keep the `findings_dir` "
+            "parameter in its parameters cell (see docs/NOTEBOOK_TEMPLATE.md).",
             notebook=run.name,
         )
         run.outcome = "no findings"
