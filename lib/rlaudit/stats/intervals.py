@@ -1,0 +1,547 @@
+"""Bootstrap intervals: the resampling engine (percentile and BCa), intervals of one sample, of a difference
+(unpaired and paired by seed) and of a ratio, the interquartile mean, and the share of a gap a variant restores.
+
+Every random draw takes an explicit ``seed`` (an int or a ``np.random.Generator``), so every interval
+reproduces to the last digit. Intervals come back as :class:`Interval` ``(point, low, high)``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Required, TypedDict, Unpack
+
+import numpy as np
+
+if TYPE_CHECKING:
+    pass
+
+Seed = int | np.random.Generator
+Method = Literal["percentile", "bca"]
+
+# Resampled values held in memory at once; bootstraps over long arrays are done in chunks of this size so
+# that 2000 resamples of 100k episode returns do not allocate gigabytes. Chunking does not change results.
+_CHUNK_ELEMENTS = 2_000_000
+
+
+class Interval(NamedTuple):
+    """A point estimate with a confidence interval; unpacks as ``point, low, high``."""
+
+    point: float
+    low: float
+    high: float
+
+
+class Resampling(TypedDict, total=False):
+    """How a bootstrap resamples: the keyword arguments every bootstrap interval here takes.
+
+    Attributes:
+        n_boot: Number of resamples (default 2000).
+        level: Coverage of the interval, in (0, 1) (default 0.95).
+        method: ``"percentile"`` (default) or ``"bca"`` (bias-corrected and accelerated, Efron 1987).
+        seed: Seed or generator of the resampling; required, so that every interval reproduces.
+    """
+
+    n_boot: int
+    level: float
+    method: Method
+    seed: Required[Seed]
+
+
+def as_generator(seed: Seed) -> np.random.Generator:
+    """Turn an int seed into a generator; pass a generator through unchanged.
+
+    Raises:
+        TypeError: ``seed`` is None or another type, since an implicit seed would make intervals
+            irreproducible.
+    """
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if isinstance(seed, int | np.integer) and not isinstance(seed, bool):
+        return np.random.default_rng(int(seed))
+    raise TypeError(
+        f"seed must be an int or a np.random.Generator, got {seed!r}; "
+        "pass e.g. seed=0 so that the interval reproduces"
+    )
+
+
+def _as_1d(x: Any, name: str, *, min_len: int = 1) -> np.ndarray:
+    arr = np.asarray(x, dtype=float)
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array (one value per run), got shape {arr.shape}")
+    if arr.shape[0] < min_len:
+        raise ValueError(f"{name} needs at least {min_len} value(s), got {arr.shape[0]}")
+    return arr
+
+
+def _check_level(level: float) -> float:
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), e.g. 0.95, got {level}")
+    return float(level)
+
+
+def _percentiles(draws: np.ndarray, level: float) -> tuple[float, float]:
+    """The central ``level`` interval of resampled values ``draws`` (B,); NaN bounds when there are none."""
+    if draws.size == 0:
+        return math.nan, math.nan
+    alpha = 1.0 - level
+    low, high = np.quantile(draws, [alpha / 2, 1 - alpha / 2])
+    return float(low), float(high)
+
+
+def _accepts_axis(stat: Callable[..., Any]) -> bool:
+    try:
+        return "axis" in inspect.signature(stat).parameters
+    except (TypeError, ValueError):  # builtins and some C functions have no signature
+        return False
+
+
+def _apply(stat: Callable[..., Any], data: np.ndarray) -> np.ndarray:
+    """Apply ``stat`` to each row: ``data`` (B, n, ...) -> (B, ...)."""
+    if _accepts_axis(stat):
+        return np.asarray(stat(data, axis=1), dtype=float)
+    return np.asarray([stat(row) for row in data], dtype=float)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The bootstrap engine
+# ----------------------------------------------------------------------------------------------------------
+
+
+def _bootstrap(
+    samples: Sequence[np.ndarray],
+    combine: Callable[[list[np.ndarray]], np.ndarray],
+    *,
+    paired: bool,
+    n_boot: int = 2000,
+    level: float = 0.95,
+    method: Method = "percentile",
+    seed: Seed,
+) -> Interval:
+    """Bootstrap a statistic of one or more samples.
+
+    Args:
+        samples: Arrays of shape (n_j, ...); resampling is along axis 0.
+        combine: Maps a list of batched samples, each (B, n_j, ...), to the statistic, shape (B,).
+        paired: Resample the same indices in every sample (all must have the same n).
+        n_boot: Number of bootstrap resamples.
+        level: Coverage of the interval, e.g. 0.95.
+        method: ``"percentile"`` or ``"bca"`` (bias-corrected and accelerated, Efron 1987).
+        seed: Seed or generator for the resampling.
+    """
+    rng = as_generator(seed)
+    level = _check_level(level)
+    if n_boot < 1:
+        raise ValueError(f"n_boot must be a positive number of resamples, got {n_boot}")
+    if method not in ("percentile", "bca"):
+        raise ValueError(f"method must be 'percentile' or 'bca', got {method!r}")
+    sizes = [s.shape[0] for s in samples]
+    if paired and len(set(sizes)) > 1:
+        raise ValueError(f"paired samples must have equal lengths (one value per seed), got {sizes}")
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        point = float(combine([s[np.newaxis] for s in samples])[0])
+        per_row = max(1, sum(int(np.prod(s.shape)) for s in samples))
+        chunk = max(1, _CHUNK_ELEMENTS // per_row)
+        boots = []
+        for start in range(0, n_boot, chunk):
+            b = min(chunk, n_boot - start)
+            if paired:
+                idx = rng.integers(0, sizes[0], size=(b, sizes[0]))
+                batch = [s[idx] for s in samples]
+            else:
+                batch = [s[rng.integers(0, n, size=(b, n))] for s, n in zip(samples, sizes, strict=True)]
+            boots.append(np.asarray(combine(batch), dtype=float).reshape(b))
+        theta = np.concatenate(boots)
+
+    finite = theta[np.isfinite(theta)]
+    if finite.size == 0 or not math.isfinite(point):
+        return Interval(point, math.nan, math.nan)
+    if method == "percentile" or np.all(finite == finite[0]):
+        return Interval(point, *_percentiles(finite, level))
+    alpha = 1.0 - level
+    z0 = _bias_correction(finite, point)
+    accel = _acceleration(samples, combine, paired=paired)
+    from scipy.stats import norm
+
+    quantiles = []
+    for z_alpha in (norm.ppf(alpha / 2), norm.ppf(1 - alpha / 2)):
+        shifted = z0 + z_alpha
+        quantiles.append(float(norm.cdf(z0 + shifted / (1 - accel * shifted))))
+    low, high = np.quantile(finite, quantiles)
+    return Interval(point, float(low), float(high))
+
+
+def _bias_correction(theta: np.ndarray, point: float) -> float:
+    from scipy.stats import norm
+
+    b = theta.shape[0]
+    # Ties count half, so discrete statistics (medians of integer data) are not biased by the tie rule.
+    prop = (np.sum(theta < point) + 0.5 * np.sum(theta == point)) / b
+    prop = min(max(prop, 0.5 / b), 1 - 0.5 / b)
+    return float(norm.ppf(prop))
+
+
+def _leave_one_out(n: int, rows: np.ndarray) -> np.ndarray:
+    """Index matrix (len(rows), n - 1): row k lists 0..n-1 without ``rows[k]``."""
+    base = np.arange(n - 1)
+    return base[np.newaxis, :] + (base[np.newaxis, :] >= rows[:, np.newaxis])
+
+
+def _acceleration(
+    samples: Sequence[np.ndarray], combine: Callable[[list[np.ndarray]], np.ndarray], *, paired: bool
+) -> float:
+    """BCa acceleration from jackknife values; several independent samples are jackknifed one at a time.
+
+    For k samples this is the multi-sample formula used by ``scipy.stats.bootstrap``:
+    ``a = sum_j sum_i U_ji^3 / n_j^3 / (6 (sum_j sum_i U_ji^2 / n_j^2)^1.5)``, ``U_ji = (n_j - 1)(mean_j - t_ji)``.
+    """
+    groups: list[np.ndarray] = []
+    sizes: list[int] = []
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if paired:
+            n = samples[0].shape[0]
+            if n < 2:
+                return 0.0
+            values = []
+            per_row = max(1, sum(int(np.prod(s.shape)) for s in samples))
+            step = max(1, _CHUNK_ELEMENTS // per_row)
+            for start in range(0, n, step):
+                idx = _leave_one_out(n, np.arange(start, min(n, start + step)))
+                values.append(combine([s[idx] for s in samples]))
+            groups.append(np.concatenate(values))
+            sizes.append(n)
+        else:
+            for j, sample in enumerate(samples):
+                n = sample.shape[0]
+                if n < 2:
+                    continue
+                step = max(1, _CHUNK_ELEMENTS // max(1, int(np.prod(sample.shape))))
+                values = []
+                for start in range(0, n, step):
+                    idx = _leave_one_out(n, np.arange(start, min(n, start + step)))
+                    k = idx.shape[0]
+                    batch = [
+                        s[idx] if i == j else np.broadcast_to(s[np.newaxis], (k, *s.shape))
+                        for i, s in enumerate(samples)
+                    ]
+                    values.append(combine(batch))
+                groups.append(np.concatenate(values))
+                sizes.append(n)
+    num = 0.0
+    den = 0.0
+    for values, n in zip(groups, sizes, strict=True):
+        values = values[np.isfinite(values)]
+        if values.size == 0:
+            continue
+        u = (n - 1) * (values.mean() - values)
+        num += float(np.sum(u**3)) / n**3
+        den += float(np.sum(u**2)) / n**2
+    if den <= 0.0:
+        return 0.0
+    return num / (6.0 * den**1.5)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Bootstrap intervals
+# ----------------------------------------------------------------------------------------------------------
+
+
+def bootstrap_ci(
+    x: Any,
+    stat: Callable[..., Any] = np.mean,
+    **resampling: Unpack[Resampling],
+) -> Interval:
+    """Bootstrap confidence interval of a statistic of one sample.
+
+    Args:
+        x: Values, shape (n,), e.g. final returns of n seeds.
+        stat: Statistic of a 1-D array. Functions that take ``axis`` (``np.mean``, ``np.median``,
+            :func:`iqm`) are applied to all resamples at once; others are called per resample.
+        resampling: ``n_boot``, ``level``, ``method`` and ``seed`` (required: intervals must reproduce), see
+            :class:`Resampling`.
+
+    Returns:
+        ``Interval(point, low, high)`` where ``point = stat(x)``.
+    """
+    arr = _as_1d(x, "x")
+    return _bootstrap(
+        [arr],
+        lambda xs: _apply(stat, xs[0]),
+        paired=False,
+        **resampling,
+    )
+
+
+def bootstrap_diff(
+    a: Sequence[float],
+    b: Sequence[float],
+    stat: Callable[[np.ndarray], float] = np.mean,
+    *,
+    n_boot: int = 2000,
+    level: float = 0.95,
+    seed: int,
+) -> Interval:
+    """Interval of ``stat(a) - stat(b)`` for two independent samples (each resampled on its own).
+
+    Args:
+        a: Sample A, shape (n,) (e.g. the candidate's episode lengths).
+        b: Sample B, shape (m,).
+        stat: Statistic of a 1-D array.
+        seed: Seed of the resampling (intervals reproduce to the last digit).
+
+    Returns:
+        ``Interval(stat(a) - stat(b), low, high)`` (percentile bootstrap).
+    """
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if len(x) == 0 or len(y) == 0:
+        raise ValueError(f"both samples need values, got {len(x)} and {len(y)}")
+    rng = as_generator(seed)
+    point = float(stat(x) - stat(y))
+    ia = rng.integers(0, len(x), size=(n_boot, len(x)))
+    ib = rng.integers(0, len(y), size=(n_boot, len(y)))
+    if stat is np.mean:
+        boot = x[ia].mean(axis=1) - y[ib].mean(axis=1)
+    elif stat is np.median:
+        boot = np.median(x[ia], axis=1) - np.median(y[ib], axis=1)
+    else:
+        boot = np.array([stat(x[i]) - stat(y[j]) for i, j in zip(ia, ib, strict=True)])
+    return Interval(point, *_percentiles(boot, level))
+
+
+def paired_bootstrap_diff(
+    a: Any,
+    b: Any,
+    stat: Callable[..., Any] = np.mean,
+    **resampling: Unpack[Resampling],
+) -> Interval:
+    """Interval of ``stat(a) - stat(b)`` for runs paired by seed index.
+
+    Each resample draws seed indices once and uses them for both arrays, so the seed-to-seed variation that
+    both arms share cancels out (for ``np.mean`` this equals the mean of the paired differences).
+
+    Args:
+        a: Values of arm A, shape (n,), ``a[i]`` run with seed i.
+        b: Values of arm B, shape (n,), same seeds in the same order.
+        stat: Statistic applied to each arm.
+        resampling: ``n_boot``, ``level``, ``method``, ``seed`` (:class:`Resampling`).
+
+    Returns:
+        ``Interval(stat(a) - stat(b), low, high)``.
+    """
+    arr_a, arr_b = _as_1d(a, "a"), _as_1d(b, "b")
+    return _bootstrap(
+        [arr_a, arr_b],
+        lambda xs: _apply(stat, xs[0]) - _apply(stat, xs[1]),
+        paired=True,
+        **resampling,
+    )
+
+
+def paired_t_interval(a: Any, b: Any, *, level: float = 0.95) -> Interval:
+    """Student-t interval of ``mean(a - b)`` for runs paired by seed index.
+
+    Use it to decide whether a difference exists at all when seeds are few: a percentile bootstrap of two
+    paired differences only spans the two values it saw, so pure noise "excludes zero" half the time, while
+    the t interval widens as the seeds get fewer (12.7 standard errors at two seeds).
+
+    Args:
+        a: Values of arm A, shape (n,), n >= 2, ``a[i]`` run with seed i.
+        b: Values of arm B, shape (n,), same seeds in the same order.
+        level: Confidence level in (0, 1).
+
+    Returns:
+        ``Interval(mean(a - b), low, high)``.
+
+    Raises:
+        ValueError: The arms differ in length or have fewer than two seeds.
+    """
+    from scipy.stats import t as student_t
+
+    level = _check_level(level)
+    arr_a, arr_b = _as_1d(a, "a", min_len=2), _as_1d(b, "b", min_len=2)
+    if arr_a.shape != arr_b.shape:
+        raise ValueError(f"a has {arr_a.size} seeds and b {arr_b.size}; pair them by seed first")
+    d = arr_a - arr_b
+    mean = float(d.mean())
+    half = float(student_t.ppf(0.5 + level / 2.0, d.size - 1) * d.std(ddof=1) / math.sqrt(d.size))
+    return Interval(mean, mean - half, mean + half)
+
+
+def bootstrap_ratio_ci(
+    a: Any,
+    b: Any,
+    stat: Callable[..., Any] = np.mean,
+    *,
+    paired: bool = False,
+    **resampling: Unpack[Resampling],
+) -> Interval:
+    """Interval of the ratio ``stat(a) / stat(b)``, e.g. candidate SPS over baseline SPS.
+
+    Args:
+        a: Numerator sample, shape (n,), e.g. steps per second of n timing repeats of the candidate.
+        b: Denominator sample, shape (m,).
+        stat: Statistic of each sample.
+        paired: Resample index-paired runs together (requires n == m); by default the two samples are
+            resampled independently (timing repeats of two subjects are not paired).
+        resampling: ``n_boot``, ``level``, ``method``, ``seed`` (:class:`Resampling`).
+
+    Returns:
+        ``Interval(stat(a) / stat(b), low, high)``; resamples with ``stat(b) == 0`` are dropped.
+    """
+    arr_a, arr_b = _as_1d(a, "a"), _as_1d(b, "b")
+    return _bootstrap(
+        [arr_a, arr_b],
+        lambda xs: _apply(stat, xs[0]) / _apply(stat, xs[1]),
+        paired=paired,
+        **resampling,
+    )
+
+
+def iqm(x: Any, axis: int | None = None) -> Any:
+    """Interquartile mean: the mean of the middle 50% (``scipy.stats.trim_mean(x, 0.25)``, as rliable).
+
+    ``int(0.25 * n)`` values are dropped from each end after sorting: IQM of ``[1, 2, 3, 4]`` is 2.5, of
+    ``1..10`` it is the mean of ``3..8`` = 5.5.
+
+    Args:
+        x: Scores, any shape.
+        axis: Axis to reduce; ``None`` flattens.
+
+    Returns:
+        A float (``axis=None``) or an array with ``axis`` removed.
+    """
+    from scipy.stats import trim_mean
+
+    arr = np.asarray(x, dtype=float)
+    if axis is None:
+        return float(trim_mean(arr.reshape(-1), 0.25))
+    return trim_mean(arr, 0.25, axis=axis)
+
+
+def iqm_ci(x: Any, **resampling: Unpack[Resampling]) -> Interval:
+    """Bootstrap interval of the interquartile mean of ``x`` (n,)."""
+    return bootstrap_ci(x, iqm, **resampling)
+
+
+def fraction_restored(
+    baseline: Any,
+    candidate: Any,
+    variant: Any,
+    stat: Callable[..., Any] = np.mean,
+    **resampling: Unpack[Resampling],
+) -> Interval:
+    """How much of the baseline-candidate gap a variant closes: ``(V - C) / (B - C)``.
+
+    1 means the variant is as good as the baseline (the change it makes explains the whole gap), 0 means it
+    is no better than the candidate, negative values mean it is worse still.
+
+    Args:
+        baseline: Metric of the baseline, shape (n,), one value per seed.
+        candidate: Metric of the candidate, shape (n,), same seeds in the same order.
+        variant: Metric of the variant (e.g. the candidate with one subsystem restored), shape (n,).
+        stat: Statistic of each arm (``np.mean`` or :func:`iqm`).
+        resampling: ``n_boot``, ``level``, ``method``, ``seed`` (:class:`Resampling`); resampling draws seeds once for all three
+            arms (paired), and drops resamples in which the gap is exactly zero.
+
+    Raises:
+        ValueError: The arrays have different lengths, or the baseline and candidate have the same
+            statistic (there is no gap to restore).
+    """
+    arr_b = _as_1d(baseline, "baseline")
+    arr_c = _as_1d(candidate, "candidate")
+    arr_v = _as_1d(variant, "variant")
+    gap = float(stat(arr_b)) - float(stat(arr_c))
+    if gap == 0.0:
+        raise ValueError(
+            "baseline and candidate have the same statistic, so there is no gap for a variant to restore; "
+            "check that the runs differ (or use paired_bootstrap_diff on the variant directly)"
+        )
+
+    def combine(xs: list[np.ndarray]) -> np.ndarray:
+        b, c, v = (_apply(stat, x) for x in xs)
+        den = b - c
+        return np.where(den == 0.0, np.nan, (v - c) / np.where(den == 0.0, 1.0, den))
+
+    return _bootstrap(
+        [arr_b, arr_c, arr_v],
+        combine,
+        paired=True,
+        **resampling,
+    )
+
+
+def fractions_restored_pooled(
+    baseline: Any,
+    candidate: Any,
+    variants: dict[str, Any],
+    *,
+    n_boot: int = 4000,
+    level: float = 0.95,
+    seed: Seed,
+) -> dict[str, Interval]:
+    """Fraction of the baseline-candidate gap each variant closes, for variants with few seeds.
+
+    Every arm is paired with the candidate by seed: ``g_i = B_i - C_i`` (the gap, all ``N`` seeds) and
+    ``d_i = V_i - C_i`` (a variant's restore, its first ``n <= N`` seeds). The estimate is
+    ``mean(d) / mean(g)``. Its interval comes from a paired *residual* bootstrap: the seed-to-seed noise of the
+    paired differences is pooled over all arms (centered residuals, rescaled by ``sqrt(n / (n - 1))``), and each
+    bootstrap replicate redraws every arm's mean from that pool. Pooling is what lets an arm with two seeds
+    get an honest interval: a plain two-seed bootstrap only ever spans the two values it saw, while the
+    pooled noise carries everything the other arms learned about run-to-run variation. It assumes the noise
+    of a paired difference is similar across arms (one trainer, one machine, one metric).
+
+    Args:
+        baseline: Metric of the baseline per seed, shape (N,).
+        candidate: Metric of the candidate per seed, shape (N,), same seeds in the same order.
+        variants: Name -> metric per seed, shape (n,) with n <= N, seeds 0..n-1 of the same list. NaN marks
+            a failed run (that seed is dropped for that arm).
+        n_boot, level, seed: As in :func:`bootstrap_ci`.
+
+    Returns:
+        Name -> Interval; variants with no usable seed are left out.
+
+    Raises:
+        ValueError: Baseline and candidate differ in length, a variant has more seeds than they do, or there
+            is no gap (``mean(g) == 0``).
+    """
+    level = _check_level(level)
+    b = _as_1d(baseline, "baseline")
+    c = _as_1d(candidate, "candidate")
+    if b.shape != c.shape:
+        raise ValueError(f"baseline has {b.size} seeds and candidate {c.size}; pair them by seed first")
+    g = b - c
+    g = g[~np.isnan(g)]
+    if g.size == 0 or float(g.mean()) == 0.0:
+        raise ValueError(
+            "baseline and candidate have the same mean over paired seeds, so there is no gap to restore"
+        )
+    diffs: dict[str, np.ndarray] = {}
+    for name, values in variants.items():
+        v = _as_1d(values, name)
+        if v.size > c.size:
+            raise ValueError(f"variant {name!r} has {v.size} seeds, more than the candidate's {c.size}")
+        d = v - c[: v.size]
+        d = d[~np.isnan(d)]
+        if d.size:
+            diffs[name] = d
+    pool = [g]
+    pool.extend(diffs.values())
+    residuals = np.concatenate(
+        [(x - x.mean()) * np.sqrt(x.size / (x.size - 1)) for x in pool if x.size >= 2] or [np.zeros(1)]
+    )
+    rng = as_generator(seed)
+
+    def mean_draws(center: float, n: int) -> np.ndarray:
+        return center + rng.choice(residuals, size=(n_boot, n)).mean(axis=1)
+
+    gap_star = mean_draws(float(g.mean()), g.size)
+    out: dict[str, Interval] = {}
+    for name, d in diffs.items():
+        ratio = mean_draws(float(d.mean()), d.size) / gap_star
+        ratio = ratio[np.isfinite(ratio)]
+        out[name] = Interval(float(d.mean() / g.mean()), *_percentiles(ratio, level))
+    return out
