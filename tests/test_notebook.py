@@ -1,5 +1,7 @@
 """rlaudit.notebook: sections render findings and figures, audits that raise become ERROR findings, and the
-session keeps findings and saves them with their metadata. A small fake stands in for the Workbench."""
+session keeps findings and saves them with their metadata. A small fake stands in for the Workbench. Also what
+sections are shown with: rlaudit.display (findings tables, values, a live frontend or a batch run) and
+rlaudit.curves (smoothing, learning-curve figures and widgets)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from rlaudit import curves, display
 from rlaudit import notebook as rn
 from rlaudit.findings import Evidence, Finding, Status, load_findings
 
@@ -230,7 +233,7 @@ def test_session_rejects_unknown_subsystems() -> None:
 
 
 def test_findings_table_is_sorted_and_flat() -> None:
-    table = rn.findings_table([cleared(), suspect()])
+    table = display.findings_table([cleared(), suspect()])
     assert table["id"].tolist() == ["agents/activation", "agents/hidden-sizes"]
     row = table.iloc[0]
     assert row["mark"] == "?" and row["baseline"] == "tanh" and row["p"] == 0.003
@@ -239,12 +242,12 @@ def test_findings_table_is_sorted_and_flat() -> None:
 
 
 def test_format_value() -> None:
-    assert rn.format_value(None) == "—"
-    assert rn.format_value(0.000457123) == "0.0004571"
-    assert rn.format_value([128, 128]) == "(128, 128)"
-    assert rn.format_value(np.array([1.5, 2.0])) == "(1.5, 2)"
-    assert rn.format_value({"lr": 3e-4}) == "{lr: 0.0003}"
-    assert rn.format_value("x" * 100, max_chars=10) == "xxxxxxxxx…"
+    assert display.format_value(None) == "—"
+    assert display.format_value(0.000457123) == "0.0004571"
+    assert display.format_value([128, 128]) == "(128, 128)"
+    assert display.format_value(np.array([1.5, 2.0])) == "(1.5, 2)"
+    assert display.format_value({"lr": 3e-4}) == "{lr: 0.0003}"
+    assert display.format_value("x" * 100, max_chars=10) == "xxxxxxxxx…"
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -264,7 +267,7 @@ def fake_kernel(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
 
 
 def test_interactive_is_false_outside_a_kernel() -> None:
-    assert rn.interactive() is False
+    assert display.interactive() is False
 
 
 @pytest.mark.parametrize(
@@ -281,24 +284,24 @@ def test_interactive_is_false_outside_a_kernel() -> None:
 def test_interactive_needs_a_frontend_and_no_batch_runner(
     fake_kernel: pytest.MonkeyPatch, launcher: str, session_name: str, expected: bool
 ) -> None:
-    fake_kernel.setattr(rn, "_cmdline", lambda pid: launcher)
+    fake_kernel.setattr(display, "_cmdline", lambda pid: launcher)
     if session_name:
         fake_kernel.setenv("JPY_SESSION_NAME", session_name)
-    assert rn.interactive() is expected
+    assert display.interactive() is expected
 
 
 def test_interactive_can_be_forced(fake_kernel: pytest.MonkeyPatch) -> None:
-    fake_kernel.setattr(rn, "_cmdline", lambda pid: "jupyter-lab")
+    fake_kernel.setattr(display, "_cmdline", lambda pid: "jupyter-lab")
     fake_kernel.setenv("RLAUDIT_INTERACTIVE", "0")
-    assert rn.interactive() is False
+    assert display.interactive() is False
 
 
 def test_ema_smooth_by_hand() -> None:
-    np.testing.assert_allclose(rn.ema_smooth([1.0, 1.0, 1.0], 0.5), [1.0, 1.0, 1.0])
+    np.testing.assert_allclose(curves.ema_smooth([1.0, 1.0, 1.0], 0.5), [1.0, 1.0, 1.0])
     # [0, 2] with weight 0.5: 0, then (0.5 * 0 + 0.5 * 2) / (1 - 0.25) = 4/3 (bias-corrected).
-    np.testing.assert_allclose(rn.ema_smooth([0.0, 2.0], 0.5), [0.0, 4 / 3])
-    np.testing.assert_allclose(rn.ema_smooth([3.0, 5.0], 0.0), [3.0, 5.0])
-    out = rn.ema_smooth([1.0, np.nan, 1.0], 0.9)
+    np.testing.assert_allclose(curves.ema_smooth([0.0, 2.0], 0.5), [0.0, 4 / 3])
+    np.testing.assert_allclose(curves.ema_smooth([3.0, 5.0], 0.0), [3.0, 5.0])
+    out = curves.ema_smooth([1.0, np.nan, 1.0], 0.9)
     assert np.isnan(out[1]) and out[2] == pytest.approx(1.0)
 
 
@@ -315,21 +318,21 @@ def _curves() -> pd.DataFrame:
 
 
 def test_explore_curves_is_a_static_figure_without_a_frontend() -> None:
-    fig = rn.explore_curves(_curves(), smooth=0.6)
+    fig = curves.explore_curves(_curves(), smooth=0.6)
     from matplotlib.figure import Figure
 
     assert isinstance(fig, Figure)
     titles = [ax.get_title() for ax in fig.axes if ax.get_visible() and ax.get_title()]
     assert titles == ["charts/episodic_return", "losses/value_loss"]
-    assert rn.figure_png(fig)[:4] == b"\x89PNG"
+    assert display.figure_png(fig)[:4] == b"\x89PNG"
     with pytest.raises(KeyError, match="columns"):
-        rn.explore_curves(_curves(), y="missing")
+        curves.explore_curves(_curves(), y="missing")
 
 
 def test_explore_curves_offers_widgets_when_interactive(monkeypatch: pytest.MonkeyPatch) -> None:
     ipywidgets = pytest.importorskip("ipywidgets")
-    monkeypatch.setattr(rn, "interactive", lambda: True)
-    box = rn.explore_curves(_curves())
+    monkeypatch.setattr(curves, "interactive", lambda: True)
+    box = curves.explore_curves(_curves())
     assert isinstance(box, ipywidgets.VBox)
     controls = box.children[0].children
     assert [c.description for c in controls] == ["metric", "seed", "smoothing"]

@@ -246,7 +246,7 @@ def test_a_notebook_page_shows_badges_and_left_aligned_findings(tmp_path: Path) 
     import nbformat
     from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-    from rlaudit.notebook import FindingsView
+    from rlaudit.display import FindingsView
     from rlaudit.report import execution, pages
 
     if CHROMIUM is None:

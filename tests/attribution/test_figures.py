@@ -17,8 +17,8 @@ from rlaudit.attribution.figures import (
     wrap,
 )
 from rlaudit.cache import ProbeResult
+from rlaudit.display import figure_png
 from rlaudit.metrics import Metric
-from rlaudit.notebook import figure_png
 from support.runs import fake_run
 
 LONG_ARM = "fix curriculum.full_scan + fix loss.gae_bootstrap + restore optimizer config"

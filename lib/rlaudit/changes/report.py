@@ -271,7 +271,7 @@ class _Note:
 def explore(result: ChangeResult | None) -> Any:
     """Pick a hunk, see its diff and the arms that reverted or applied it: ipywidgets in JupyterLab; elsewhere
     (papermill, nbval, the HTML report) a note, since :func:`section` already shows the culprits' diffs."""
-    from rlaudit.notebook import interactive
+    from rlaudit.display import interactive
 
     if result is None:
         return _Note("the code changes were not searched")

@@ -117,7 +117,7 @@ def run_report(args: Any) -> int:
     Returns:
         0 when every notebook ran and saved its findings, 1 otherwise (the report is written either way).
     """
-    from rlaudit.notebook import versions
+    from rlaudit.display import versions
     from rlaudit.paths import notebooks_dir, reports_dir
     from rlaudit.profiles import get_profile
 
@@ -401,7 +401,8 @@ def run_audit(args: Any) -> int:
         FileNotFoundError: The pair file does not exist.
     """
     from rlaudit.audits import run_audits
-    from rlaudit.notebook import _new_workbench, findings_text, versions
+    from rlaudit.display import findings_text, versions
+    from rlaudit.notebook import _new_workbench
 
     wanted = [s.strip() for s in (getattr(args, "subsystems", "") or "").split(",") if s.strip()]
     unknown = [s for s in wanted if s not in SUBSYSTEMS]
@@ -431,7 +432,8 @@ def run_audit(args: Any) -> int:
     _print(findings_text(findings))
     _print()
     _print(ranked_suspects_text(findings))
-    from rlaudit.notebook import _fingerprints, status_counts
+    from rlaudit.display import status_counts
+    from rlaudit.notebook import _fingerprints
 
     meta = {
         "notebook": "audit",

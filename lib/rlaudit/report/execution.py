@@ -272,7 +272,7 @@ def log_tail(path: Path, lines: int = 25) -> str:
 
 
 def _meta_for(run: NotebookRun, parameters: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
-    from rlaudit.notebook import versions
+    from rlaudit.display import versions
 
     return {
         "notebook": run.name,

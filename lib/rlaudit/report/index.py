@@ -29,7 +29,7 @@ def attribution_html(data: Any) -> str:
     ``rows`` or ``experiments`` (one column per key; values formatted briefly). Anything else is shown as
     formatted JSON, so a newer format is never hidden.
     """
-    from rlaudit.notebook import format_value
+    from rlaudit.display import format_value
 
     if not isinstance(data, Mapping):
         return f"<pre>{html.escape(json.dumps(data, indent=2, ensure_ascii=False))}</pre>"
@@ -114,7 +114,7 @@ def write_index(
     """
     import jinja2
 
-    from rlaudit.notebook import findings_css, findings_html, status_badge, versions
+    from rlaudit.display import findings_css, findings_html, status_badge, versions
 
     def link(f: Finding) -> str | None:
         return _page_href(out, f.notebook or notebook_name(f.subsystem))

@@ -117,7 +117,8 @@ class Overview:
 
     def ranked_section(self) -> Section:
         """The findings of every notebook, most actionable first (shown, not owned by the summary)."""
-        from rlaudit.notebook import FindingsView, Section, verdict_line
+        from rlaudit.display import FindingsView, verdict_line
+        from rlaudit.notebook import Section
 
         flagged = [f for f in self.findings if f.status not in (Status.CLEARED, Status.SKIPPED)]
         rest = [f for f in self.findings if f.status in (Status.CLEARED, Status.SKIPPED)]
@@ -164,7 +165,7 @@ class Overview:
         return Section(title="What was cleared", notes=notes, tables={"cleared hypotheses": hypotheses})
 
     def _repr_html_(self) -> str:
-        from rlaudit.notebook import findings_css, status_badge
+        from rlaudit.display import findings_css, status_badge
 
         if not self.metas:
             body = (

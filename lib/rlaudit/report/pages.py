@@ -15,7 +15,7 @@ def _banner(run: NotebookRun) -> str:
 
     It carries the findings stylesheet itself, since a notebook that failed early has no output that does.
     """
-    from rlaudit.notebook import findings_css, status_badge
+    from rlaudit.display import findings_css, status_badge
 
     worst = worst_status(run.findings)
     status = (

@@ -1,0 +1,438 @@
+"""Showing things in a notebook or a terminal: where the code runs (a live Jupyter frontend, a batch run, a
+script), figures as embedded PNG, and findings as HTML tables, text lines and DataFrames.
+
+Everything renders inline: matplotlib and seaborn figures become PNG images (no backend is ever switched).
+Interactive controls (ipywidgets) are offered only in a live Jupyter frontend (:func:`interactive`); under
+papermill, nbval and scripts the same calls draw static figures.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import os
+import platform
+import re
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rlaudit.findings import (
+    Finding,
+    Status,
+    sort_findings,
+)
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+_TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Environment: IPython, versions, figures
+# ----------------------------------------------------------------------------------------------------------
+
+
+def ipython_shell() -> Any:
+    """The running IPython shell, or None; never imports IPython when the process is not already using it."""
+    module = sys.modules.get("IPython")
+    if module is None:
+        return None
+    get = getattr(module, "get_ipython", None)
+    return get() if get else None
+
+
+def show(obj: Any, text: str | None = None) -> None:
+    """Show ``obj`` in a notebook (rich display), or print ``text`` (default ``str(obj)``) elsewhere."""
+    shell = ipython_shell()
+    if shell is not None and getattr(shell, "display_pub", None) is not None:
+        from IPython.display import display
+
+        display(obj)
+    else:
+        print(text if text is not None else str(obj))
+
+
+class RichText:
+    """A display object with both an HTML and a plain-text form (for notebooks and terminals)."""
+
+    def __init__(self, markup: str, text: str) -> None:
+        self.markup = markup
+        self.text = text
+
+    def _repr_html_(self) -> str:
+        return self.markup
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def versions() -> dict[str, str]:
+    """Versions of Python and the packages a report depends on (read from metadata, nothing imported)."""
+    from importlib import metadata
+
+    import rlaudit
+
+    out = {"python": platform.python_version(), "rlaudit": rlaudit.__version__}
+    for dist in ("torch", "gymnasium", "numpy", "pandas", "scipy", "papermill"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = "not installed"
+    return out
+
+
+def _as_figure(obj: Any) -> Any:
+    """A matplotlib Figure from a Figure, an Axes, or a seaborn grid (anything with ``.figure``)."""
+    if hasattr(obj, "savefig"):
+        return obj
+    inner = getattr(obj, "figure", None)
+    if inner is not None and hasattr(inner, "savefig"):
+        return inner
+    return None
+
+
+def figure_png(obj: Any, dpi: int = 100) -> bytes | None:
+    """PNG bytes of a figure (Figure, Axes, seaborn grid) or the bytes themselves; None for anything else."""
+    if isinstance(obj, bytes | bytearray):
+        return bytes(obj)
+    fig = _as_figure(obj)
+    if fig is None:
+        return None
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
+    return buffer.getvalue()
+
+
+def close_figure(obj: Any) -> None:
+    # A figure made with pyplot would be shown a second time by the inline backend at the end of the cell;
+    # once embedded it is closed. Figures made without pyplot are not registered and need nothing.
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    fig = _as_figure(obj)
+    if pyplot is not None and fig is not None:
+        pyplot.close(fig)
+
+
+def open_figure_numbers() -> set[int]:
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    return set(pyplot.get_fignums()) if pyplot is not None else set()
+
+
+def register_figure_formatter() -> None:
+    """Let IPython show a returned matplotlib Figure as PNG even before pyplot set up the inline backend.
+
+    Figures built without pyplot (``matplotlib.figure.Figure()``, as rlaudit's plot helpers do) are not
+    auto-displayed by the inline backend, so the display formatter is what shows them. This registers only a
+    formatter; the matplotlib backend is left alone.
+    """
+    shell = ipython_shell()
+    if shell is None or not hasattr(shell, "display_formatter"):
+        return
+    formatter = shell.display_formatter.formatters.get("image/png")
+    if formatter is None:
+        return
+    formatter.for_type_by_name("matplotlib.figure", "Figure", lambda fig: figure_png(fig))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Formatting findings
+# ----------------------------------------------------------------------------------------------------------
+
+
+def format_value(value: Any, max_chars: int = 80) -> str:
+    """A short human form of an evidence value: ``0.000457``, ``(128, 128)``, ``{lr: 0.0003, ...}``."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        text = str(value)
+    elif isinstance(value, float):
+        text = f"{value:.4g}"
+    elif isinstance(value, int):
+        text = str(value)
+    elif isinstance(value, list | tuple):
+        text = "(" + ", ".join(format_value(v, max_chars) for v in value) + ")"
+    elif isinstance(value, Mapping):
+        text = "{" + ", ".join(f"{k}: {format_value(v, max_chars)}" for k, v in value.items()) + "}"
+    elif callable(getattr(value, "tolist", None)):  # numpy scalars and arrays, torch tensors
+        return format_value(value.tolist(), max_chars)
+    else:
+        text = str(value)
+    return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
+
+
+def _fmt_number(value: Any) -> str:
+    try:
+        return f"{float(value):.3g}"
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def evidence_lines(finding: Finding) -> list[tuple[str, str]]:
+    """The evidence of a finding as (label, text) lines: baseline, candidate, effect and CI, test."""
+    ev = finding.evidence
+    lines: list[tuple[str, str]] = []
+    if ev.baseline is not None or ev.candidate is not None:
+        lines.append(("baseline", format_value(ev.baseline)))
+        lines.append(("candidate", format_value(ev.candidate)))
+    if ev.effect is not None:
+        text = f"{ev.effect_label + ' ' if ev.effect_label else ''}{_fmt_number(ev.effect)}"
+        if ev.ci is not None:
+            level = f"{ev.ci_level:.0%} " if ev.ci_level else ""
+            text += f" [{_fmt_number(ev.ci[0])}, {_fmt_number(ev.ci[1])}] ({level}CI)"
+        lines.append(("effect", text))
+    elif ev.ci is not None:
+        lines.append(("CI", f"[{_fmt_number(ev.ci[0])}, {_fmt_number(ev.ci[1])}]"))
+    if ev.test:
+        parts = [str(ev.test.get("name", "test"))]
+        if ev.test.get("statistic") is not None:
+            parts.append(f"= {_fmt_number(ev.test['statistic'])}")
+        if ev.test.get("p") is not None:
+            parts.append(f"p = {_fmt_number(ev.test['p'])}")
+        lines.append(("test", " ".join(parts)))
+    return lines
+
+
+def inline_markdown(text: str) -> str:
+    """Escape text and render `code` spans, the only markup findings use."""
+    escaped = html.escape(text)
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
+
+
+def headline_html(finding: Finding) -> str:
+    text = finding.evidence.summary or finding.hypothesis
+    status = finding.status.value
+    return f'<span class="rl-status rl-{status}">{status}</span>: {inline_markdown(text)}'
+
+
+def status_badge(status: Status | str) -> str:
+    """A verdict as a coloured badge holding its ASCII mark (``rl-badge`` in findings.css), named for screen
+    readers and on hover; ``"NOT RUN"`` (the status grid's placeholder) gets a grey one."""
+    value = str(getattr(status, "value", status))
+    mark = Status(value).mark if value in Status.__members__ else "·"
+    key = value.replace(" ", "_")
+    return (
+        f'<span class="rl-badge rl-badge-{key}" role="img" aria-label="{value}" title="{value}">{mark}</span>'
+    )
+
+
+def _finding_row(finding: Finding, link: Callable[[Finding], str | None] | None) -> str:
+    status = finding.status.value
+    meta = [html.escape(finding.id), finding.severity.value.lower()]
+    href = link(finding) if link else None
+    if href:
+        page = href.rsplit("/", 1)[-1].removesuffix(".html")
+        meta.append(f'<a href="{html.escape(href)}">see {html.escape(page)}</a>')
+    cell = [f'<div class="rl-headline">{headline_html(finding)}</div>']
+    if finding.evidence.summary and finding.evidence.summary != finding.hypothesis:
+        cell.append(f'<div class="rl-meta">hypothesis: {inline_markdown(finding.hypothesis)}</div>')
+    cell.append(f'<div class="rl-meta">{" · ".join(meta)}</div>')
+    evidence = "".join(
+        f'<div><span class="rl-k">{html.escape(k)}:</span> {html.escape(v)}</div>'
+        for k, v in evidence_lines(finding)
+    )
+    if finding.figures:
+        evidence += f'<div><span class="rl-k">figures:</span> {html.escape(", ".join(finding.figures))}</div>'
+    details = finding.evidence.details or {}
+    trace = details.get("traceback") or details.get("stderr_tail")
+    if trace:
+        evidence += f"<details><summary>traceback</summary><pre>{html.escape(str(trace))}</pre></details>"
+    return (
+        f'<tr class="rl-row-{status}"><td class="rl-mark">{status_badge(finding.status)}</td>'
+        f'<td>{"".join(cell)}</td><td class="rl-ev">{evidence}</td>'
+        f"<td>{inline_markdown(finding.remediation)}</td></tr>"
+    )
+
+
+def findings_html(
+    findings: Iterable[Finding],
+    *,
+    link: Callable[[Finding], str | None] | None = None,
+    sort: bool = True,
+    empty: str = "No findings.",
+) -> str:
+    """The findings as an HTML table (no ``<style>``; see :func:`findings_css`).
+
+    Args:
+        findings: The findings to show.
+        link: Optional function giving each finding a link (the report links subsystem pages).
+        sort: Sort with :func:`rlaudit.findings.sort_findings` (most actionable first).
+        empty: Text shown when there are no findings.
+    """
+    items = sort_findings(findings) if sort else list(findings)
+    if not items:
+        return f'<p class="rl-muted">{html.escape(empty)}</p>'
+    rows = "".join(_finding_row(f, link) for f in items)
+    return (
+        '<table class="rl-findings"><thead><tr><th></th><th>finding</th><th>evidence</th>'
+        f"<th>remediation</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
+
+
+def findings_css() -> str:
+    """The stylesheet of findings tables and sections (a ``<style>`` body)."""
+    return (_TEMPLATES / "findings.css").read_text()
+
+
+def findings_text(findings: Iterable[Finding]) -> str:
+    """The findings as plain text lines (terminals, logs): mark, status, id, headline."""
+    lines = []
+    for f in sort_findings(findings):
+        lines.append(f"{f.status.mark} {f.status.value:<9} {f.id}: {f.evidence.summary or f.hypothesis}")
+        if f.remediation and f.status.is_flag:
+            lines.append(f"    -> {f.remediation}")
+    return "\n".join(lines) if lines else "(no findings)"
+
+
+def findings_table(findings: Iterable[Finding]) -> pd.DataFrame:
+    """Findings as a DataFrame, most actionable first.
+
+    Columns: ``mark``, ``status``, ``severity``, ``subsystem``, ``id``, ``headline``, ``hypothesis``,
+    ``baseline``, ``candidate`` (short text), ``effect``, ``effect_label``, ``ci_low``, ``ci_high``, ``p``
+    (floats, NaN when absent), ``remediation``, ``notebook``.
+    """
+    import pandas as pd
+
+    columns = (
+        "mark status severity subsystem id headline hypothesis baseline candidate effect effect_label "
+        "ci_low ci_high p remediation notebook"
+    ).split()
+    rows = []
+    for f in sort_findings(findings):
+        ev = f.evidence
+        p = (ev.test or {}).get("p")
+        rows.append(
+            {
+                "mark": f.status.mark,
+                "status": f.status.value,
+                "severity": f.severity.value,
+                "subsystem": f.subsystem,
+                "id": f.id,
+                "headline": ev.summary or f.hypothesis,
+                "hypothesis": f.hypothesis,
+                "baseline": format_value(ev.baseline),
+                "candidate": format_value(ev.candidate),
+                "effect": float(ev.effect) if ev.effect is not None else float("nan"),
+                "effect_label": ev.effect_label,
+                "ci_low": float(ev.ci[0]) if ev.ci is not None else float("nan"),
+                "ci_high": float(ev.ci[1]) if ev.ci is not None else float("nan"),
+                "p": float(p) if p is not None else float("nan"),
+                "remediation": f.remediation,
+                "notebook": f.notebook,
+            }
+        )
+    return pd.DataFrame(rows, columns=columns)
+
+
+def status_counts(findings: Iterable[Finding]) -> dict[str, int]:
+    """``{status: count}`` for every status, in rank order (zeros included)."""
+    counts = {s.value: 0 for s in Status}
+    for f in findings:
+        counts[f.status.value] += 1
+    return counts
+
+
+def verdict_line(findings: Sequence[Finding]) -> str:
+    """One sentence: ``"7 findings: 1 confirmed, 2 suspect, 4 cleared"``."""
+    counts = status_counts(findings)
+    parts = [f"{n} {s.lower()}" for s, n in counts.items() if n]
+    noun = "finding" if len(findings) == 1 else "findings"
+    return f"{len(findings)} {noun}" + (": " + ", ".join(parts) if parts else "")
+
+
+class FindingsView:
+    """A findings table that displays as readable HTML in a notebook and as text elsewhere.
+
+    Attributes:
+        findings: The findings, shown most actionable first.
+        title: Heading above the table.
+        caption: A line under the heading.
+        link: Optional per-finding link (see :func:`findings_html`).
+    """
+
+    def __init__(
+        self,
+        findings: Iterable[Finding],
+        title: str = "",
+        caption: str = "",
+        link: Callable[[Finding], str | None] | None = None,
+    ) -> None:
+        self.findings = sort_findings(findings)
+        self.title = title
+        self.caption = caption
+        self.link = link
+
+    def to_frame(self) -> pd.DataFrame:
+        return findings_table(self.findings)
+
+    def _repr_html_(self) -> str:
+        head = f"<h3>{html.escape(self.title)}</h3>" if self.title else ""
+        caption = f'<p class="rl-muted">{html.escape(self.caption)}</p>' if self.caption else ""
+        body = findings_html(self.findings, link=self.link)
+        return f'<style>{findings_css()}</style><div class="rl-view">{head}{caption}{body}</div>'
+
+    def __repr__(self) -> str:
+        head = [self.title] if self.title else []
+        if self.caption:
+            head.append(self.caption)
+        return "\n".join([*head, findings_text(self.findings)])
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Interactive or static
+# ----------------------------------------------------------------------------------------------------------
+
+_BATCH_LAUNCHERS = ("papermill", "nbval", "pytest", "nbclient", "nbconvert", "jupyter-execute", "nbmake")
+# Jupyter's own servers in any spelling (jupyter-lab, jupyterlab, jupyter_server, ...) and Voila.
+_FRONTEND_LAUNCHER = re.compile(r"jupyter[-_]?(lab|notebook|server)|voila")
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        try:
+            import psutil
+
+            return " ".join(psutil.Process(pid).cmdline())
+        except Exception:
+            return ""
+    return raw.replace(b"\0", b" ").decode("utf-8", "replace")
+
+
+def interactive() -> bool:
+    """True only in a live Jupyter kernel whose frontend renders widgets; when in doubt, False.
+
+    Decided in this order:
+
+    1. ``RLAUDIT_INTERACTIVE=1`` or ``0`` forces the answer (``rlaudit report`` sets 0 for its notebooks).
+    2. Not an IPython kernel (a script, a terminal IPython), or ipywidgets not installed: False.
+    3. The process that launched the kernel (``JPY_PARENT_PID``, else the parent) is papermill, nbval,
+       pytest, nbclient or nbconvert: False.
+    4. A Jupyter server started the kernel for a notebook session (``JPY_SESSION_NAME`` is set, as
+       jupyter_server does for JupyterLab and Notebook 7), or the launcher is JupyterLab/Notebook/Voila: True.
+    5. Anything else: False.
+    """
+    forced = os.environ.get("RLAUDIT_INTERACTIVE", "").strip().lower()
+    if forced in ("1", "true", "yes"):
+        return True
+    if forced in ("0", "false", "no"):
+        return False
+    shell = ipython_shell()
+    if shell is None or getattr(shell, "kernel", None) is None:
+        return False
+    try:
+        import ipywidgets  # noqa: F401
+    except ImportError:
+        return False
+    launcher_pid = os.environ.get("JPY_PARENT_PID") or str(os.getppid())
+    try:
+        launcher = _cmdline(int(launcher_pid)).lower()
+    except ValueError:
+        launcher = ""
+    if any(name in launcher for name in _BATCH_LAUNCHERS):
+        return False
+    if os.environ.get("JPY_SESSION_NAME"):
+        return True
+    return _FRONTEND_LAUNCHER.search(launcher) is not None
