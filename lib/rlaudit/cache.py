@@ -147,13 +147,17 @@ def _hash_module(spec: SubjectSpec) -> dict[str, Any]:
 
 def _hash_sb3(spec: SubjectSpec) -> dict[str, Any]:
     # The setup's directory (the YAML and the artifacts it names), plus what turns it into a subject: the
-    # adapter, the safe loader its checkpoints go through, the recorder its runs write through, and the
-    # stable-baselines3 release whose code paths (defaults, losses, buffers) the subject is.
+    # adapter and the config reader it uses, the safe loader its checkpoints go through, the recorder its runs
+    # write through, and the stable-baselines3 release whose code paths (defaults, losses, buffers) the
+    # subject is.
+    adapter = sorted(
+        p.relative_to(paths.PACKAGE_DIR).as_posix() for p in (paths.PACKAGE_DIR / "adapters/sb3").glob("*.py")
+    )
     return {
         **_hash_location(Path(spec.target).parent),
         "rlaudit": {
             name: _file_digest(paths.PACKAGE_DIR / name)
-            for name in ("adapters/sb3.py", "safeload.py", "recorder.py")
+            for name in (*adapter, "adapters/configs.py", "safeload.py", "recorder.py")
         },
         "stable_baselines3": _installed_version(spec.interpreter, "stable-baselines3"),
     }
