@@ -9,6 +9,10 @@ from pathlib import Path
 import pytest
 
 from rlaudit.changes import changeset as csm
+from rlaudit.changes.hunks import Hunk, apply_hunks, diff_hunks, parse_diff
+from rlaudit.changes.priors import KEY_WEIGHT, TRACE_WEIGHT, map_config_keys, map_names, map_trace, prioritize
+from rlaudit.changes.scopes import linked
+from rlaudit.changes.trees import _decode, read_file
 from support import changes as sc
 
 CONFIG_KEYS = {
@@ -86,39 +90,39 @@ def test_hunks_that_name_each_other_are_linked(history):
         sc.find(c3.hunks, t)
         for t in ("def discounted_returns(", "import discounted_returns", "= discounted_returns(")
     ]
-    assert all(csm.linked(a, b) for a in rename for b in rename if a is not b)
+    assert all(linked(a, b) for a in rename for b in rename if a is not b)
     harmful = sc.find(c3.hunks, "np.stack(b_obs, axis=1)")
-    assert not any(csm.linked(harmful, r) for r in rename)
+    assert not any(linked(harmful, r) for r in rename)
     # a helper method and the call that replaced its inlined body
-    assert csm.linked(sc.find(c2.hunks, "self.pos = self._move("), sc.find(c2.hunks, "def _move("))
+    assert linked(sc.find(c2.hunks, "self.pos = self._move("), sc.find(c2.hunks, "def _move("))
 
 
 def test_the_whole_diff_applies_to_the_baseline_and_reverts_from_the_candidate(history):
     for path in {h.path for h in history.diff}:
-        old = csm._decode(csm.read_file(history.baseline, path) or b"")
-        new = csm._decode(csm.read_file(history.candidate, path) or b"")
+        old = _decode(read_file(history.baseline, path) or b"")
+        new = _decode(read_file(history.candidate, path) or b"")
         hunks = [h for h in history.diff if h.path == path]
-        assert csm.apply_hunks(old, hunks) == new
-        assert csm.apply_hunks(new, hunks, reverse=True) == old
+        assert apply_hunks(old, hunks) == new
+        assert apply_hunks(new, hunks, reverse=True) == old
 
 
 def test_parse_diff_keeps_a_missing_final_newline():
     text = "--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+c\n\\ No newline at end of file\n"
-    ((a, b, c, d, lines),) = csm.parse_diff(text)
+    ((a, b, c, d, lines),) = parse_diff(text)
     assert (a, b, c, d) == (1, 2, 1, 2)
     assert lines == (" a\n", "-b", "+c")
-    hunk = csm.Hunk("x#1", "x", a, b, c, d, lines)
-    assert csm.apply_hunks("a\nb", [hunk]) == "a\nc"
+    hunk = Hunk("x#1", "x", a, b, c, d, lines)
+    assert apply_hunks("a\nb", [hunk]) == "a\nc"
     assert "\\ No newline at end of file" in hunk.text()
 
 
 def test_a_hunk_applies_where_its_context_moved_and_not_where_it_is_gone():
     old = "".join(f"line {i}\n" for i in range(1, 21))
     new = old.replace("line 10\n", "line ten\n")
-    (hunk,) = csm.diff_hunks("f.txt", old.encode(), new.encode())
+    (hunk,) = diff_hunks("f.txt", old.encode(), new.encode())
     shifted = "new 1\nnew 2\n" + new  # two lines inserted above: the context is two lines further down
-    assert csm.apply_hunks(shifted, [hunk], reverse=True) == "new 1\nnew 2\n" + old
-    assert csm.apply_hunks(new.replace("line 9\n", "line nine\n"), [hunk], reverse=True) is None
+    assert apply_hunks(shifted, [hunk], reverse=True) == "new 1\nnew 2\n" + old
+    assert apply_hunks(new.replace("line 9\n", "line nine\n"), [hunk], reverse=True) is None
 
 
 def test_two_directories_of_one_package_give_one_diff_without_history(tmp_path):
@@ -193,9 +197,9 @@ def test_a_hunk_changing_a_default_maps_to_the_subsystem_config_keys_names(tmp_p
         tmp_path, [("Faster learning", [("tinyrl/train.py", "lr: float = 0.5", "lr: float = 2.0")])]
     )
     cs = csm.change_set(f"git:{made['repo']}@{made['commits'][0]}", f"git:{made['repo']}@main")
-    csm.map_config_keys(cs, CONFIG_KEYS, {"lr": 0.5, "gamma": 0.95}, {"lr": 2.0, "gamma": 0.95})
+    map_config_keys(cs, CONFIG_KEYS, {"lr": 0.5, "gamma": 0.95}, {"lr": 2.0, "gamma": 0.95})
     (hunk,) = cs.commits[0].hunks
-    assert hunk.subsystem == "optimizer" and hunk.affinity["optimizer"] == csm.KEY_WEIGHT
+    assert hunk.subsystem == "optimizer" and hunk.affinity["optimizer"] == KEY_WEIGHT
     assert any("default of lr: 0.5 -> 2.0" in r for r in hunk.reasons)
 
 
@@ -204,16 +208,16 @@ def test_names_trace_and_audit_priors_order_the_hunks(history):
     c3 = cs.commits[2]
     harmful = sc.find(c3.hunks, "np.stack(b_obs, axis=1)")
     comment = sc.find(c3.hunks, "# one-hot rows")
-    csm.map_names(cs, CONFIG_KEYS)
+    map_names(cs, CONFIG_KEYS)
     assert harmful.subsystem == "trainer"  # train.collect, by the default name rules
     executed = {"candidate": {"tinyrl/train.py::collect": ["loss"], "tinyrl/agent.py::Agent.act": ["agents"]}}
-    csm.map_trace(cs, executed)
-    assert harmful.affinity["loss"] == csm.TRACE_WEIGHT and harmful.executed is True
+    map_trace(cs, executed)
+    assert harmful.affinity["loss"] == TRACE_WEIGHT and harmful.executed is True
     assert comment.executed is False  # Agent.probs never ran in the traced probes
-    csm.prioritize(cs, {"loss": 3.0})
+    prioritize(cs, {"loss": 3.0})
     assert harmful.prior > 10 * comment.prior
     assert c3.prior == pytest.approx(sum(h.prior for h in c3.hunks))
     # without audit evidence, a cosmetic hunk still comes after a code hunk of the same size
-    csm.prioritize(cs, {})
+    prioritize(cs, {})
     same_size = sc.find(c3.hunks, "import discounted_returns")
     assert same_size.prior > comment.prior > 0

@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from rlaudit.changes import changeset as csm
-from rlaudit.changes.culprit import ChangeSearch, Targets
+from rlaudit.changes.arms import Targets
+from rlaudit.changes.culprit import ChangeSearch
+from rlaudit.changes.priors import map_all
 from support import changes as sc
 
 HYBRIDS: dict[str, object] = {}
@@ -21,7 +23,7 @@ def example(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 def _history(example: dict) -> csm.ChangeSet:
     cs = csm.change_set(f"git:{example['repo']}@{example['commits'][0]}", f"git:{example['repo']}@main")
-    return csm.map_all(cs)
+    return map_all(cs)
 
 
 def _search(cs, oracle, **kw):
@@ -123,7 +125,7 @@ def test_hunks_that_no_longer_apply_to_the_candidate_are_reverted_from_their_com
 
 def test_a_regression_that_needs_two_hunks_together(tmp_path, tmp_cache):
     made = sc.pair(tmp_path)
-    cs = csm.map_all(csm.change_set(made["v1"], made["v2"]))
+    cs = map_all(csm.change_set(made["v1"], made["v2"]))
     x = sc.find(cs.diff, "b_obs.append(obs)\n")
     y = sc.find(cs.diff, "np.take(self.eye")
     buffer = sc.find(cs.diff, "self._obs = np.zeros(")
@@ -143,7 +145,7 @@ def test_a_regression_that_needs_two_hunks_together(tmp_path, tmp_cache):
 
 def test_hunks_that_only_matter_reverted_together_are_isolated_ddmin_style(tmp_path, tmp_cache):
     made = sc.pair(tmp_path)
-    cs = csm.map_all(csm.change_set(made["v1"], made["v2"]))
+    cs = map_all(csm.change_set(made["v1"], made["v2"]))
     a = sc.find(cs.diff, "self.lengths: list[int] = []")
     b = sc.find(cs.diff, "# one-hot rows")
     # either one alone causes the whole gap: reverting one leaves the other

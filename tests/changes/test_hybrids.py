@@ -10,6 +10,8 @@ import pytest
 from rlaudit.cache import subject_fingerprint
 from rlaudit.changes import changeset as csm
 from rlaudit.changes import hybrids
+from rlaudit.changes.hunks import Hunk
+from rlaudit.changes.trees import Tree, list_files, read_file
 from rlaudit.subjects import parse_spec
 from support import changes as sc
 
@@ -28,8 +30,8 @@ def _files(directory: Path) -> dict[str, bytes]:
     }
 
 
-def _tree(tree: csm.Tree) -> dict[str, bytes]:
-    return {path: csm.read_file(tree, path) or b"" for path in csm.list_files(tree)}
+def _tree(tree: Tree) -> dict[str, bytes]:
+    return {path: read_file(tree, path) or b"" for path in list_files(tree)}
 
 
 def test_reverting_every_commit_gives_the_baseline_and_applying_them_the_candidate(history, tmp_cache):
@@ -88,7 +90,7 @@ def test_a_hunk_whose_lines_a_later_commit_rewrote_is_unresolved(history, tmp_ca
         hybrid.spec()
     assert "does not apply" in hybrids.check(history.candidate, [late], reverse=True)
     # it still applies to its own commit
-    own = csm.Tree("git", history.candidate.root, history.commits[1].sha)
+    own = Tree("git", history.candidate.root, history.commits[1].sha)
     assert hybrids.check(own, [late], reverse=True) == ""
 
 
@@ -96,8 +98,8 @@ def test_a_hybrid_that_does_not_parse_is_unresolved_without_a_run(tmp_path, tmp_
     base = tmp_path / "base"
     base.mkdir()
     (base / "subject.py").write_text("def f():\n    return 1\n")
-    broken = csm.Hunk("x#1", "subject.py", 2, 1, 2, 1, ("-    return 1\n", "+    return (1\n"))
-    tree = csm.Tree("dir", str(base))
+    broken = Hunk("x#1", "subject.py", 2, 1, 2, 1, ("-    return 1\n", "+    return (1\n"))
+    tree = Tree("dir", str(base))
     hybrid = hybrids.materialize(tree, [([broken], False)])
     assert not hybrid.ok and "does not parse" in hybrid.unresolved and "line 2" in hybrid.unresolved
 
@@ -109,7 +111,7 @@ def test_files_added_and_deleted_by_hunks(tmp_path, tmp_cache):
         (d / "subject.py").write_text("x = 1\n")
     (old / "gone.py").write_text("a = 1\n")
     (new / "added.py").write_text("b = 2\n")
-    cs = csm.build(csm.Tree("dir", str(old)), csm.Tree("dir", str(new)))
+    cs = csm.build(Tree("dir", str(old)), Tree("dir", str(new)))
     assert {h.status for h in cs.diff} == {"added", "deleted"}
     forth = hybrids.materialize(cs.baseline, [(cs.diff, False)])
     assert _files(forth.directory) == {"added.py": b"b = 2\n", "subject.py": b"x = 1\n"}

@@ -6,14 +6,16 @@ import pytest
 
 from rlaudit.changes import changeset as csm
 from rlaudit.changes import report
-from rlaudit.changes.culprit import ChangeSearch, Targets
+from rlaudit.changes.arms import Targets
+from rlaudit.changes.culprit import ChangeSearch
+from rlaudit.changes.priors import map_all
 from support import changes as sc
 
 
 @pytest.fixture(scope="module")
 def result(tmp_path_factory: pytest.TempPathFactory):
     made = sc.history(tmp_path_factory.mktemp("history"))
-    cs = csm.map_all(csm.change_set(f"git:{made['repo']}@{made['commits'][0]}", f"git:{made['repo']}@main"))
+    cs = map_all(csm.change_set(f"git:{made['repo']}@{made['commits'][0]}", f"git:{made['repo']}@main"))
     targets = Targets(cs, root=tmp_path_factory.mktemp("hybrids"))
     search = ChangeSearch(
         None,

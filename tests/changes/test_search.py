@@ -16,7 +16,9 @@ from rlaudit.attribution.suspects import COMPOSERS, Suspect, compose, compose_in
 from rlaudit.cache import subject_fingerprint
 from rlaudit.changes import changeset as csm
 from rlaudit.changes import report, search
-from rlaudit.changes.culprit import ChangeSearch, Targets
+from rlaudit.changes.arms import Targets
+from rlaudit.changes.culprit import ChangeSearch
+from rlaudit.changes.priors import map_all
 from rlaudit.profiles import get_profile
 from rlaudit.workbench import Workbench
 from support import changes as sc
@@ -56,7 +58,7 @@ def _composers(monkeypatch):
 def test_change_suspects_compose_into_the_same_hybrids(tmp_path, tmp_cache):
     made = sc.pair(tmp_path)
     with Workbench(made["v1"], made["v2"], profile=TINY, jobs=1) as wb:
-        cs = csm.map_all(csm.change_set(wb.specs["baseline"], wb.specs["candidate"]))
+        cs = map_all(csm.change_set(wb.specs["baseline"], wb.specs["candidate"]))
         targets = Targets(cs, wb.specs["baseline"], wb.specs["candidate"])
         search.ENTRIES[wb.specs["candidate"].text] = search.ENTRIES[wb.specs["baseline"].text] = search.Entry(
             cs, targets

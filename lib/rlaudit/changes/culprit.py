@@ -39,6 +39,12 @@ reproduce together), and what the search spent against a per-commit and a per-hu
 
 Assumptions, as for group testing: shares of a range of commits or a group of hunks add up, so a range whose
 share is below ``delta`` holds no culprit; two changes whose effects cancel exactly would be missed.
+
+This module is the search alone (about 900 lines, one class): its three phases (commits, hunks, reverse checks)
+share the arms, the views, the seeds added and the budget, and each phase reads what the previous one decided,
+so they are kept as the methods of one object read in order rather than passed between modules. What it builds
+on lives beside it: :mod:`~rlaudit.changes.arms` (the arms and the subjects behind them),
+:mod:`~rlaudit.changes.grouping` (units of hunks), :mod:`~rlaudit.changes.results` (culprits and the result).
 """
 
 from __future__ import annotations
@@ -47,7 +53,7 @@ import itertools
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -55,8 +61,12 @@ import numpy as np
 from rlaudit import stats
 from rlaudit.attribution.arms import Arm, Effect, attribution_scale
 from rlaudit.attribution.search import Search
-from rlaudit.changes import hybrids
-from rlaudit.changes.changeset import ChangeSet, Commit, Hunk, Tree, linked
+from rlaudit.changes.arms import ChangeArm, Targets
+from rlaudit.changes.changeset import ChangeSet
+from rlaudit.changes.grouping import chunks, components, connected, flat, halves, label
+from rlaudit.changes.hunks import Hunk
+from rlaudit.changes.results import ChangeResult, Culprit, effects_text, first_line
+from rlaudit.changes.scopes import linked
 
 Runner = Callable[[Sequence[tuple[Arm, int]]], list[tuple[Any, dict[str, float]]]]
 """Trains one run per ``(arm, seed)`` and returns, per call, ``(result or None, {metric: value, "sps": value})``
@@ -65,238 +75,6 @@ Runner = Callable[[Sequence[tuple[Arm, int]]], list[tuple[Any, dict[str, float]]
 BASE = ("baseline", "candidate")
 LONG_RANGE = 6  # split points in a range from which a spare core measures a second checkout
 TRANSIENT = ("timeout", "crash", "protocol")  # run failures that may be the machine's, not the subject's
-
-
-# ------------------------------------------------------------------------------------------------------------
-# Arms and targets
-# ------------------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class ChangeArm(Arm):
-    """An arm of the change search: a commit's checkout, or a hybrid with hunks reverted or applied.
-
-    Attributes:
-        kind: ``"commit"`` (the checkout of a commit), ``"revert"`` (hunks reverted from ``base``) or
-            ``"apply"`` (hunks applied to ``base``: the reverse check).
-        base: The tree it starts from: ``"candidate"``, ``"baseline"`` or a commit hash.
-        hunks: Ids of the hunks reverted or applied.
-        frame: The arm its share is measured against (``"candidate"``; a commit's checkout when the hunks are
-            reverted from that commit; ``"baseline"`` or a checkout for the reverse check).
-        reproduce: The share is what the arm reproduces (frame minus arm) rather than restores.
-        index: For a commit's checkout, the commit's position in the history (1 = the first after the
-            baseline).
-        unresolved: Why its subject could not be built or its runs failed (``""`` otherwise).
-    """
-
-    kind: str = "revert"
-    base: str = "candidate"
-    hunks: tuple[str, ...] = ()
-    frame: str = "candidate"
-    reproduce: bool = False
-    index: int | None = None
-    unresolved: str = ""
-
-
-class Targets:
-    """What each arm runs: commit checkouts as ``git:`` specs, hybrids materialized in the cache.
-
-    Args:
-        cs: The change set.
-        baseline, candidate: The two sides' specs (hybrids run with the interpreter, requirements and
-            environment of the side they start from); None gives bare specs (tests).
-        root: Where hybrids are built (default ``<cache>/hybrids``).
-    """
-
-    def __init__(self, cs: ChangeSet, baseline: Any = None, candidate: Any = None, root: Any = None) -> None:
-        self.cs = cs
-        self.like = {"baseline": baseline, "candidate": candidate}
-        self.root = root
-        self.built: dict[str, hybrids.Hybrid] = {}
-
-    def tree(self, base: str) -> Tree:
-        if base == "baseline":
-            return self.cs.baseline
-        if base == "candidate":
-            return self.cs.candidate
-        c = self.cs.candidate
-        return Tree("git", c.root, base, c.prefix, c.subject, base[:7])
-
-    def commit(self, sha: str) -> Any:
-        """The checkout of commit ``sha`` as a ``git:`` spec, run like the candidate."""
-        from rlaudit.subjects import parse_spec
-
-        c = self.cs.candidate
-        path = f"{c.prefix}/{c.subject}" if c.prefix else c.subject
-        spec = parse_spec(f"git:{c.root}@{sha}:{path}", label=f"commit {sha[:7]}")
-        like = self.like["candidate"]
-        if like is None:
-            return spec
-        return spec.replace(
-            python=like.python,
-            requirements=like.requirements,
-            system_site_packages=like.system_site_packages,
-            env=dict(like.env),
-        )
-
-    def hybrid(self, base: str, hunks: Sequence[Hunk], *, reverse: bool, label: str) -> tuple[Any, str]:
-        """``(spec, "")`` of ``base`` with ``hunks`` reverted (or applied), or ``(None, why)`` when it cannot be
-        built."""
-        stages = hybrids.stages_for(self.cs, hunks, reverse=reverse)
-        built = hybrids.materialize(self.tree(base), stages, root=self.root)
-        self.built[built.key] = built
-        if not built.ok:
-            return None, built.unresolved
-        side = "baseline" if base == "baseline" else "candidate"
-        return built.spec(self.like[side], label=label), ""
-
-    def applies(self, base: str, hunks: Sequence[Hunk], *, reverse: bool) -> str:
-        """Why ``hunks`` do not each apply alone to ``base`` (``""`` when every one does)."""
-        tree = self.tree(base)
-        for h in hunks:
-            why = hybrids.check(tree, [h], reverse=reverse)
-            if why:
-                return why
-        return ""
-
-
-# ------------------------------------------------------------------------------------------------------------
-# Results
-# ------------------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Culprit:
-    """One change that explains a share of a gap: a hunk, or hunks that matter only together.
-
-    Attributes:
-        hunks: The hunks (one, or several that only matter or only run together).
-        commit: The commit that made them (None without history).
-        arm: The arm that reverts them.
-        effects: Metric -> the share of the gap reverting them restores.
-        reproduced: Metric -> the share applying them alone to the baseline reproduces (the reverse check).
-        together: Metric -> the share it reproduces applied together with its ``partners`` (found when alone it
-            reproduces less than ``delta``: the regression needs them together).
-        partners: The other hunks the regression needs (from the same commits), for ``together``.
-        needs: Hunks it does not run without (a helper it calls, an attribute it reads): the reverse check
-            applies them with it.
-        scope: The hunks searched with it (its commits' hunks).
-        frame: ``(base, frame)``: the tree it is reverted from and the arm its share is measured against.
-        verdict: ``"cause"``, ``"minor"`` or ``"unclear"`` (on its strongest metric).
-        note: What the reader should know (``"only imports with ..."``, ``"matters only together"``).
-    """
-
-    hunks: list[Hunk]
-    commit: Commit | None
-    arm: str
-    effects: dict[str, Effect] = field(default_factory=dict)
-    reproduced: dict[str, Effect] = field(default_factory=dict)
-    together: dict[str, Effect] = field(default_factory=dict)
-    verdict: str = "unclear"
-    note: str = ""
-    partners: list[Hunk] = field(default_factory=list)
-    needs: list[Hunk] = field(default_factory=list)
-    scope: list[Hunk] = field(default_factory=list, repr=False)
-    frame: tuple[str, str] = ("candidate", "candidate")
-
-    @property
-    def name(self) -> str:
-        """``"<short commit>:<path>:<function> @@ -a,b +c,d @@"`` (and ``+ n more`` for a group)."""
-        h = self.hunks[0]
-        where = f"{h.path}:{h.function}" if h.function else h.path
-        head = f"{h.short_commit + ' ' if h.commit else ''}{where} {h.header}"
-        return head + (f" (+ {len(self.hunks) - 1} more)" if len(self.hunks) > 1 else "")
-
-    @property
-    def applied(self) -> list[Hunk]:
-        """What its reverse check applies to the baseline: its hunks and those it needs to run."""
-        return [*self.hunks, *self.needs]
-
-    @property
-    def subsystem(self) -> str:
-        subs = [h.subsystem for h in self.hunks if h.subsystem]
-        return max(subs, key=subs.count) if subs else ""
-
-    def diff(self) -> str:
-        """The hunks as ``git diff`` prints them."""
-        return "".join(h.text() for h in self.hunks)
-
-    def changes(self) -> list[dict[str, str]]:
-        """``{commit, path, hunk, function}`` per hunk (``hunk``: the ``@@ -a,b +c,d @@`` header)."""
-        return [
-            {"commit": h.commit, "path": h.path, "hunk": h.header, "function": h.where} for h in self.hunks
-        ]
-
-    def best(self) -> float:
-        return max((e.point for e in self.effects.values()), default=-math.inf)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "commit": self.commit.sha if self.commit else "",
-            "commit_subject": self.commit.subject if self.commit else "",
-            "subsystem": self.subsystem,
-            "arm": self.arm,
-            "verdict": self.verdict,
-            "note": self.note,
-            "changes": self.changes(),
-            "hunks": [h.id for h in self.hunks],
-            "diff": self.diff(),
-            "effects": {m: asdict(e) for m, e in self.effects.items()},
-            "reproduced": {m: asdict(e) for m, e in self.reproduced.items()},
-            "together": {m: asdict(e) for m, e in self.together.items()},
-        }
-
-
-@dataclass
-class ChangeResult:
-    """What the change search found and what it cost.
-
-    Attributes:
-        change_set: The change set searched.
-        metrics: The metrics attributed (the primary metric's name, then ``"sps"``).
-        active: The metrics with a measurable gap.
-        gaps: Per metric: baseline and candidate means, how much worse (``worse_by`` with ``low``..``high``),
-            ``measurable``.
-        commits: One row per commit: its verdict (``culprit``, ``cleared``, ``unclear``, ``unresolved``,
-            ``not searched``), prior, and the range that decided it.
-        ranges: Every commit range decided: ``first``..``last`` (1-based), ``effects`` per metric, ``verdict``.
-        culprits: Strongest first (the primary metric's causes, then throughput's, then minor and unclear).
-        arms: Every arm: name, kind, hunks, seeds, measured values, ``unresolved``, and its shares.
-        unresolved: Hybrids or checkouts that could not be built or run: ``arm``, ``hunks``, ``reason``.
-        spent: Runs (cached included), and a per-commit and a per-hunk sweep at ``max_seeds`` for comparison.
-        log: What ran and why, in order.
-        notes: Sentences for the summary.
-    """
-
-    change_set: ChangeSet
-    metrics: list[str]
-    active: list[str]
-    gaps: dict[str, dict[str, Any]]
-    commits: list[dict[str, Any]]
-    ranges: list[dict[str, Any]]
-    culprits: list[Culprit]
-    arms: list[dict[str, Any]]
-    unresolved: list[dict[str, Any]]
-    spent: dict[str, Any]
-    log: list[str]
-    notes: list[str]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "change_set": self.change_set.to_dict(),
-            "metrics": self.metrics,
-            "active": self.active,
-            "gaps": self.gaps,
-            "commits": self.commits,
-            "ranges": self.ranges,
-            "culprits": [c.to_dict() for c in self.culprits],
-            "arms": self.arms,
-            "unresolved": self.unresolved,
-            "spent": self.spent,
-            "log": self.log,
-            "notes": self.notes,
-        }
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -309,7 +87,7 @@ class ChangeSearch(Search):
 
     Args:
         wb: The workbench (runs go through its executor); None with ``runner``.
-        cs: The change set, mapped and prioritized (:func:`rlaudit.changes.changeset.map_all`).
+        cs: The change set, mapped and prioritized (:func:`rlaudit.changes.priors.map_all`).
         runner: Trains runs instead of the workbench (tests simulate trainers with it); see :data:`Runner`.
         targets: Builds what arms run (default: :class:`Targets` with the workbench's specs).
         **kwargs: As :class:`rlaudit.attribution.search.Search` (``metric``, ``delta``, ``budget``,
@@ -367,7 +145,7 @@ class ChangeSearch(Search):
             reason = ""
             if res is not None and not getattr(res, "ok", True):
                 error = getattr(res, "error", None) or getattr(res, "missing", None)
-                reason = f"seed {seed} failed: {_first_line(error)}"
+                reason = f"seed {seed} failed: {first_line(error)}"
             elif not math.isfinite(row.get(self.metric.name, math.nan)):
                 reason = f"seed {seed} produced no finite {self.metric.name}"
             if reason and isinstance(arm, ChangeArm) and not arm.unresolved:
@@ -497,14 +275,14 @@ class ChangeSearch(Search):
         self, hunks: Sequence[Hunk], *, base: str = "candidate", frame: str = "candidate"
     ) -> ChangeArm:
         """The arm reverting ``hunks`` from ``base`` (measured against ``frame``)."""
-        name = f"revert {_label(hunks)}" + ("" if base == "candidate" else f" from {base[:7]}")
+        name = f"revert {label(hunks)}" + ("" if base == "candidate" else f" from {base[:7]}")
         return self._hybrid_arm(name, hunks, base=base, frame=frame, revert=True)
 
     def apply_arm(
         self, hunks: Sequence[Hunk], *, base: str = "baseline", frame: str = "baseline"
     ) -> ChangeArm:
         """The reverse check: ``hunks`` applied to ``base`` alone (its share: what it reproduces)."""
-        name = f"apply {_label(hunks)}" + ("" if base == "baseline" else f" onto {base[:7]}")
+        name = f"apply {label(hunks)}" + ("" if base == "baseline" else f" onto {base[:7]}")
         return self._hybrid_arm(name, hunks, base=base, frame=frame, revert=False)
 
     def _hybrid_arm(
@@ -662,7 +440,7 @@ class ChangeSearch(Search):
         for k in range(i + 1, j + 1):
             if self.commit_verdicts.get(k, ("",))[0] != "unresolved":
                 self.commit_verdicts[k] = (verdict.split(" ")[0], view)
-        self.log.append(f"{view}: {verdict} ({_effects_text(effects)})")
+        self.log.append(f"{view}: {verdict} ({effects_text(effects)})")
 
     # -- 2. hunks --------------------------------------------------------------------------------------
 
@@ -732,12 +510,12 @@ class ChangeSearch(Search):
                 (units, None, None)
             ]
         else:
-            first, second = _halves(units)
+            first, second = halves(units)
             work = [(first, second, units)]
         tried: set[frozenset[frozenset[str]]] = set()
         while work:
             batch, work = work[: self.batch], work[self.batch :]
-            arms = [self.hunk_arm(_flat(g), base=base, frame=frame) for g, _, _ in batch]
+            arms = [self.hunk_arm(flat(g), base=base, frame=frame) for g, _, _ in batch]
             runnable = [a for a in arms if a.target is not None]
             if runnable:
                 self.log.append("group test: " + " | ".join(a.name for a in runnable))
@@ -748,18 +526,18 @@ class ChangeSearch(Search):
                 state = "unresolved" if arm.unresolved else self.state(arm.name)
                 if state == "matters":
                     if len(g) > 1:
-                        a, b = _halves(g)
+                        a, b = halves(g)
                         work.append((a, b, g))
                     else:
                         found.append(g[0])
                 elif state in ("unclear", "undecided") and len(g) == 1 and self._contributes(arm.name):
                     found.append(g[0])  # a small share, surely there: reported (as minor or unclear)
                 elif state == "unresolved":
-                    inside = {h.id for h in _flat(g)}
+                    inside = {h.id for h in flat(g)}
                     named = [
                         h
-                        for h in _flat(parent or units)
-                        if h.id not in inside and any(linked(h, x) for x in _flat(g))
+                        for h in flat(parent or units)
+                        if h.id not in inside and any(linked(h, x) for x in flat(g))
                     ]
                     found_ids = {h.id for u in found for h in u}
                     needs_found = bool(named) and all(h.id in found_ids for h in named)
@@ -767,7 +545,7 @@ class ChangeSearch(Search):
                     if needs_found:
                         # it only runs with a culprit already found: its own share cannot be measured apart
                         self.log.append(
-                            f"{arm.name} needs {_label(named)} (a culprit found) to run; not split further"
+                            f"{arm.name} needs {label(named)} (a culprit found) to run; not split further"
                         )
                     key = frozenset(frozenset(h.id for h in u) for u in regrouped) if regrouped else None
                     if regrouped is not None and key in tried:
@@ -775,10 +553,10 @@ class ChangeSearch(Search):
                     if regrouped is not None:
                         tried.add(key)
                         # hunks that name each other now form one unit: split the parent again, without them apart
-                        a, b = _halves(regrouped)
+                        a, b = halves(regrouped)
                         self.log.append(
                             "regrouped after an unresolved hybrid (hunks that name each other stay together): "
-                            + " | ".join(_label(_flat([u])) for u in regrouped if len(u) > 1)
+                            + " | ".join(label(flat([u])) for u in regrouped if len(u) > 1)
                         )
                         work = [w for w in work if w[2] is not parent]
                         work.append((a, b, regrouped))
@@ -786,7 +564,7 @@ class ChangeSearch(Search):
                     if needs_found:
                         pass
                     elif len(g) > 1:
-                        a, b = _halves(g)
+                        a, b = halves(g)
                         work.extend([(a, None, g), (b, None, g)])  # finer: measure both halves
                     else:
                         self.log.append(f"unresolved alone, and nothing it names lies outside it: {arm.name}")
@@ -795,12 +573,12 @@ class ChangeSearch(Search):
                 if state == "matters" and self._explains(arm.name, anchor):
                     self.log.append(
                         f"not needed (its sibling restores the whole share of {anchor.removeprefix('range ')}): "
-                        + _label(_flat(sibling))
+                        + label(flat(sibling))
                     )
                     continue
                 if state == "cleared" and len(sibling) > 1:
-                    self.log.append("inferred to matter (its sibling does not): " + _label(_flat(sibling)))
-                    a, b = _halves(sibling)
+                    self.log.append("inferred to matter (its sibling does not): " + label(flat(sibling)))
+                    a, b = halves(sibling)
                     work.append((a, b, sibling))
                 else:
                     work.append((sibling, None, parent))
@@ -808,11 +586,11 @@ class ChangeSearch(Search):
 
     def _regroup(self, group: list[list[Hunk]], parent: list[list[Hunk]]) -> list[list[Hunk]] | None:
         """``parent`` with every set of units that name each other (a rename and its callers: connected by
-        :func:`~rlaudit.changes.changeset.linked`) merged into one unit, where such a set has units both inside
+        :func:`~rlaudit.changes.scopes.linked`) merged into one unit, where such a set has units both inside
         and outside ``group`` (the split that broke the hybrid); None when there is none."""
-        inside = {h.id for h in _flat(group)}
+        inside = {h.id for h in flat(group)}
         units = [list(u) for u in parent]
-        sets = _connected(len(units), lambda a, b: any(linked(x, y) for x in units[a] for y in units[b]))
+        sets = connected(len(units), lambda a, b: any(linked(x, y) for x in units[a] for y in units[b]))
         set_of = {i: members for members in sets for i in members}
         merged: list[list[Hunk]] = []
         done: set[int] = set()
@@ -837,7 +615,7 @@ class ChangeSearch(Search):
         """Record the culprits found; when they do not add up to the share of their commits (``anchor``),
         revert what is left together and reduce it ddmin-style to the smallest group that matters only together."""
         for unit in found:
-            self._add_culprit(unit, base, frame, scope=_flat(units))
+            self._add_culprit(unit, base, frame, scope=flat(units))
         found_arms = [self.hunk_arm(u, base=base, frame=frame).name for u in found]
         missing = []
         for m in self.active_metrics:
@@ -868,11 +646,11 @@ class ChangeSearch(Search):
         group = self._ddmin(
             rest, lambda part: self._reverts_matter(part, base, frame, "ddmin: reverted together")
         )
-        self._add_culprit(_flat(group), base, frame, note="matters only together", scope=_flat(units))
+        self._add_culprit(flat(group), base, frame, note="matters only together", scope=flat(units))
 
     def _reverts_matter(self, units: list[list[Hunk]], base: str, frame: str, why: str) -> bool:
         """Reverting ``units`` together from ``base`` restores a share that matters (False when unresolved)."""
-        arm = self.hunk_arm(_flat(units), base=base, frame=frame)
+        arm = self.hunk_arm(flat(units), base=base, frame=frame)
         if arm.target is None:
             return False
         if arm.n == 0:
@@ -895,7 +673,7 @@ class ChangeSearch(Search):
         n = 2
         while len(current) >= 2 and self.runs_used + self.seeds0 <= self.budget:
             reduced = None
-            for chunk in _chunks(current, n):
+            for chunk in chunks(current, n):
                 rest = [u for u in current if u not in chunk]
                 if rest and holds(rest):
                     reduced = rest
@@ -942,7 +720,7 @@ class ChangeSearch(Search):
             if arm is not None and arm.unresolved:
                 # it does not run without the hunks it names (a helper it calls, an attribute it reads)
                 own = {x.id for x in c.hunks}
-                needs = [h for u in _components(c.scope) if {x.id for x in u} & own for h in u]
+                needs = [h for u in components(c.scope) if {x.id for x in u} & own for h in u]
                 c.needs = [h for h in needs if h.id not in own]
                 if c.needs and self.runs_used + self.seeds0 <= self.budget:
                     self._inject(c.applied, why="reverse check, with the hunks it needs to run")
@@ -966,22 +744,22 @@ class ChangeSearch(Search):
         others = [h for h in c.scope if h.id not in own]
         if not others or self.runs_used + self.seeds0 > self.budget:
             return
-        units = _components(others)  # hunks that name each other are applied together, or they do not import
-        why = f"{metric}: {_label(c.hunks)} reproduces little alone; applied with the hunks searched with it"
-        if not self._reproduces([*base_set, *_flat(units)], metric, why):
+        units = components(others)  # hunks that name each other are applied together, or they do not import
+        why = f"{metric}: {label(c.hunks)} reproduces little alone; applied with the hunks searched with it"
+        if not self._reproduces([*base_set, *flat(units)], metric, why):
             self.notes.append(
                 f"{metric}: {c.name} restores a share when reverted but does not reproduce it in the baseline, "
                 "even with the other hunks of its commits: it needs changes from elsewhere"
             )
             return
         need = self._ddmin(
-            units, lambda part: self._reproduces([*base_set, *_flat(part)], metric, "ddmin: applied together")
+            units, lambda part: self._reproduces([*base_set, *flat(part)], metric, "ddmin: applied together")
         )
-        c.partners = _flat(need)
+        c.partners = flat(need)
         together = self._inject([*base_set, *c.partners])
         if together is not None and (e := self.effect_of(together.name, metric)) is not None:
             c.together[metric] = e
-        c.note = (c.note + "; " if c.note else "") + "reproduces the gap only with " + _label(c.partners)
+        c.note = (c.note + "; " if c.note else "") + "reproduces the gap only with " + label(c.partners)
         base, frame = c.frame
         for unit in need:
             partner = self._add_culprit(unit, base, frame, scope=c.scope)
@@ -999,7 +777,7 @@ class ChangeSearch(Search):
                 partner.note = (
                     (partner.note + "; " if partner.note else "")
                     + "reproduces the gap only with "
-                    + _label(c.hunks)
+                    + label(c.hunks)
                 )
 
     def _inject_name(self, hunks: Sequence[Hunk]) -> str:
@@ -1164,91 +942,3 @@ class ChangeSearch(Search):
             log=self.log,
             notes=self.notes,
         )
-
-
-# ------------------------------------------------------------------------------------------------------------
-# Helpers
-# ------------------------------------------------------------------------------------------------------------
-
-
-def _flat(units: Sequence[Sequence[Hunk]]) -> list[Hunk]:
-    return [h for u in units for h in u]
-
-
-def _halves(units: Sequence[Any]) -> tuple[list[Any], list[Any]]:
-    half = (len(units) + 1) // 2
-    return list(units[:half]), list(units[half:])
-
-
-def _connected(n: int, related: Callable[[int, int], bool]) -> list[list[int]]:
-    """The indices ``0..n-1`` grouped into connected components of ``related`` (union-find over every pair),
-    each component in index order, components in the order of their first index."""
-    parent = list(range(n))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for a in range(n):
-        for b in range(a + 1, n):
-            if related(a, b):
-                parent[find(a)] = find(b)
-    groups: dict[int, list[int]] = {}
-    for i in range(n):
-        groups.setdefault(find(i), []).append(i)
-    return list(groups.values())
-
-
-def _components(hunks: Sequence[Hunk]) -> list[list[Hunk]]:
-    """``hunks`` grouped into sets that name each other (:func:`~rlaudit.changes.changeset.linked`,
-    transitively), each set in the order of ``hunks``, sets in the order of their first hunk."""
-    return [
-        [hunks[i] for i in members]
-        for members in _connected(len(hunks), lambda a, b: linked(hunks[a], hunks[b]))
-    ]
-
-
-def _chunks(units: Sequence[Any], n: int) -> list[list[Any]]:
-    n = max(1, min(n, len(units)))
-    size, extra = divmod(len(units), n)
-    out, start = [], 0
-    for i in range(n):
-        end = start + size + (1 if i < extra else 0)
-        out.append(list(units[start:end]))
-        start = end
-    return out
-
-
-def _label(hunks: Sequence[Hunk]) -> str:
-    """A short name for a set of hunks: ``"train.py:collect @@ -74,8 +77,8 @@"`` or ``"3 hunks (a, b, ...)"``."""
-    if len(hunks) == 1:
-        h = hunks[0]
-        return (
-            f"{h.short_commit + ':' if h.commit else ''}{h.path.split('/')[-1]}"
-            + (f":{h.function}" if h.function else "")
-            + f" {h.header}"
-        )
-    files = sorted({h.path.split("/")[-1] for h in hunks})
-    return f"{len(hunks)} hunks in {', '.join(files[:3])}{'...' if len(files) > 3 else ''} ({_digest(hunks)})"
-
-
-def _digest(hunks: Sequence[Hunk]) -> str:
-    import hashlib
-
-    return hashlib.sha256("\0".join(sorted(h.id for h in hunks)).encode()).hexdigest()[:6]
-
-
-def _first_line(error: Any) -> str:
-    text = str(error) if error is not None else "failed"
-    return text.strip().splitlines()[0][:300] if text.strip() else "failed"
-
-
-def _effects_text(effects: dict[str, dict[str, float]]) -> str:
-    if not effects:
-        return "no share measured"
-    return "; ".join(
-        f"{m}: {e['point']:.0%} ({e['low']:.0%}..{e['high']:.0%}, {int(e['n'])} seed{'s' if e['n'] != 1 else ''})"
-        for m, e in effects.items()
-    )

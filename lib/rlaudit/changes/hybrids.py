@@ -32,17 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlaudit.changes.changeset import (
-    ChangeSet,
-    Hunk,
-    Tree,
-    _decode,
-    _encode,
-    apply_hunks,
-    git,
-    list_files,
-    read_file,
-)
+from rlaudit.changes.changeset import ChangeSet
+from rlaudit.changes.hunks import Hunk, apply_hunks
+from rlaudit.changes.trees import Tree, _decode, _encode, git, list_files, read_file
 
 HYBRID_SCHEMA = 1
 FIXED_DATE = "2000-01-01T00:00:00+00:00"  # the hybrid's own commit: same content, same commit hash
@@ -264,7 +256,7 @@ def materialize(base: Tree, stages: Sequence[Stage], *, root: Path | None = None
 
 def write_tree(tree: Tree, dest: Path) -> None:
     """Write every file of ``tree`` under ``dest`` (a commit through ``git archive``, a directory by copying the
-    files :func:`rlaudit.changes.changeset.list_files` lists)."""
+    files :func:`rlaudit.changes.trees.list_files` lists)."""
     if tree.kind == "git":
         ref = f"{tree.commit}:{tree.prefix}" if tree.prefix else tree.commit
         data = git(tree.root, "archive", "--format=tar", ref)

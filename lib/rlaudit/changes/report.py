@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from rlaudit.attribution.arms import DEFAULT_DELTA
-from rlaudit.changes.changeset import hunk_table
-from rlaudit.changes.culprit import ChangeResult, Culprit
+from rlaudit.changes.priors import hunk_table
+from rlaudit.changes.results import ChangeResult, Culprit
 
 METRIC_WORDS = {"sps": "the CPU time per step lost"}
 

@@ -24,7 +24,12 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from rlaudit.changes import changeset as csm
-from rlaudit.changes.culprit import ChangeResult, ChangeSearch, Culprit, Targets
+from rlaudit.changes.arms import Targets
+from rlaudit.changes.culprit import ChangeSearch
+from rlaudit.changes.hunks import Hunk
+from rlaudit.changes.priors import map_all
+from rlaudit.changes.results import ChangeResult, Culprit
+from rlaudit.changes.trees import ChangeSetError, Tree
 
 TRAIN_TRACE_STEPS = 2048  # environment steps of the traced training run: enough to reach every update path
 
@@ -134,7 +139,7 @@ def _config_evidence(
     return configs[0], configs[1], keys, note
 
 
-def _up(tree: csm.Tree) -> int:
+def _up(tree: Tree) -> int:
     return len(PurePosixPath(tree.subject).parts) - 1
 
 
@@ -163,7 +168,7 @@ def prepare(
     """The pair's change set, every hunk mapped (names, config keys, trace) and prioritized, or None and why."""
     try:
         cs = csm.change_set(wb.specs["baseline"], wb.specs["candidate"])
-    except (csm.ChangeSetError, ValueError) as exc:  # git missing, a ref gone: say so, attribution goes on
+    except (ChangeSetError, ValueError) as exc:  # git missing, a ref gone: say so, attribution goes on
         return None, [f"code changes not searched: {exc}"]
     if isinstance(cs, str):
         schemes = {wb.specs[side].scheme for side in ("baseline", "candidate")}
@@ -179,7 +184,7 @@ def prepare(
     if trace:
         executed, trace_notes = trace_sides(wb, cs)
         notes += trace_notes
-    csm.map_all(
+    map_all(
         cs,
         config_keys=keys,
         baseline_config=base_cfg,
@@ -312,7 +317,7 @@ def _entry(spec: Any) -> Entry:
     return entry
 
 
-def _hunks(entry: Entry, suspects: Sequence[Any]) -> list[csm.Hunk]:
+def _hunks(entry: Entry, suspects: Sequence[Any]) -> list[Hunk]:
     by_id = entry.change_set.hunks()
     return [by_id[r] for s in suspects for r in s.refs]
 
