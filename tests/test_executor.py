@@ -10,8 +10,11 @@ from typing import Any
 
 import pytest
 
+from rlaudit import backends
 from rlaudit import executor as ex
-from rlaudit.executor import Backend, Executor, JobError
+from rlaudit.backends import Backend, JobError
+from rlaudit.executor import Executor
+from rlaudit.ray_backend import RayBackend
 
 
 def _slow_identity(x: float) -> float:
@@ -54,7 +57,7 @@ def test_process_backend_runs_pure_python_jobs() -> None:
 
 def test_ray_backend_without_ray_installed_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # as if ray were not installed
-    assert ex.BACKENDS["ray"] is ex.RayBackend
+    assert ex.BACKENDS["ray"] is RayBackend
     with pytest.raises(ValueError, match=r"'ray'.*--executor ray.*pip install"):
         Executor(jobs=2, backend="ray")
 
@@ -74,7 +77,7 @@ def test_a_backend_is_one_class(monkeypatch: pytest.MonkeyPatch) -> None:
 
         def submit(self, fn: Callable[[Any], Any], item: Any) -> cf.Future[Any]:
             future: cf.Future[Any] = cf.Future()
-            future.set_result(ex._run_captured(fn, item))
+            future.set_result(backends._run_captured(fn, item))
             return future
 
     monkeypatch.setitem(ex.BACKENDS, "inline", InlineBackend)

@@ -26,10 +26,12 @@ from typing import Any
 import pytest
 import toy_probes as tp
 
-from rlaudit import executor as ex
-from rlaudit.executor import Executor, JobError, RaySetupError, RemoteTaskLost, SharedPathError
+from rlaudit import backends
+from rlaudit import ray_backend as rb
+from rlaudit.executor import Executor, JobError
 from rlaudit.findings import Status
 from rlaudit.paths import LIB_DIR
+from rlaudit.ray_backend import RaySetupError, RemoteTaskLost, SharedPathError
 from rlaudit.workbench import Pair, Workbench
 
 HAVE_RAY = importlib.util.find_spec("ray") is not None
@@ -132,7 +134,7 @@ def ray_cluster() -> Iterator[str]:
                 yield address
             finally:
                 ray.shutdown()  # backends leave a connection to an existing cluster open by design
-                ex._RaySession.reset()
+                rb._RaySession.reset()
         _reload_ray_auth()
     finally:
         _stop(proc)
@@ -172,13 +174,13 @@ def on_ray(ray_cluster: str, monkeypatch: pytest.MonkeyPatch) -> str:
 def _spy(mp: pytest.MonkeyPatch) -> list[Any]:
     """Record every item submitted to a RayBackend (while ``mp`` is active), in order."""
     items: list[Any] = []
-    original = ex.RayBackend.submit
+    original = rb.RayBackend.submit
 
-    def spy(self: ex.RayBackend, fn: Any, item: Any) -> Any:
+    def spy(self: rb.RayBackend, fn: Any, item: Any) -> Any:
         items.append(item)
         return original(self, fn, item)
 
-    mp.setattr(ex.RayBackend, "submit", spy)
+    mp.setattr(rb.RayBackend, "submit", spy)
     return items
 
 
@@ -400,7 +402,7 @@ def test_generic_jobs_keep_order_and_failures_stay_in_their_slots(ray_cluster: s
 def test_check_shared_confirms_one_directory(ray_cluster: str, tmp_path: Path) -> None:
     with Executor(jobs=2, backend="ray", address=ray_cluster) as executor:
         backend = executor._backend
-        assert isinstance(backend, ex.RayBackend)
+        assert isinstance(backend, rb.RayBackend)
         answers = backend.check_shared(tmp_path / "shared")
     assert answers and all(a["exists"] and a["same"] for a in answers.values())
     assert list((tmp_path / "shared").iterdir()) == []  # the marker file is gone again
@@ -410,21 +412,21 @@ def test_a_task_refuses_a_cache_directory_its_node_lacks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What a task does first on its node (called here directly: on one machine every path is shared)."""
-    for name in ex._THREAD_VARIABLES:  # the task sets them; restore this process's afterwards
+    for name in rb._THREAD_VARIABLES:  # the task sets them; restore this process's afterwards
         monkeypatch.delenv(name, raising=False)
     ran: list[Any] = []
     missing = tmp_path / "not-on-this-node"
-    failure = ex._ray_task(ran.append, "job", str(missing), 1)
-    assert ran == [] and isinstance(failure, ex._Failure) and isinstance(failure.error, SharedPathError)
+    failure = rb._ray_task(ran.append, "job", str(missing), 1)
+    assert ran == [] and isinstance(failure, backends._Failure) and isinstance(failure.error, SharedPathError)
     assert str(missing) in str(failure.error) and "same path on every node" in str(failure.error)
-    assert ex._ray_task(ran.append, "job", str(tmp_path), 1) is None and ran == ["job"]
+    assert rb._ray_task(ran.append, "job", str(tmp_path), 1) is None and ran == ["job"]
     assert os.environ["RLAUDIT_TORCH_THREADS"] == os.environ["OMP_NUM_THREADS"] == "1"
 
 
 def test_shared_path_problems_name_the_nodes() -> None:
     fine = {"a": {"exists": True, "same": True}}
-    assert ex.shared_path_problems("/c", fine) == []
-    problems = ex.shared_path_problems(
+    assert rb.shared_path_problems("/c", fine) == []
+    problems = rb.shared_path_problems(
         "/c",
         {
             "a": {"exists": True, "same": True},

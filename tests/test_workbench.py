@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 import toy_probes as tp
 
-from rlaudit import subjects
-from rlaudit import worker as worker_module
+from rlaudit import subjects, worker_client
 from rlaudit.cache import ArtifactStore
 from rlaudit.findings import Status
 from rlaudit.probe import bind_params, probe_info
@@ -70,7 +69,7 @@ def test_fully_cached_run_starts_no_worker(
         raise AssertionError("a worker process was started")
 
     # WorkerClient.start is the only place a worker process is launched.
-    monkeypatch.setattr(worker_module.WorkerClient, "start", refuse)
+    monkeypatch.setattr(worker_client.WorkerClient, "start", refuse)
     with Workbench(str(toy_subject), str(candidate_subject), profile="smoke", jobs=2) as second:
         again = second.run(tp.echo, x=1)
         assert again.ok and again.baseline.cached and again.candidate.cached

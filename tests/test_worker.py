@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 import toy_probes as tp
 
-from rlaudit import worker as worker_module
+from rlaudit import worker_client
 from rlaudit.probe import probe_import_root, probe_name
 from rlaudit.subjects import parse_spec
-from rlaudit.worker import ProbeError, WorkerClient
+from rlaudit.worker import ProbeError
+from rlaudit.worker_client import WorkerClient
 
 ROOT = probe_import_root(tp.echo)
 
@@ -228,7 +229,7 @@ def test_unimportable_probe_module_is_an_import_error(client: WorkerClient, tmp_
 
 
 def test_old_logs_are_pruned(toy_subject: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(worker_module, "KEEP_LOGS", 2)
+    monkeypatch.setattr(worker_client, "KEEP_LOGS", 2)
     logs = tmp_path / "logs"
     logs.mkdir()
     for i in range(4):

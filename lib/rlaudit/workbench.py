@@ -35,7 +35,8 @@ from rlaudit.findings import Finding
 from rlaudit.probe import ProbeInfo, bind_params, probe_import_root, probe_info
 from rlaudit.profiles import Profile, get_profile
 from rlaudit.subjects import SubjectSpec, load_pair_file, loader_for, parse_spec
-from rlaudit.worker import ERROR_KINDS, ProbeError, WorkerClient
+from rlaudit.worker import ERROR_KINDS, ProbeError
+from rlaudit.worker_client import WorkerClient
 
 __all__ = [
     "SIDES",

@@ -81,7 +81,7 @@ def test_reused_not_rebuilt(venv_python: Path, requirements: Path) -> None:
 
 
 def test_worker_runs_in_the_subject_environment(venv_python: Path, toy_subject: Path, tmp_path: Path) -> None:
-    from rlaudit.worker import WorkerClient
+    from rlaudit.worker_client import WorkerClient
 
     spec = parse_spec(str(toy_subject), python=str(venv_python))
     with WorkerClient(spec, tmp_path / "logs", timeout=300) as client:
@@ -92,7 +92,7 @@ def test_worker_runs_in_the_subject_environment(venv_python: Path, toy_subject: 
 
 
 def test_subject_failing_to_import_in_its_venv(venv_python: Path, tmp_path: Path) -> None:
-    from rlaudit.worker import WorkerClient
+    from rlaudit.worker_client import WorkerClient
 
     subject = tmp_path / "needs_more" / "subject.py"
     subject.parent.mkdir()
@@ -198,7 +198,8 @@ def test_failed_environment_is_kept_not_rebuilt_by_the_client(
     tmp_path: Path, toy_subject: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from rlaudit.adapters import venv as venv_module
-    from rlaudit.worker import ProbeError, WorkerClient
+    from rlaudit.worker import ProbeError
+    from rlaudit.worker_client import WorkerClient
 
     attempts = []
 
