@@ -1,7 +1,7 @@
 """The README's commands work, exactly as written, from the repository root.
 
 Every ``make report ...`` and ``rlaudit ...`` command in README.md and data/examples/*/README.md (fenced shell
-blocks and inline code) runs at the smoke profile (``RLAUDIT_PROFILE=smoke`` wins over a ``PROFILE=``) in the
+blocks, and inline code that gives a command with its arguments) runs at the smoke profile (``RLAUDIT_PROFILE=smoke`` wins over a ``PROFILE=``) in the
 shared test cache, and must exit 0 with no ERROR notebook. Lines that describe a command's syntax rather than
 give one (placeholders such as ``<repo>``, alternatives ``a|b``, optional ``[--flag]``) are not runnable and
 are left out; a test checks that nothing else is.
@@ -18,8 +18,10 @@ import pytest
 from support.reports import ROOT, environment, run_command
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "data" / "examples").glob("*/README.md"))]
-COMMAND = re.compile(r"^(?:make report\b|rlaudit (?:report|audit|train|faults|new-subject)\b)")
-SYNTAX = re.compile(r"<[^>]*>|\[[^\]]*\]|\||…|\.\.\.|\bDIR\b|\bSPEC\b|\bFILE\b")
+COMMAND = re.compile(
+    r"^(?:make report\b|(?:\.venv/bin/)?rlaudit (?:report|audit|train|faults|new-subject)\b)"
+)
+SYNTAX = re.compile(r"<[^>]*>|\[[^\]]*\]|\||…|\.\.\.|\bDIR\b|\bSPEC\b|\bFILE\b|\$\w")
 FENCE = re.compile(r"^```(\w*)\s*$")
 INLINE = re.compile(r"`([^`]+)`")
 
@@ -51,7 +53,12 @@ def commands_in(path: Path) -> list[str]:
                 elif COMMAND.match(text):
                     found.append(" && ".join([*setup, text]))
             continue
-        found += [span.strip() for span in INLINE.findall(line) if COMMAND.match(span.strip())]
+        # inline code is a command when it carries arguments; a bare `rlaudit report` is the command's name
+        found += [
+            span.strip()
+            for span in INLINE.findall(line)
+            if COMMAND.match(span.strip()) and len(span.split()) > 2
+        ]
     return list(dict.fromkeys(found))
 
 

@@ -68,8 +68,19 @@ def read_findings(out: Path) -> dict[str, list[dict[str, Any]]]:
     return found
 
 
+_DONE: dict[tuple[str, str, str], ReportRun] = {}
+
+
 def run_command(command: str, out: Path, env: dict[str, str], timeout: float = 900) -> ReportRun:
-    """Run a shell command from the repository root (as a user would type it) and read ``out``'s findings."""
+    """Run a shell command from the repository root (as a user would type it) and read ``out``'s findings.
+
+    A command already run in this test session with the same profile and cache is not run again: the README
+    test and the subject matrix run some of the same reports, and the first run's result (its findings, in
+    the first caller's directory) answers both.
+    """
+    key = (command, env.get("RLAUDIT_PROFILE", ""), env.get("RLAUDIT_CACHE", ""))
+    if key in _DONE:
+        return _DONE[key]
     started = time.perf_counter()
     proc = subprocess.run(
         command,
@@ -82,7 +93,7 @@ def run_command(command: str, out: Path, env: dict[str, str], timeout: float = 9
         text=True,
         timeout=timeout,
     )
-    return ReportRun(
+    done = ReportRun(
         command,
         proc.returncode,
         proc.stdout,
@@ -90,6 +101,20 @@ def run_command(command: str, out: Path, env: dict[str, str], timeout: float = 9
         time.perf_counter() - started,
         read_findings(out) if out.exists() else {},
     )
+    _DONE[key] = done
+    return done
+
+
+def make_report(arguments: str, out: Path, cache: str | os.PathLike[str]) -> ReportRun:
+    """``make report <arguments>`` from the repository root at the smoke profile, writing to ``out``."""
+    bin_dir = str(Path(sys.executable).parent)
+    env = environment(
+        cache,
+        OUT=str(out),  # `make report` writes its report here (OUT ?= reports)
+        RLAUDIT_REPORTS=str(out),  # `rlaudit report` without --out
+        PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""),
+    )
+    return run_command(f"make report {arguments}".strip(), out, env)
 
 
 def report(baseline: str, candidate: str, out: Path, cache: str | os.PathLike[str], *extra: str) -> ReportRun:
