@@ -15,8 +15,9 @@ from rlaudit import subjects, worker_client
 from rlaudit.cache import ArtifactStore
 from rlaudit.findings import Status
 from rlaudit.probe import bind_params, probe_info
+from rlaudit.probe_jobs import keep_workers, kept_workers
 from rlaudit.profiles import get_profile
-from rlaudit.workbench import Pair, ProbeResult, Workbench, keep_workers, kept_workers
+from rlaudit.workbench import Pair, ProbeResult, Workbench
 
 
 @pytest.fixture

@@ -73,7 +73,7 @@ class Backend(abc.ABC):
     name: ClassVar[str] = ""
     shares_memory: ClassVar[bool] = False
     """True when jobs run inside this process (threads). The workbench then lends jobs its pooled worker
-    processes; otherwise it ships self-contained, picklable jobs (:func:`rlaudit.workbench.run_probe_job`)
+    processes; otherwise it ships self-contained, picklable jobs (:func:`rlaudit.probe_jobs.run_probe_job`)
     that start their own worker wherever they run (the cache directory must be shared)."""
 
     def __init__(self, jobs: int, **options: Any) -> None:

@@ -397,8 +397,8 @@ class _RayFuture(cf.Future):  # type: ignore[type-arg]
 class RayBackend(Backend):
     """Jobs as Ray tasks on a cluster: one task per job (a training run or a probe call).
 
-    The workbench ships each probe call as a picklable :class:`rlaudit.workbench.ProbeJob`; the task runs
-    :func:`rlaudit.workbench.run_probe_job` on a node, which starts the subject's own worker process with
+    The workbench ships each probe call as a picklable :class:`rlaudit.probe_jobs.ProbeJob`; the task runs
+    :func:`rlaudit.probe_jobs.run_probe_job` on a node, which starts the subject's own worker process with
     the subject's interpreter (so subjects with their own virtualenvs work as they do locally) and commits the
     artifacts to the cache. So the cache must be one shared directory at the same path on every node, the
     subject's code and interpreter must be at the same paths there, and every node needs ray and rlaudit

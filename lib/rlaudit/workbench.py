@@ -19,35 +19,38 @@ a fix commit) share the same cache and worker machinery through :meth:`Workbench
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import threading
 import time
 import traceback
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from rlaudit.cache import ArtifactStore, ProbeResult, fingerprint_details, subject_fingerprint
+from rlaudit.cache import ArtifactStore, ProbeResult
 from rlaudit.executor import Executor, JobError
 from rlaudit.findings import Finding
 from rlaudit.probe import ProbeInfo, bind_params, probe_import_root, probe_info
+from rlaudit.probe_jobs import (
+    ProbeJob,
+    _answer_locally,
+    _execute,
+    _failed,
+    _shutdown,
+    _Subject,
+    run_probe_job,
+)
 from rlaudit.profiles import Profile, get_profile
 from rlaudit.subjects import SubjectSpec, load_pair_file, loader_for, parse_spec
 from rlaudit.worker import ERROR_KINDS, ProbeError
-from rlaudit.worker_client import WorkerClient
 
 __all__ = [
     "SIDES",
     "Pair",
     "ProbeError",
-    "ProbeJob",
     "ProbeResult",
     "Workbench",
-    "keep_workers",
-    "kept_workers",
-    "run_probe_job",
 ]
 
 SIDES: tuple[str, str] = ("baseline", "candidate")
@@ -120,232 +123,6 @@ class Pair:
         finding = Finding.error(id, subsystem, hypothesis, " and ".join(errors), combined)
         finding.evidence.details["sides"] = {side: error.to_dict() for side, error in errors.items()}
         return finding
-
-
-class _Missing(Exception):
-    """The worker reported missing capabilities: abort the artifact commit."""
-
-    def __init__(self, capabilities: Sequence[str]) -> None:
-        super().__init__(", ".join(capabilities))
-        self.capabilities = list(capabilities)
-
-
-class _Subject:
-    """One subject: its fingerprint, known capabilities, and a pool of worker clients.
-
-    Args:
-        spec: The subject.
-        side: How results name it (``"baseline"``, ``"candidate"``, or an extra arm's label).
-        store: The artifact store (capabilities are remembered there).
-        fingerprint: Known fingerprint (a shipped job has it already); computed when None.
-        client_options: Keyword arguments for each :class:`WorkerClient` (timeout, memory_mb, ...).
-        on_release: Called after a client is returned to the pool (the workbench evicts idle workers).
-    """
-
-    def __init__(
-        self,
-        spec: SubjectSpec,
-        side: str,
-        store: ArtifactStore,
-        *,
-        fingerprint: str | None = None,
-        client_options: Mapping[str, Any] | None = None,
-        on_release: Callable[[], None] | None = None,
-    ) -> None:
-        self.spec = spec
-        self.side = side
-        self.store = store
-        self.details = fingerprint_details(spec) if fingerprint is None else None
-        self.fingerprint = fingerprint if fingerprint is not None else subject_fingerprint(spec)
-        self.client_options = dict(client_options or {})
-        self.on_release = on_release
-        self.lock = threading.Lock()
-        self.clients: list[WorkerClient] = []
-        self.idle: list[WorkerClient] = []
-        self.last_used: dict[int, float] = {}
-        self.load_error: ProbeError | None = None
-        self._capabilities: frozenset[str] | None = None
-
-    @property
-    def capabilities(self) -> frozenset[str] | None:
-        if self._capabilities is None:
-            self._capabilities = self.store.capabilities(self.fingerprint)
-        return self._capabilities
-
-    def missing(self, requires: Sequence[str]) -> list[str]:
-        """The required capabilities the subject is known to lack ([] when unknown)."""
-        caps = self.capabilities
-        return [] if caps is None else [cap for cap in requires if cap not in caps]
-
-    def learn(self, client: WorkerClient) -> None:
-        """Remember what a freshly loaded worker told us (capabilities, or an import failure)."""
-        if client.load_error is not None:
-            self.load_error = client.load_error
-        elif client.capabilities is not None and self._capabilities != client.capabilities:
-            self._capabilities = client.capabilities
-            with contextlib.suppress(OSError):
-                self.store.save_subject(
-                    self.fingerprint, self.spec, client.capabilities, client.info, self.details
-                )
-
-    @property
-    def pool_key(self) -> tuple[str, ...]:
-        """What a kept worker must match to serve this subject (see :func:`keep_workers`)."""
-        return (
-            str(self.store.root),
-            self.fingerprint,
-            json.dumps(self.spec.to_dict(), sort_keys=True, default=str),
-            json.dumps(self.client_options, sort_keys=True, default=str),
-        )
-
-    def acquire(self) -> WorkerClient:
-        """An idle client (a running one first), a worker kept from an earlier workbench, or a new one."""
-        with self.lock:
-            self.idle.sort(key=lambda c: c.alive)
-            if self.idle:
-                return self.idle.pop()
-            client = _adopt(self.pool_key)
-            if client is None:
-                client = WorkerClient(self.spec, self.store.log_dir(self.fingerprint), **self.client_options)
-            self.clients.append(client)
-            return client
-
-    def release(self, client: WorkerClient) -> None:
-        with self.lock:
-            self.last_used[id(client)] = time.monotonic()
-            self.idle.append(client)
-        if self.on_release is not None:
-            self.on_release()
-
-
-@dataclass(frozen=True)
-class ProbeJob:
-    """One probe call on one subject, self-contained and picklable.
-
-    This is what a non-local executor backend (one whose jobs do not run as threads of the notebook)
-    ships to where it runs :func:`run_probe_job`; the cache directory must be the same path there.
-
-    Attributes:
-        spec: The subject's :meth:`SubjectSpec.to_dict`.
-        side: How the result names the subject.
-        fingerprint: The subject's fingerprint (computed once, in the notebook).
-        probe: ``"module:function"``.
-        version: The probe's version.
-        requires: Capabilities the probe needs.
-        root: ``sys.path`` entry for the probe's module (see :func:`rlaudit.probe.probe_import_root`).
-        params: The probe's parameters, defaults filled in.
-        cache_root: The artifact store's directory.
-        timeout: Seconds the call may take.
-        newer_than: Ignore artifacts older than this Unix time (``fresh``).
-        client_options: Extra :class:`WorkerClient` options (memory_mb, torch_threads, load_timeout).
-    """
-
-    spec: dict[str, Any]
-    side: str
-    fingerprint: str
-    probe: str
-    version: int
-    requires: tuple[str, ...]
-    root: str
-    params: dict[str, Any]
-    cache_root: str
-    timeout: float
-    newer_than: float | None = None
-    client_options: dict[str, Any] = field(default_factory=dict)
-
-
-def run_probe_job(job: ProbeJob) -> ProbeResult:
-    """Run one :class:`ProbeJob` from scratch: cache lookup, a worker of its own, commit, worker stopped.
-
-    Module-level and free of notebook state, so any executor backend can run it (in a process pool, on a
-    Ray node). Failures come back as a :class:`ProbeResult` with ``error`` set, never as an exception.
-    """
-    store = ArtifactStore(job.cache_root)
-    subject = _Subject(
-        SubjectSpec.from_dict(job.spec),
-        job.side,
-        store,
-        fingerprint=job.fingerprint,
-        client_options={"timeout": job.timeout, **job.client_options},
-    )
-    try:
-        return _execute(job, subject)
-    finally:
-        _shutdown([subject])
-
-
-def _answer_locally(job: ProbeJob, subject: _Subject) -> ProbeResult | None:
-    """The result when no worker is needed: a cache hit or a capability known to be missing; else None."""
-    hit = subject.store.get(
-        job.fingerprint,
-        job.probe,
-        job.version,
-        job.params,
-        newer_than=job.newer_than,
-        side=job.side,
-        spec=subject.spec.text,
-    )
-    if hit is not None:
-        return hit
-    missing = subject.missing(job.requires)
-    return _failed(job, subject, missing=missing) if missing else None
-
-
-def _execute(job: ProbeJob, subject: _Subject) -> ProbeResult:
-    """One probe call: a cache hit, a capability known to be missing, or computed in a worker."""
-    store = subject.store
-    key_args = (job.fingerprint, job.probe, job.version, job.params)
-    known = _answer_locally(job, subject)
-    if known is not None:
-        return known
-    if subject.load_error is not None:
-        return _failed(job, subject, error=ProbeError.from_dict(subject.load_error.to_dict()))
-
-    def produce(out: Any) -> None:
-        client = subject.acquire()
-        try:
-            client.start()
-            subject.learn(client)
-            missing_now = subject.missing(job.requires)
-            if missing_now:
-                raise _Missing(missing_now)
-            reply = client.call(job.probe, job.params, out, timeout=job.timeout, root=job.root)
-        finally:
-            subject.release(client)
-        if not reply.get("ok"):
-            raise _Missing(reply.get("missing") or ["(unknown)"])
-
-    start = time.perf_counter()
-    try:
-        return store.compute(
-            *key_args, produce, newer_than=job.newer_than, side=job.side, spec=subject.spec.text
-        )
-    except _Missing as exc:
-        return _failed(job, subject, missing=exc.capabilities)
-    except ProbeError as exc:
-        return _failed(job, subject, error=exc, seconds=time.perf_counter() - start)
-
-
-def _failed(
-    job: ProbeJob,
-    subject: _Subject,
-    *,
-    missing: Sequence[str] = (),
-    error: ProbeError | None = None,
-    seconds: float = 0.0,
-) -> ProbeResult:
-    return ProbeResult(
-        side=job.side,
-        spec=subject.spec.text,
-        probe=job.probe,
-        params=job.params,
-        ok=False,
-        error=error,
-        missing=list(missing),
-        seconds=seconds,
-        version=job.version,
-        fingerprint=job.fingerprint,
-    )
 
 
 class Workbench:
@@ -754,7 +531,7 @@ class Workbench:
     def close(self) -> None:
         """Stop every worker and the dispatch threads (also done at exit and when garbage-collected).
 
-        With :func:`keep_workers` on, idle running workers are kept for the next workbench instead.
+        With :func:`rlaudit.probe_jobs.keep_workers` on, idle running workers are kept for the next workbench instead.
         """
         self._closed = True
         self._executor.shutdown(wait=False)
@@ -765,97 +542,6 @@ class Workbench:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _shutdown(subjects: list[_Subject]) -> None:
-    """Stop the subjects' workers, or keep the idle running ones for the next workbench (see
-    :func:`keep_workers`)."""
-    held: list[tuple[tuple[str, ...], WorkerClient]] = []
-    for subject in list(subjects):
-        with subject.lock:
-            key = subject.pool_key
-            held.extend((key, client) for client in subject.clients)
-            subject.clients.clear()
-            subject.idle.clear()
-    _close_all(_park(held))
-
-
-def _close_all(clients: Sequence[WorkerClient]) -> None:
-    def close(client: WorkerClient) -> None:
-        with contextlib.suppress(Exception):
-            client.close(wait=1.0)
-
-    # In parallel: each worker takes a moment to exit its interpreter.
-    threads = [threading.Thread(target=close, args=(client,), daemon=True) for client in clients]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=10)
-
-
-# --- workers kept from one workbench to the next ------------------------------------------------------------
-
-_KEEP_LOCK = threading.Lock()
-_KEPT: list[tuple[tuple[str, ...], WorkerClient]] = []  # oldest first
-_KEEP_LIMIT = 0
-
-
-def keep_workers(limit: int = 4) -> None:
-    """Keep up to ``limit`` idle workers running when a workbench is closed or garbage-collected, for the next
-    workbench of this process that asks for the same subject; ``limit=0`` (the default state) stops them.
-
-    ``rlaudit report`` turns this on in the kernels it shares between notebooks (``rlaudit.report`` lanes):
-    the notebooks of a report ask for the same two subjects, and a worker that has already imported torch and
-    the subject (about 3 s of CPU for the built-ins) serves the next notebook's probes as it served the
-    previous ones'. A kept worker is reused only for the same subject fingerprint (so never after its code
-    changed), artifact cache and worker options; kept workers stop at exit like any other.
-    """
-    global _KEEP_LIMIT
-    with _KEEP_LOCK:
-        _KEEP_LIMIT = max(0, int(limit))
-        excess = _trim()
-    _close_all(excess)
-
-
-def kept_workers() -> list[int]:
-    """The pids of the workers kept for reuse (diagnostics and tests)."""
-    with _KEEP_LOCK:
-        return [client.pid for _, client in _KEPT if client.pid is not None]
-
-
-def _park(held: Sequence[tuple[tuple[str, ...], WorkerClient]]) -> list[WorkerClient]:
-    """Keep the idle running clients (up to the limit); returns the clients to stop."""
-    stop = []
-    with _KEEP_LOCK:
-        for key, client in held:
-            if _KEEP_LIMIT and client.alive and not client.busy:
-                _KEPT.append((key, client))
-            else:
-                stop.append(client)
-        stop.extend(_trim())
-    return stop
-
-
-def _trim() -> list[WorkerClient]:
-    """Under the lock: drop dead kept workers and the oldest beyond the limit; returns those to stop."""
-    _KEPT[:] = [(key, client) for key, client in _KEPT if client.alive]
-    excess = len(_KEPT) - _KEEP_LIMIT
-    if excess <= 0:
-        return []
-    dropped = [client for _, client in _KEPT[:excess]]
-    del _KEPT[:excess]
-    return dropped
-
-
-def _adopt(key: tuple[str, ...]) -> WorkerClient | None:
-    """A kept running worker for ``key`` (the most recently kept), or None."""
-    with _KEEP_LOCK:
-        for i in range(len(_KEPT) - 1, -1, -1):
-            kept_key, client = _KEPT[i]
-            if kept_key == key and client.alive:
-                del _KEPT[i]
-                return client
-    return None
 
 
 def format_error(result: ProbeResult) -> str:
