@@ -44,6 +44,10 @@ Tasks and curricula
     operations as building hundreds), so an autoreset mostly copies a prepared map into place.
 
 Regressed code paths live in :class:`ArenaImpl` (never in the config): see its fields.
+
+Why one file of about 1,000 lines: the environment's step, its resets, its observation and its fault code
+paths share the same arrays and are read together (a fault is a few lines inside the step it changes); the
+curriculum, the config sections, the expert and the benchmarks already live beside it.
 """
 
 from __future__ import annotations

@@ -19,6 +19,10 @@ final observations are kept and valued in one batch before GAE rather than one f
 
 Faults: :class:`PPOImpl` holds code paths that reproduce real regressions (its defaults are the correct
 behaviour). They are not in the config: a real regression is a code change, not a setting.
+
+Why one file of about 1,000 lines: like CleanRL's ``ppo.py``, this is meant to be read top to bottom in one
+sitting, the math, the loop and the fault code paths beside the lines they change; split across modules, a
+reader could no longer hold it next to CleanRL's file.
 """
 
 from __future__ import annotations
