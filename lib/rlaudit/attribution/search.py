@@ -234,6 +234,17 @@ class Search:
         g = self.gap(metric)
         return g is not None and g.low > 0.0
 
+    def _spent(self, variant_runs: int) -> dict[str, Any]:
+        """What the search spent so far: runs (and how many came from the cache), runs on arms other than the
+        two sides, the budget it had, and seconds since it started."""
+        return {
+            "runs": self.runs_used,
+            "cached_runs": self.cached_runs,
+            "variant_runs": variant_runs,
+            "budget": self.budget,
+            "seconds": round(time.perf_counter() - self.started, 1),
+        }
+
     def _gap_summary(self, m: str) -> dict[str, Any]:
         """The gap on metric ``m`` as the results state it: both sides' means, how much worse the candidate is
         (in the metric's direction) with its interval, and whether the gap was measured at all."""
@@ -630,11 +641,7 @@ class Search:
             for name, e in self.reproduced(m).items():
                 injected.setdefault(name, {})[m] = e
         spent = {
-            "runs": self.runs_used,
-            "cached_runs": self.cached_runs,
-            "variant_runs": variant_runs,
-            "budget": self.budget,
-            "seconds": round(time.perf_counter() - self.started, 1),
+            **self._spent(variant_runs),
             "full_sweep_variant_runs": n_suspects * self.max_seeds,
             "min_sweep_variant_runs": n_suspects * self.seeds0,
             "seeds_per_arm_min": self.seeds0,

@@ -910,11 +910,7 @@ class ChangeSearch(Search):
         base_runs = 2 * self.max_seeds
         variant_runs = sum(a.n for k, a in self.arms.items() if k not in BASE)
         spent = {
-            "runs": self.runs_used,
-            "cached_runs": self.cached_runs,
-            "variant_runs": variant_runs,
-            "budget": self.budget,
-            "seconds": round(time.perf_counter() - self.started, 1),
+            **self._spent(variant_runs),
             "seeds_per_arm_max": self.max_seeds,
             "commits": n_commits,
             "hunks": hunks_searched,
