@@ -95,3 +95,81 @@ def test_the_hypothesis_is_the_docstrings_first_paragraph() -> None:
         """
 
     assert checks.hypothesis_of(body) == "Both setups build the same network"
+
+
+def test_a_finding_takes_both_sides_as_one_mapping_and_an_interval_as_one_triple() -> None:
+    c = Check(gap.spec, WB)
+    finding = c.finding(Status.NOTED, values={"baseline": 1, "candidate": 2}, interval=(0.5, 0.25, 0.75))
+    assert (finding.evidence.baseline, finding.evidence.candidate) == (1, 2)
+    assert finding.evidence.effect == 0.5 and finding.evidence.ci == (0.25, 0.75)
+    assert finding.evidence.ci_level == 0.95
+    one = c.finding(Status.NOTED, values=checks.on_side("candidate", "x"))
+    assert (one.evidence.baseline, one.evidence.candidate) == (None, "x")
+    with pytest.raises(ValueError, match="values= or baseline="):
+        c.finding(Status.NOTED, values={"baseline": 1}, baseline=1)
+    with pytest.raises(ValueError, match="interval="):
+        c.finding(Status.NOTED, interval=(0.5, 0.25, 0.75), effect=0.5)
+    with pytest.raises(ValueError, match=r"\(point, low, high\)"):
+        c.finding(Status.NOTED, interval=(0.25, 0.75))
+    with pytest.raises(ValueError, match="baseline, candidate"):
+        checks.on_side("both", 1)
+
+
+def test_a_verdict_is_concluded_into_a_finding_with_its_evidence() -> None:
+    from rlaudit.evidence import Verdict, inconclusive
+
+    c = Check(gap.spec, WB)
+    finding = c.conclude(Verdict(Status.SUSPECT, Severity.HIGH, "slower", "Profile it."), effect=2.0)
+    assert (finding.status, finding.severity, finding.evidence.summary) == (
+        Status.SUSPECT,
+        Severity.HIGH,
+        "slower",
+    )
+    assert finding.remediation == "Profile it." and finding.evidence.effect == 2.0
+    open_ = c.conclude(inconclusive("ratio 1.1 [0.8, 1.4]", "more repeats"))
+    assert open_.status is Status.NOTED and open_.evidence.summary == "inconclusive: ratio 1.1 [0.8, 1.4]"
+    assert open_.remediation == "Rerun at a larger profile (more repeats) to settle it."
+
+
+class Bench:
+    """Stands in for a Workbench: records the probes it was asked to run, with which parameters."""
+
+    profile = SimpleNamespace(name="smoke")
+    metric = None
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def run(self, probe: Any, **params: Any) -> Evidence:
+        self.calls.append((probe.__name__, params))
+        return Evidence()
+
+
+def counts(*, seed: int = 0, steps: int = 10) -> None:
+    """A probe's signature: the parameters it accepts."""
+
+
+def test_probe_evidence_runs_the_probe_with_its_parameters_at_the_profile() -> None:
+    wb = Bench()
+    evidence = checks.probe_evidence(counts, lambda wb, seed=0: {"seed": seed, "steps": 3})
+    assert isinstance(evidence(wb, seed=5, trust=True), Evidence)
+    assert wb.calls == [("counts", {"seed": 5, "steps": 3})]
+    checks.probe_evidence(counts)(wb, seed=2, trust=True)  # no params: the keyword arguments the probe takes
+    assert wb.calls[-1] == ("counts", {"seed": 2})
+
+
+def test_run_checks_calls_each_check_in_order_with_the_arguments_it_takes() -> None:
+    @check("trainer/test-seeded", probe=counts)
+    def seeded(c: Check, ev: Evidence, seed: int = 0) -> Any:
+        """The probe ran with the given seed."""
+        return c.section(c.finding(Status.CLEARED, summary=f"seed {seed}"))
+
+    @check("trainer/test-unseeded")
+    def unseeded(c: Check) -> Any:
+        """A check that takes no arguments."""
+        return c.section(c.finding(Status.CLEARED, summary="no seed"))
+
+    wb = Bench()
+    sections = checks.run_checks(wb, (seeded, unseeded), seed=4)
+    assert [s.findings[0].evidence.summary for s in sections] == ["seed 4", "no seed"]
+    assert wb.calls == [("counts", {"seed": 4})]

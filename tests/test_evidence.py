@@ -7,7 +7,7 @@ import math
 import pytest
 
 from rlaudit import evidence as ev
-from rlaudit.findings import Status
+from rlaudit.findings import Severity, Status
 
 
 @pytest.mark.parametrize(
@@ -49,3 +49,10 @@ def test_numbers_read_compactly() -> None:
     assert ev.fmt(0.00025) == "0.00025" and ev.fmt(12345.6) == "12,346" and ev.fmt(None) == "n/a"
     assert ev.estimate(0.5, 0.25, 0.75) == "0.5 [0.25, 0.75]" and ev.ratio(1.5, 1.2, 1.8) == "×1.5 [1.2, 1.8]"
     assert ev.pct(-0.12, signed=True) == "-12%" and ev.versus(3.2, 1.1, "ms") == "3.2 ms vs 1.1 ms"
+
+
+def test_an_inconclusive_verdict_is_noted_and_says_what_would_settle_it() -> None:
+    verdict = ev.inconclusive("ratio 1.1 [0.8, 1.4]", "longer rollouts")
+    assert (verdict.status, verdict.severity) == (Status.NOTED, Severity.INFO)
+    assert verdict.summary == "inconclusive: ratio 1.1 [0.8, 1.4]"
+    assert verdict.remediation == "Rerun at a larger profile (longer rollouts) to settle it."

@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
+from rlaudit.evidence import Verdict
 from rlaudit.findings import SUBSYSTEMS, Evidence, Finding, Severity, Status
 from rlaudit.notebook import Section, as_section
 
@@ -140,9 +141,11 @@ class Check:
         summary: str = "",
         baseline: Any = None,
         candidate: Any = None,
+        values: Mapping[str, Any] | None = None,
         effect: float | None = None,
         effect_label: str = "",
         ci: tuple[float, float] | Sequence[float] | None = None,
+        interval: Sequence[float] | None = None,
         ci_level: float | None = None,
         test: dict[str, Any] | None = None,
         details: dict[str, Any] | None = None,
@@ -155,8 +158,24 @@ class Check:
     ) -> Finding:
         """A finding of this check (its id, subsystem and hypothesis unless given).
 
-        ``ci_level`` defaults to 0.95 when an interval is given.
+        Both sides' values come as ``baseline=`` and ``candidate=``, or as one mapping ``values=`` with those
+        keys (a ``{side: ...}`` dict as the rooms build them; a missing key is None). The effect comes as
+        ``effect=`` with ``ci=(low, high)``, or as one ``interval=(point, low, high)`` (a
+        :class:`rlaudit.stats.Interval`). ``ci_level`` defaults to 0.95 when an interval is given.
+
+        Raises:
+            ValueError: ``values`` given with ``baseline``/``candidate``, or ``interval`` with ``effect``/``ci``.
         """
+        if values is not None:
+            if baseline is not None or candidate is not None:
+                raise ValueError(f"{self.id}: give values= or baseline=/candidate=, not both")
+            baseline, candidate = values.get("baseline"), values.get("candidate")
+        if interval is not None:
+            if effect is not None or ci is not None:
+                raise ValueError(f"{self.id}: give interval=(point, low, high) or effect=/ci=, not both")
+            if len(interval) != 3:
+                raise ValueError(f"{self.id}: interval= takes (point, low, high), got {interval!r}")
+            effect, ci = interval[0], (interval[1], interval[2])
         finding = Finding(
             id=id or self.id,
             subsystem=self.subsystem,
@@ -178,6 +197,12 @@ class Check:
             figures=list(figures),
         )
         return self._stamp(finding, role=role, reads=reads)
+
+    def conclude(self, verdict: Verdict, **evidence: Any) -> Finding:
+        """The finding of a decided verdict (status, severity, summary and remediation) with its evidence
+        (any other :meth:`finding` argument: ``values``, ``interval``, ``details``, ``figures``...)."""
+        status, severity, summary, remediation = verdict
+        return self.finding(status, severity, summary=summary, remediation=remediation, **evidence)
 
     def skipped(self, what: str, how: str, sides: Sequence[str] = ()) -> Finding:
         """SKIPPED: a subject did not produce ``what``; ``how`` says how to add it."""
@@ -275,6 +300,48 @@ def run_probe(wb: Any, probe: Callable[..., Any], desc: str, **params: Any) -> A
     return Pair(baseline=baseline, candidate=candidate)
 
 
+def probe_evidence(
+    probe: Callable[..., Any], params: Callable[..., Mapping[str, Any]] | None = None, desc: str = ""
+) -> Callable[..., Any]:
+    """Evidence from one probe on both sides: ``evidence(wb, **kwargs) -> Pair``, the ``needs=`` of a check.
+
+    What ``check(probe=, params=, desc=)`` gathers, as a function of its own, so that several checks (or a
+    check's larger ``needs``) share one probe run: asked with the same parameters, they hit one cache entry.
+
+    Args:
+        probe: The probe to run on both sides.
+        params: ``params(wb, **kwargs) -> dict`` of the probe's parameters at the workbench's profile
+            (default: the keyword arguments the probe accepts).
+        desc: Progress-bar label (default: the probe's name).
+    """
+
+    def evidence(wb: Any, /, **kwargs: Any) -> Any:
+        given = params(wb, **_accepted(params, kwargs)) if params is not None else _accepted(probe, kwargs)
+        return run_probe(wb, probe, desc or getattr(probe, "__name__", "probe"), **given)
+
+    return evidence
+
+
+def on_side(side: str, value: Any) -> dict[str, Any]:
+    """``{side: value}``: the ``values=`` of a finding about one side only (the other side's value is None).
+
+    Raises:
+        ValueError: ``side`` is not ``"baseline"`` or ``"candidate"``.
+    """
+    if side not in SIDES:
+        raise ValueError(f"side must be one of {', '.join(SIDES)}, got {side!r}")
+    return {side: value}
+
+
+def run_checks(wb: Any, checks: Iterable[Callable[..., Section]], **kwargs: Any) -> list[Section]:
+    """The sections of several checks on one workbench, in the order given (a room's ``audit_all``).
+
+    Each check is called with ``kwargs`` and, as a declared check does, passes on only the keyword arguments
+    its body, probe parameters or ``needs`` accept (``seed`` reaches the checks that take one).
+    """
+    return [run(wb, **kwargs) for run in checks]
+
+
 def hypothesis_of(body: Callable[..., Any]) -> str:
     """The hypothesis a check's docstring states: its first paragraph, on one line, without the final period.
 
@@ -332,13 +399,10 @@ def check(
     if unknown:
         raise ValueError(f"check {id!r} reads unknown subsystem(s) {', '.join(unknown)}")
 
+    source = needs if probe is None else probe_evidence(probe, params, desc or id)
+
     def gather(wb: Any, kwargs: Mapping[str, Any]) -> Any:
-        if needs is not None:
-            return needs(wb, **_accepted(needs, kwargs))
-        if probe is None:
-            return None
-        given = params(wb, **_accepted(params, kwargs)) if params is not None else _accepted(probe, kwargs)
-        return run_probe(wb, probe, desc or id, **given)
+        return None if source is None else source(wb, **_accepted(source, kwargs))
 
     def decorate(body: Callable[..., Any]) -> Callable[..., Section]:
         spec = CheckSpec(

@@ -16,11 +16,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from rlaudit.findings import Status
+from rlaudit.findings import Severity, Status
 
 DIFFERENT = "different"
 EQUIVALENT = "equivalent"
@@ -157,6 +157,34 @@ class Judgement:
         if ratio_scale:
             return f"×{fmt(lo)} to ×{fmt(hi)}"
         return f"±{fmt(hi)}" if math.isclose(-lo, hi) else f"{fmt(lo)} to {fmt(hi)}"
+
+
+class Verdict(NamedTuple):
+    """A check's decision in words: what :meth:`rlaudit.checks.Check.conclude` turns into a finding.
+
+    Attributes:
+        status: The verdict.
+        severity: The expected cost if real.
+        summary: The finding's one sentence.
+        remediation: The one step to take.
+    """
+
+    status: Status
+    severity: Severity
+    summary: str
+    remediation: str
+
+
+def inconclusive(what: str, rerun: str) -> Verdict:
+    """The verdict of a comparison that shows neither a difference nor equivalence: NOTED, saying ``what`` was
+    measured (``"inconclusive: <what>"``) and what a larger profile would add (``rerun``, e.g. ``"longer
+    rollouts"``)."""
+    return Verdict(
+        Status.NOTED,
+        Severity.INFO,
+        f"inconclusive: {what}",
+        f"Rerun at a larger profile ({rerun}) to settle it.",
+    )
 
 
 def judge(
