@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rlaudit.curriculum import audit, probes
+from rlaudit.curriculum import audit, common, cost, overhead, probes, sampling
 from rlaudit.demo.faults import CATALOG
 from rlaudit.io import read_table
 from rlaudit.probe import ProbeContext
@@ -68,7 +68,7 @@ def test_sampling_probe_reproduces_a_seeded_curriculum(tmp_path: Path) -> None:
     assert out["seeded"] == "argument" and out["reproducible"] and out["tasks_seen"] == 8
     phases = __import__("json").loads((ctx.out / "open_loop.json").read_text())["phases"]
     assert len(phases) == 3 and sum(phases[1].values()) == 200
-    assert audit.pooled_counts(phases) == {
+    assert sampling.pooled_counts(phases) == {
         k: phases[1].get(k, 0) + phases[2].get(k, 0) for k in set(phases[1]) | set(phases[2])
     }
 
@@ -82,8 +82,8 @@ def test_scaling_probe_varies_the_pool_through_the_config(tmp_path: Path) -> Non
 
 
 def test_complexity_names_and_slope_fits() -> None:
-    assert audit.complexity(0.05) == "constant (or logarithmic)"
-    assert audit.complexity(0.95) == "linear"
+    assert cost.complexity(0.05) == "constant (or logarithmic)"
+    assert cost.complexity(0.95) == "linear"
     sizes = [16, 64, 256, 1024, 4096]
     rng = np.random.default_rng(0)
     rows = []
@@ -93,20 +93,20 @@ def test_complexity_names_and_slope_fits() -> None:
             rows.append(
                 {"size": n, "repeat": r, "sample_seconds": 2e-6 * noise, "update_seconds": 1e-8 * n * noise}
             )
-    fits = audit.fit_slopes(pd.DataFrame(rows), seed=0)
+    fits = cost.fit_slopes(pd.DataFrame(rows), seed=0)
     assert abs(fits["sample"].point) < 0.05 and abs(fits["update"].point - 1.0) < 0.05
-    assert audit.scaling_verdict(fits["sample"], fits["update"]) == "worse"
-    assert audit.scaling_verdict(fits["update"], fits["sample"]) == "better"
-    assert audit.scaling_verdict(Interval(0.1, 0.0, 0.2), Interval(0.3, 0.1, 0.5)) == "same"
+    assert cost.scaling_verdict(fits["sample"], fits["update"]) == "worse"
+    assert cost.scaling_verdict(fits["update"], fits["sample"]) == "better"
+    assert cost.scaling_verdict(Interval(0.1, 0.0, 0.2), Interval(0.3, 0.1, 0.5)) == "same"
 
 
 def test_growth_sees_a_rising_cost_and_not_a_flat_one() -> None:
     episodes = np.arange(1, 13) * 50
     rising = pd.DataFrame({"episodes": episodes, "update_seconds": 1e-5 * (1 + episodes / 200)})
     flat = pd.DataFrame({"episodes": episodes, "update_seconds": 1e-5 * (1 + 0.01 * np.sin(episodes))})
-    g = audit.growth(rising, "update_seconds")
+    g = cost.growth(rising, "update_seconds")
     assert g["direction"] == "increasing" and g["relative_growth"] > 1.0
-    assert audit.growth(flat, "update_seconds")["relative_growth"] < 0.05
+    assert cost.growth(flat, "update_seconds")["relative_growth"] < 0.05
 
 
 @pytest.mark.parametrize("fault", CURRICULUM_FAULTS)
@@ -134,32 +134,30 @@ def test_cost_checks_stay_quiet_with_a_busy_core(bench: Any, flagged: Any, descr
 
 def test_tvd_interval_of_two_samples_of_one_distribution_stays_below_the_margin() -> None:
     counts = {str(k): 625 for k in range(16)}  # 10,000 draws over 16 tasks
-    point, low, high = audit.tvd_interval(counts, dict(counts), seed=0)
-    assert point == 0.0 and low == 0.0 and 0 < high < audit.TVD_MARGIN
+    point, low, high = sampling.tvd_interval(counts, dict(counts), seed=0)
+    assert point == 0.0 and low == 0.0 and 0 < high < sampling.TVD_MARGIN
     skewed = {**counts, "0": 2625}
-    assert audit.tvd_interval(skewed, counts, seed=0)[1] > audit.TVD_MARGIN
+    assert sampling.tvd_interval(skewed, counts, seed=0)[1] > sampling.TVD_MARGIN
 
 
 def test_growth_gap_combines_both_intervals() -> None:
     flat = {"relative_growth": 0.0, "growth_low": -0.1, "growth_high": 0.1}
     rising = {"relative_growth": 0.5, "growth_low": 0.4, "growth_high": 0.6}
-    low, high = audit.growth_gap(flat, rising)
+    low, high = cost.growth_gap(flat, rising)
     assert low == pytest.approx(0.5 - np.hypot(0.1, 0.1)) and high == pytest.approx(0.5 + np.hypot(0.1, 0.1))
-    assert audit.slope_gap(Interval(0.0, -0.1, 0.1), Interval(1.0, 0.9, 1.1)) == pytest.approx(
-        (1.0, 0.8, 1.2)
-    )
+    assert cost.slope_gap(Interval(0.0, -0.1, 0.1), Interval(1.0, 0.9, 1.1)) == pytest.approx((1.0, 0.8, 1.2))
 
 
 def test_overhead_verdict_weighs_the_share_a_costlier_curriculum_adds() -> None:
     # case 004: 150x per episode and three quarters of a step
-    assert audit.overhead_verdict(Interval(150.0, 130.0, 160.0), 0.06, 0.75)[0].value == "CONFIRMED"
+    assert overhead.overhead_verdict(Interval(150.0, 130.0, 160.0), 0.06, 0.75)[0].value == "CONFIRMED"
     # a label per episode: 1.8x per episode, 4 points of a step more: flagged, but a medium cost
-    status, severity, kind = audit.overhead_verdict(Interval(1.8, 1.7, 1.9), 0.06, 0.10)
+    status, severity, kind = overhead.overhead_verdict(Interval(1.8, 1.7, 1.9), 0.06, 0.10)
     assert (status.value, severity.value, kind) == ("SUSPECT", "MEDIUM", "costlier")
-    assert audit.overhead_verdict(Interval(1.01, 0.95, 1.08), 0.06, 0.06)[2] == "same"
+    assert overhead.overhead_verdict(Interval(1.01, 0.95, 1.08), 0.06, 0.06)[2] == "same"
     # 1.8x of a negligible share is the same in practice; a wide interval on a real share is open
-    assert audit.overhead_verdict(Interval(1.8, 1.7, 1.9), 0.001, 0.0018)[2] == "same"
-    assert audit.overhead_verdict(Interval(1.1, 0.8, 1.5), 0.10, 0.11)[2] == "open"
+    assert overhead.overhead_verdict(Interval(1.8, 1.7, 1.9), 0.001, 0.0018)[2] == "same"
+    assert overhead.overhead_verdict(Interval(1.1, 0.8, 1.5), 0.10, 0.11)[2] == "open"
 
 
 def test_a_subject_without_a_curriculum_is_skipped_naming_it() -> None:
@@ -170,8 +168,8 @@ def test_a_subject_without_a_curriculum_is_skipped_naming_it() -> None:
     none = SimpleNamespace(result={"has_curriculum": False})
     c = Check(audit.sampling.spec, SimpleNamespace(profile=None, metric=None))
     with pytest.raises(Missing, match="make_curriculum"):
-        audit._no_curriculum(c, {"baseline": none, "candidate": none})
-    one = audit._no_curriculum(c, {"baseline": SimpleNamespace(result={}), "candidate": none})
+        common.no_curriculum(c, {"baseline": none, "candidate": none})
+    one = common.no_curriculum(c, {"baseline": SimpleNamespace(result={}), "candidate": none})
     assert one is not None and one.findings[0].status.value == "SUSPECT"
 
 
