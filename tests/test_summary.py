@@ -20,8 +20,10 @@ from rlaudit.summary import (
 from support.attribution import REGRESSED_LIKE, SimSearch, fixes
 
 
-def f(fid, status, severity=Severity.HIGH, subsystem=None, **evidence):
-    return Finding(fid, subsystem or fid.split("/")[0], "h", status, severity, Evidence(**evidence))
+def f(fid, status, severity=Severity.HIGH, subsystem=None, role="", **evidence):
+    finding = Finding(fid, subsystem or fid.split("/")[0], "h", status, severity, Evidence(**evidence))
+    finding.role = role
+    return finding
 
 
 def test_verified_as_correct_needs_every_check_cleared():
@@ -44,7 +46,7 @@ def test_verified_as_correct_needs_every_check_cleared():
 
 def test_the_executive_summary_names_symptoms_apart_from_causes():
     findings = [
-        f("trainer/learning", Status.CONFIRMED),
+        f("trainer/learning", Status.CONFIRMED, role="symptom"),  # as its check declares it
         f("agents/architecture", Status.SUSPECT, Severity.LOW),
     ]
     summary = executive_summary(findings, None, 0.2)

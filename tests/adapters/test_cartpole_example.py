@@ -171,7 +171,9 @@ def test_subject_exposes_every_capability_and_trains_with_the_recorder(results: 
     )
     assert out["checkpoints"] == ["ckpt_00000064.pt", "ckpt_00000032.pt"]  # latest first; half-way kept
     assert out["ckpt_step"] == 64 and out["ckpt_matches"]
-    assert out["memory_rows"] == 3  # sampled once per update by the trainer, and by the recorder at the end
+    # once per update by the trainer, and by the recorder itself every half second of the run and at its end:
+    # how many of the latter depends on how fast this machine is right now
+    assert out["memory_rows"] >= 3
     # resumed from the half-way checkpoint, the run trains only its second update, at the annealed rate
     assert out["resumed_steps"] == 64 and out["resumed_lr"] == pytest.approx([1.25e-3])
     assert out["env_fn_steps"] == 32  # train(env_fn=...) accepts an env that reports episodes itself
