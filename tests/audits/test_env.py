@@ -445,3 +445,16 @@ def test_a_subject_without_an_environment_gets_a_finding_per_check_naming_what_i
         assert f.status.value in ("SKIPPED", "NOTED"), (f.id, f.status, f.evidence.summary)
         if f.status.value == "SKIPPED":
             assert "make_" in f.evidence.summary, f.evidence.summary
+
+
+def test_probe_sizes_come_from_the_profiles_column_with_floors_from_the_profile() -> None:
+    from rlaudit.env.analysis import sizes
+    from rlaudit.profiles import PROFILES
+
+    smoke, standard = sizes(PROFILES["smoke"]), sizes(PROFILES["standard"])
+    assert (smoke.equivalence_steps, standard.equivalence_steps) == (96, 512)
+    assert sizes(PROFILES["standard"].replace(name="custom")) == standard  # another name: the standard column
+    # rollout_steps: at least the column's floor, a twentieth of the profile's rollout steps when more
+    assert sizes(PROFILES["standard"].replace(rollout_steps=100_000)).rollout_steps == 5_000
+    assert sizes(PROFILES["smoke"].replace(rollout_steps=100)).rollout_steps == 1_000
+    assert sizes(PROFILES["smoke"].replace(timing_repeats=12)).timing_repeats == 12

@@ -168,4 +168,7 @@ def test_a_subject_without_an_environment_gets_a_finding_per_check_naming_what_i
     for f in findings:
         assert f.status.value in ("SKIPPED", "NOTED"), (f.id, f.status, f.evidence.summary)
         if f.status.value == "SKIPPED":
-            assert "make_" in f.evidence.summary, f.evidence.summary
+            # the finding names the missing piece (a capability such as make_env, or a config setting)
+            # and says how to supply it
+            assert f.evidence.details.get("missing"), f.evidence.summary
+            assert f.remediation, f.evidence.summary

@@ -12,7 +12,8 @@ from gymnasium import spaces
 from torch import nn
 
 from rlaudit import stats
-from rlaudit.spaces.audit import bounds_violations, shifted_features, smd_from_moments, stack_alignment
+from rlaudit.spaces.declared import bounds_violations
+from rlaudit.spaces.observations import shifted_features, smd_from_moments, stack_alignment
 from rlaudit.spaces.probes import declared_bounds, first_layer_flops, first_layer_inputs, normalize
 from rlaudit.spaces.rollout import describe_space, feature_moments, random_actions, random_rollout
 from support.load import aa_spec, busy_core

@@ -18,7 +18,7 @@ from rlaudit import stats
 from rlaudit.agents import probes
 from rlaudit.agents import trees as tr
 from rlaudit.agents.align import block_summary
-from rlaudit.checks import Check, check
+from rlaudit.checks import Check, check, run_checks
 from rlaudit.evidence import fmt, judge_ratio, pct, ratio
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.notebook import Section
@@ -493,6 +493,10 @@ def _activations_agree(
     )
 
 
+CHECKS = (architecture, execution, activations)
+"""Every agents check, in notebook order."""
+
+
 def audit_all(wb: Workbench) -> list[Section]:
     """Every agents check, in notebook order."""
-    return [architecture(wb), execution(wb), activations(wb)]
+    return run_checks(wb, CHECKS)

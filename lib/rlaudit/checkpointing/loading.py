@@ -232,8 +232,7 @@ def round_trip(c: Check, fid: Fidelity, trust: bool = False) -> Section:
                 Status.SUSPECT if side == "candidate" and not bad[other] else Status.NOTED,
                 Severity.HIGH,
                 id=f"checkpointing/round-trip{_suffix(side)}",
-                baseline=worst["baseline"],
-                candidate=worst["candidate"],
+                values=worst,
                 effect=float(worst[side] or 0.0),
                 effect_label="largest relative output difference",
                 summary=f"the {side}'s loaded policy computes different outputs than the saved weights: "
@@ -264,8 +263,7 @@ def _round_trip_agrees(c: Check, table: pd.DataFrame, worst: dict[str, float | N
     if all(worst[s] is not None for s in SIDES):
         return c.finding(
             Status.CLEARED,
-            baseline=worst["baseline"],
-            candidate=worst["candidate"],
+            values=worst,
             effect=0.0,
             effect_label="largest relative output difference",
             summary="the loaded policies reproduce the saved policies' outputs exactly (policy and value heads, "
@@ -356,8 +354,6 @@ def cross_version(c: Check, fid: Fidelity, trust: bool = False) -> Section:
     return c.section(
         finding,
         tables={"cross loading": pd.DataFrame(rows)},
-        notes=[
-            "Each direction runs in the loading subject's own process (its own code and interpreter), on "
-            "the other's newest checkpoint; normalizer differences are reported under loading fidelity."
-        ],
+        notes="Each direction runs in the loading subject's own process (its own code and interpreter), on the "
+        "other's newest checkpoint; normalizer differences are reported under loading fidelity.",
     )

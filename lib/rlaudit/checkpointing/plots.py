@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-import numpy as np
 import pandas as pd
+
+from rlaudit.trainer.plots import panels
 
 
 def resume_figure(table: pd.DataFrame, max_metrics: int = 6) -> Any:
@@ -16,19 +16,13 @@ def resume_figure(table: pd.DataFrame, max_metrics: int = 6) -> Any:
         table: :func:`rlaudit.checkpointing.audit.continuity` rows of both sides (with a ``side`` column).
         max_metrics: Panels drawn: the metrics with the largest relative differences, losses first on ties.
     """
-    from matplotlib.figure import Figure
-
     order = table.groupby("name")["rel_diff"].max() if not table.empty else pd.Series(dtype=float)
     # largest differences first; among equals, losses before the rest
     ranked = sorted(order.index, key=lambda n: (-float(order[n]), "loss" not in n, n))
     names = ranked[:max_metrics]
-    n = max(1, len(names))
-    cols = min(3, n)
-    rows = math.ceil(n / cols)
-    fig = Figure(figsize=(4.3 * cols, 3.0 * rows), layout="constrained")
-    axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).reshape(-1)
+    fig, axes = panels(len(names), width=4.3)
     colors = {"baseline": "#4C72B0", "candidate": "#DD8452"}
-    for ax, name in zip(axes, names, strict=False):
+    for ax, name in zip(axes, names, strict=True):
         part = table[table["name"] == name].sort_values("step")
         for side, group in part.groupby("side"):
             ax.plot(
@@ -49,7 +43,5 @@ def resume_figure(table: pd.DataFrame, max_metrics: int = 6) -> Any:
         ax.set_title(f"{name} (max rel. Δ {order[name]:.2g})", fontsize=9)
         ax.set_xlabel("environment step")
         ax.legend(fontsize=7)
-    for ax in axes[len(names) :]:
-        ax.set_visible(False)
     fig.suptitle("After the resume point: uninterrupted (crosses) vs resumed (circles)")
     return fig

@@ -23,7 +23,7 @@ from rlaudit.checkpointing.sources import (
     run_checkpoints,
 )
 from rlaudit.checks import Check, check
-from rlaudit.evidence import fmt, pct
+from rlaudit.evidence import Verdict, fmt, pct
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.notebook import Section
 from rlaudit.workbench import SIDES, Pair, ProbeResult, Workbench
@@ -176,47 +176,48 @@ def resume(c: Check, res: Resumes, trust: bool = False) -> Section:
         )
 
     sides = {"baseline": describe("baseline"), "candidate": describe("candidate")}
-    effect = {"effect": worst["candidate"], "effect_label": "largest relative metric difference after resume"}
     if {"unsupported", "untestable", "unknown"} & set(classes.values()):
         finding = c.finding(
             Status.SKIPPED,
-            baseline=classes.get("baseline"),
-            candidate=classes.get("candidate"),
+            values=classes,
             summary="; ".join(res.notes) or "the resumed runs share no step with the uninterrupted runs",
             remediation="Accept train(..., resume_from=path) and save checkpoints during the run so resume can be "
             "tested.",
         )
-    elif classes["candidate"] == "broken" and classes["baseline"] != "broken":
-        finding = c.finding(
-            Status.SUSPECT,
-            Severity.HIGH,
-            **sides,
-            **effect,
-            summary=f"the candidate's resumed run does not continue its own run: {sides['candidate']}; the "
-            f"baseline's continues {classes['baseline']}ly",
-            remediation="Restore everything the run carries in resume (weights, optimizer, normalizer "
-            "statistics, RNG and step counters) and check it with a resume-equals-uninterrupted test.",
-            figures=["resume continuity"],
-        )
-    elif classes["baseline"] != classes["candidate"] or "broken" in classes.values():
-        finding = c.finding(
-            Status.NOTED,
-            Severity.MEDIUM if "broken" in classes.values() else Severity.LOW,
-            **sides,
-            **effect,
-            summary=f"resume continuity: baseline {sides['baseline']}; candidate {sides['candidate']}",
-            remediation="Save and restore RNG states with the checkpoint if exact resumes matter.",
-            figures=["resume continuity"],
-        )
     else:
-        finding = c.finding(
-            Status.CLEARED,
-            **sides,
-            **effect,
-            summary=f"both resumed runs continue {classes['candidate']}ly: {table['name'].nunique()} metrics "
-            f"after the resume point (step {step(res.points['baseline'])} | {step(res.points['candidate'])}) match "
-            f"the uninterrupted runs (largest relative difference {fmt(worst['baseline'], 2)} | "
-            f"{fmt(worst['candidate'], 2)})",
+        if classes["candidate"] == "broken" and classes["baseline"] != "broken":
+            decided = Verdict(
+                Status.SUSPECT,
+                Severity.HIGH,
+                f"the candidate's resumed run does not continue its own run: {sides['candidate']}; the "
+                f"baseline's continues {classes['baseline']}ly",
+                "Restore everything the run carries in resume (weights, optimizer, normalizer statistics, RNG and "
+                "step counters) and check it with a resume-equals-uninterrupted test.",
+            )
+        elif classes["baseline"] != classes["candidate"] or "broken" in classes.values():
+            decided = Verdict(
+                Status.NOTED,
+                Severity.MEDIUM if "broken" in classes.values() else Severity.LOW,
+                f"resume continuity: baseline {sides['baseline']}; candidate {sides['candidate']}",
+                "Save and restore RNG states with the checkpoint if exact resumes matter.",
+            )
+        else:
+            decided = Verdict(
+                Status.CLEARED,
+                Severity.INFO,
+                f"both resumed runs continue {classes['candidate']}ly: {table['name'].nunique()} metrics after the "
+                f"resume point (step {step(res.points['baseline'])} | {step(res.points['candidate'])}) match the "
+                f"uninterrupted runs (largest relative difference {fmt(worst['baseline'], 2)} | "
+                f"{fmt(worst['candidate'], 2)})",
+                "",
+            )
+        shown = [] if decided.status is Status.CLEARED else ["resume continuity"]
+        finding = c.conclude(
+            decided,
+            values=sides,
+            effect=worst["candidate"],
+            effect_label="largest relative metric difference after resume",
+            figures=shown,
         )
     from rlaudit.checkpointing import plots
 

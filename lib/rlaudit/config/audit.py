@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from rlaudit.checks import SIDES, Check, Missing, check, run_probe
+from rlaudit.checks import SIDES, Check, Missing, check, run_checks, run_probe
 from rlaudit.compare import classify_key, flatten
 from rlaudit.config import probes
 from rlaudit.findings import Finding, Severity, Status, notebook_name
@@ -177,6 +177,13 @@ def _owner_finding(row: Any) -> str:
     return f"config/changed-{row.subsystem}" if row.change == "changed" else f"config/implicit-{row.key}"
 
 
+CHANGED_VALUES = {
+    "id": "config/changed-values",
+    "hypothesis": "The resolved configuration is the same outside the config room's own keys",
+}
+"""A secondary finding of the values check: changed keys that other rooms own and judge."""
+
+
 def changed_values(c: Check, diff: ConfigDiff) -> Finding | None:
     """NOTED in the config room for every resolved value that differs and is owned by another subsystem.
 
@@ -207,10 +214,8 @@ def changed_values(c: Check, diff: ConfigDiff) -> Finding | None:
     return c.finding(
         Status.NOTED,
         Severity.LOW,
-        id="config/changed-values",
-        hypothesis="The resolved configuration is the same outside the config room's own keys",
-        baseline={k["key"]: k["baseline"] for k in keys},
-        candidate={k["key"]: k["candidate"] for k in keys},
+        **CHANGED_VALUES,
+        values={s: {k["key"]: k[s] for k in keys} for s in SIDES},
         effect=float(len(keys)),
         effect_label="keys changed (judged in their owning rooms)",
         summary=f"the configuration changed: {len(keys)} resolved value(s) differ, each judged in the room that "
@@ -446,6 +451,10 @@ def overrides(c: Check, pairs: list[Pair]) -> Section:
     return c.section(findings, tables={"overrides": table})
 
 
+CHECKS = (values, implicit_defaults, overrides)
+"""Every config check, in notebook order."""
+
+
 def audit_all(wb: Workbench) -> list[Section]:
     """Every config check, in notebook order."""
-    return [values(wb), implicit_defaults(wb), overrides(wb)]
+    return run_checks(wb, CHECKS)

@@ -211,11 +211,15 @@ def sampling(c: Check, pair: Pair, *, seed: int = 0) -> Section:
     ]
     if not all(repro.values()):
         findings.append(_not_reproducible(c, pair, repro, seq_note))
+    draws = sum(opened["baseline"][0].values())  # per phase, as the probe was asked for
+    method = (
+        f"Open loop: every task seen is updated with the same synthetic score each phase, in a fixed order, then "
+        f"{draws} draws record the distribution, so the counts of two equivalent curricula differ only by "
+        "multinomial noise (a valid chi-square)."
+    )
     return c.section(
         findings,
         tables={"per phase": phases},
         figures={"sampling distributions": plots.distributions(probs)},
-        notes="Open loop: every task seen is updated with the same synthetic score each phase, in a fixed order, "
-        "then 2000 draws record the distribution, so the counts of two equivalent curricula differ only by "
-        "multinomial noise (a valid chi-square).",
+        notes=method,
     )

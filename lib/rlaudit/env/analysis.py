@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from rlaudit.checks import run_probe
 from rlaudit.profiles import Profile
@@ -63,63 +63,50 @@ class Sizes:
     seeding_env_steps: int
 
 
+class BySize(NamedTuple):
+    """One size at each profile."""
+
+    smoke: Any
+    standard: Any
+    thorough: Any
+
+
+# One row per size, its value at each profile side by side.
+_SIZES: dict[str, BySize] = {
+    "rollout_steps": BySize(
+        1000, 1000, 2000
+    ),  # at least: a twentieth of the profile's rollout_steps when more
+    "equivalence_steps": BySize(96, 512, 1024),
+    "throughput_envs": BySize((4, 16, 0), (1, 4, 16, 64, 0), (1, 4, 16, 64, 256, 0)),
+    "timing_repeats": BySize(8, 8, 10),  # at least: the profile's timing_repeats when more
+    "block_seconds": BySize(0.04, 0.1, 0.2),
+    "pool_sizes": BySize(
+        smoke=(16, 64, 256, 1024, 4096),
+        standard=(16, 64, 256, 1024, 4096),
+        thorough=(16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192),
+    ),
+    "scaling_calls": BySize(48, 128, 256),
+    "trend_blocks": BySize(40, 48, 80),
+    "trend_calls": BySize(320, 512, 1024),
+    # The closed-loop drive: a curriculum that does not replay its choices diverges within the first few
+    # episodes, and every episode of the candidate's (possibly slow) curriculum costs real time.
+    "curriculum_episodes": BySize(600, 2000, 20000),
+    "memory_steps": BySize(400, 1000, 8000),
+    "memory_site_steps": BySize(400, 600, 8000),
+    "memory_snapshots": BySize(6, 8, 12),
+    "seeding_train_steps": BySize(1, 8192, 16384),
+    "seeding_env_steps": BySize(32, 128, 256),
+}
+
+
 def sizes(profile: Profile) -> Sizes:
-    """The probe sizes of a profile (smoke: seconds per notebook; standard: minutes for the report)."""
-    if profile.name == "smoke":
-        return Sizes(
-            rollout_steps=1000,
-            equivalence_steps=96,
-            throughput_envs=(4, 16, 0),
-            timing_repeats=max(8, profile.timing_repeats),
-            block_seconds=0.04,
-            pool_sizes=(16, 64, 256, 1024, 4096),
-            scaling_calls=48,
-            trend_blocks=40,
-            trend_calls=320,
-            curriculum_episodes=600,
-            memory_steps=400,
-            memory_site_steps=400,
-            memory_snapshots=6,
-            seeding_train_steps=1,
-            seeding_env_steps=32,
-        )
-    if profile.name == "thorough":
-        return Sizes(
-            rollout_steps=max(2000, profile.rollout_steps // 20),
-            equivalence_steps=1024,
-            throughput_envs=(1, 4, 16, 64, 256, 0),
-            timing_repeats=max(10, profile.timing_repeats),
-            block_seconds=0.2,
-            pool_sizes=(16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192),
-            scaling_calls=256,
-            trend_blocks=80,
-            trend_calls=1024,
-            curriculum_episodes=20000,
-            memory_steps=8000,
-            memory_site_steps=8000,
-            memory_snapshots=12,
-            seeding_train_steps=16384,
-            seeding_env_steps=256,
-        )
-    return Sizes(
-        rollout_steps=max(1000, profile.rollout_steps // 20),
-        equivalence_steps=512,
-        throughput_envs=(1, 4, 16, 64, 0),
-        timing_repeats=max(8, profile.timing_repeats),
-        block_seconds=0.1,
-        pool_sizes=(16, 64, 256, 1024, 4096),
-        scaling_calls=128,
-        trend_blocks=48,
-        trend_calls=512,
-        # The closed-loop drive: a curriculum that does not replay its choices diverges within the first few
-        # episodes, and every episode of the candidate's (possibly slow) curriculum costs real time.
-        curriculum_episodes=2000,
-        memory_steps=1000,
-        memory_site_steps=600,
-        memory_snapshots=8,
-        seeding_train_steps=8192,
-        seeding_env_steps=128,
-    )
+    """The probe sizes of a profile (smoke: seconds per notebook; standard: minutes for the report; a profile of
+    another name gets the standard sizes)."""
+    column = profile.name if profile.name in BySize._fields else "standard"
+    chosen = {size: getattr(values, column) for size, values in _SIZES.items()}
+    chosen["rollout_steps"] = max(chosen["rollout_steps"], profile.rollout_steps // 20)
+    chosen["timing_repeats"] = max(chosen["timing_repeats"], profile.timing_repeats)
+    return Sizes(**chosen)
 
 
 def rollout_params(profile: Profile, seed: int, policy: str = "random") -> dict[str, Any]:
@@ -178,16 +165,3 @@ def timing_batch(wb: Any) -> str:
     found = getattr(wb, "fingerprints", None) or {}
     text = "|".join(str(found.get(side, "")) for side in ("baseline", "candidate"))
     return hashlib.blake2b(text.encode(), digest_size=6).hexdigest() if text.strip("|") else ""
-
-
-def inconclusive(what: str, rerun: str) -> tuple[Any, Any, str, str]:
-    """``(status, severity, summary, remediation)`` of a comparison that neither shows a difference nor
-    equivalence: NOTED, with ``what`` was measured and what a larger profile would add (``rerun``)."""
-    from rlaudit.findings import Severity, Status
-
-    return (
-        Status.NOTED,
-        Severity.INFO,
-        f"inconclusive: {what}",
-        f"Rerun at a larger profile ({rerun}) to settle it.",
-    )

@@ -10,6 +10,7 @@ live by concern: :mod:`rlaudit.env.equivalence`, :mod:`rlaudit.env.resets`, :mod
 
 from __future__ import annotations
 
+from rlaudit.checks import run_checks
 from rlaudit.env.checker import check_env
 from rlaudit.env.episodes import distributions, episode_stats
 from rlaudit.env.equivalence import equivalence
@@ -19,6 +20,7 @@ from rlaudit.notebook import Section
 from rlaudit.workbench import Workbench
 
 __all__ = [
+    "CHECKS",
     "audit_all",
     "check_env",
     "distributions",
@@ -30,16 +32,19 @@ __all__ = [
     "throughput",
 ]
 
+CHECKS = (
+    equivalence,
+    reset_cost,
+    episode_stats,
+    reset_spread_check,
+    termination,
+    distributions,
+    throughput,
+    check_env,
+)
+"""Every environment check, in notebook order."""
+
 
 def audit_all(wb: Workbench, *, seed: int = 0) -> list[Section]:
     """Every environment check, in notebook order."""
-    return [
-        equivalence(wb, seed=seed),
-        reset_cost(wb, seed=seed),
-        episode_stats(wb, seed=seed),
-        reset_spread_check(wb, seed=seed),
-        termination(wb, seed=seed),
-        distributions(wb, seed=seed),
-        throughput(wb, seed=seed),
-        check_env(wb, seed=seed),
-    ]
+    return run_checks(wb, CHECKS, seed=seed)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rlaudit.checks import SIDES, Check, check
+from rlaudit.checks import SIDES, Check, check, on_side
 from rlaudit.env import plots, probes
 from rlaudit.env.analysis import sizes
 from rlaudit.evidence import fmt
@@ -30,6 +30,16 @@ FIELD_WORDS = {
     "truncated": "truncations",
     "episode": "reported episode returns",
 }
+
+EQUIVALENCE = {
+    "probe": probes.equivalence,
+    "params": lambda wb, seed=0: {"seed": seed, "steps": sizes(wb.profile).equivalence_steps},
+    "desc": "env equivalence",
+    # The environment as each setup builds it: a curriculum's tasks, reward terms, seeding, observation wrappers
+    # and the trainer's num_envs all change what it returns for the same actions.
+    "reads": ("curriculum", "rewards", "seeding", "spaces", "trainer"),
+}
+"""The evidence of the equivalence check: both environments stepped with one seed and one action sequence."""
 
 
 def self_consistency(digests: dict[str, Any]) -> tuple[int | None, list[str]]:
@@ -204,8 +214,7 @@ def _not_reproducible(c: Check, side: str, step: int, fields: list[str], seed: i
         Severity.MEDIUM,
         id=f"env/not-reproducible-{side}",
         hypothesis=f"The {side} environment is reproducible under a fixed seed",
-        baseline=at if side == "baseline" else None,
-        candidate=at if side == "candidate" else None,
+        values=on_side(side, at),
         summary=f"the {side} environment built twice with seed {seed} differs from itself at step {step} "
         f"({', '.join(FIELD_WORDS[x] for x in fields)}): it is not seeded fully",
         details={"step": step, "fields": fields},
@@ -214,14 +223,7 @@ def _not_reproducible(c: Check, side: str, step: int, fields: list[str], seed: i
     )
 
 
-@check(
-    "env/equivalence",
-    title="Same seed, same actions: where do the environments diverge?",
-    probe=probes.equivalence,
-    params=lambda wb, seed=0: {"seed": seed, "steps": sizes(wb.profile).equivalence_steps},
-    desc="env equivalence",
-    reads=("curriculum", "rewards", "seeding", "spaces", "trainer"),
-)
+@check("env/equivalence", title="Same seed, same actions: where do the environments diverge?", **EQUIVALENCE)
 def equivalence(c: Check, pair: Pair, *, seed: int = 0) -> Section:
     """With the same seed and the same actions, both environments produce the same observations, rewards,
     terminations and truncations.

@@ -17,8 +17,8 @@ import pandas as pd
 from rlaudit import stats
 from rlaudit.checks import SIDES, Check, check
 from rlaudit.env import plots
-from rlaudit.env.analysis import inconclusive, repeats_to_settle, rollout_pair
-from rlaudit.evidence import fmt, interval, judge, judge_ratio, pct
+from rlaudit.env.analysis import repeats_to_settle, rollout_pair
+from rlaudit.evidence import Verdict, fmt, inconclusive, interval, judge, judge_ratio, pct
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.notebook import Section
 from rlaudit.timing import costlier, ratio_of_ratios
@@ -29,6 +29,9 @@ RESET_FACTOR = 1.5
 two within-process ratios of noisy CPU timings of single steps, so a looser margin than whole blocks get."""
 SHARE_MARGIN = 0.10
 """Shares of episodes (cut early, terminated) that differ by less than this are practically the same."""
+ROLLOUT = {"needs": rollout_pair, "reads": ("curriculum",)}
+"""The evidence of the reset-spread and termination checks: the shared fixed-policy rollout, whose episodes a
+curriculum shapes (it picks each reset's task)."""
 
 
 def proportion_difference(
@@ -118,43 +121,42 @@ def reset_cost(c: Check, pair: Pair, *, seed: int = 0) -> Section:
     measured = f"{fmt(rc)}x a plain step in the candidate vs {fmt(rb)}x in the baseline ({fmt(ci.point)}x {interval(ci.low, ci.high)})"
     if verdict.different and ci.point > 1:
         # the whole interval beyond the margin confirms it; beyond 1 with the estimate past the margin suspects it
-        status = Status.CONFIRMED if costlier(ci, RESET_FACTOR) else Status.SUSPECT
-        severity = Severity.HIGH
-        summary = (
-            f"a step that resets episodes costs {measured}: resets got {fmt(ci.point)} times more expensive"
-        )
-        remediation = (
+        decided = Verdict(
+            Status.CONFIRMED if costlier(ci, RESET_FACTOR) else Status.SUSPECT,
+            Severity.HIGH,
+            f"a step that resets episodes costs {measured}: resets got {fmt(ci.point)} times more expensive",
             "Profile the environment's reset path: rebuild only what a reset changes (case 001 recreated the "
-            "whole environment, every buffer and lookup table, on every reset)."
+            "whole environment, every buffer and lookup table, on every reset).",
         )
     elif ci.high < 1 / RESET_FACTOR:
-        status, severity = Status.NOTED, Severity.LOW
-        summary = f"resets got cheaper in the candidate ({fmt(ci.point)}x relative to a plain step)"
-        remediation = "Nothing to do for a regression; a cheaper reset is an improvement."
+        decided = Verdict(
+            Status.NOTED,
+            Severity.LOW,
+            f"resets got cheaper in the candidate ({fmt(ci.point)}x relative to a plain step)",
+            "Nothing to do for a regression; a cheaper reset is an improvement.",
+        )
     elif verdict.equivalent:
-        status, severity = Status.CLEARED, Severity.INFO
-        summary = f"a reset step costs {measured}: the same within ×{fmt(RESET_FACTOR)}"
-        remediation = "Nothing to do: resets cost the same."
+        decided = Verdict(
+            Status.CLEARED,
+            Severity.INFO,
+            f"a reset step costs {measured}: the same within ×{fmt(RESET_FACTOR)}",
+            "Nothing to do: resets cost the same.",
+        )
     else:
-        status, severity, summary, remediation = inconclusive(
+        decided = inconclusive(
             f"a reset step costs {measured}, neither shown the same within ×{fmt(RESET_FACTOR)} nor "
             f"surely costlier; {verdict.settle('rollout steps')}",
             "longer rollouts, more steps with resets",
         )
-    finding = c.finding(
-        status,
-        severity,
-        baseline=round(rb, 3),
-        candidate=round(rc, 3),
-        effect=ci.point,
-        effect_label="ratio of (reset step / plain step), candidate over baseline",
-        ci=(ci.low, ci.high),
-        summary=summary,
-        details={"table": table.to_dict("records")},
-        remediation=remediation,
-    )
     return c.section(
-        finding,
+        c.conclude(
+            decided,
+            baseline=round(rb, 3),
+            candidate=round(rc, 3),
+            interval=ci,
+            effect_label="ratio of (reset step / plain step), candidate over baseline",
+            details={"table": table.to_dict("records")},
+        ),
         tables=tables,
         notes="Both ratios are measured inside one process (a step that resets some environment over a step "
         "that resets none), so a busier machine on one side cancels out.",
@@ -192,6 +194,13 @@ def reset_spread(episodes: pd.DataFrame, steps: pd.DataFrame) -> dict[str, Any]:
     }
 
 
+RESETS_BUNCHED = {
+    "id": "env/resets-bunched",
+    "hypothesis": "The environments' first resets are spread out (desynchronized) in both",
+}
+"""A secondary finding of the reset-spread check: every environment resets on the same steps."""
+
+
 def _bunched(c: Check, sb: float, sc: float) -> Finding | None:
     """SUSPECT when the baseline spreads its first resets and the candidate resets every env together."""
     if not (math.isfinite(sb) and math.isfinite(sc) and sb > 0.15 and sc < 0.05):
@@ -199,8 +208,7 @@ def _bunched(c: Check, sb: float, sc: float) -> Finding | None:
     return c.finding(
         Status.SUSPECT,
         Severity.MEDIUM,
-        id="env/resets-bunched",
-        hypothesis="The environments' first resets are spread out (desynchronized) in both",
+        **RESETS_BUNCHED,
         baseline=round(sb, 3),
         candidate=round(sc, 3),
         effect=sc - sb,
@@ -212,12 +220,7 @@ def _bunched(c: Check, sb: float, sc: float) -> Finding | None:
     )
 
 
-@check(
-    "env/reset-spread",
-    title="How are resets spread across the vectorized environments?",
-    needs=rollout_pair,
-    reads=("curriculum",),
-)
+@check("env/reset-spread", title="How are resets spread across the vectorized environments?", **ROLLOUT)
 def reset_spread_check(c: Check, pair: Pair) -> Section:
     """Resets are spread the same way over the vectorized environments, and later episodes run to the same
     time limit.
@@ -253,46 +256,46 @@ def reset_spread_check(c: Check, pair: Pair) -> Section:
     diff = proportion_difference(round(ec * cand["later"]), cand["later"], round(eb * b["later"]), b["later"])
     verdict = judge(*diff, SHARE_MARGIN) if cand["later"] and b["later"] else None
     if ec - eb > SHARE_MARGIN:
-        status, severity = Status.CONFIRMED if ec - eb > 0.5 else Status.SUSPECT, Severity.HIGH
-        summary = (
+        decided = Verdict(
+            Status.CONFIRMED if ec - eb > 0.5 else Status.SUSPECT,
+            Severity.HIGH,
             f"{pct(ec)} of the candidate's later episodes are truncated before the {cand['limit']}-step limit "
             f"(baseline {pct(eb)}): episodes are cut short for good, not only the first one (case 001's "
-            "desync_episodes rewrite)"
-        )
-        remediation = (
+            "desync_episodes rewrite)",
             "Randomize only the first episode's length after reset (desync) and let every later episode run to "
-            "max_steps."
+            "max_steps.",
         )
     elif eb - ec > SHARE_MARGIN:
-        status, severity = Status.NOTED, Severity.MEDIUM
-        summary = f"the baseline cut {pct(eb)} of later episodes early, the candidate {pct(ec)}"
-        remediation = "Check which behaviour the training recipe expects."
+        decided = Verdict(
+            Status.NOTED,
+            Severity.MEDIUM,
+            f"the baseline cut {pct(eb)} of later episodes early, the candidate {pct(ec)}",
+            "Check which behaviour the training recipe expects.",
+        )
     elif verdict is not None and verdict.equivalent:
-        status, severity = Status.CLEARED, Severity.INFO
-        summary = (
+        decided = Verdict(
+            Status.CLEARED,
+            Severity.INFO,
             f"later episodes run to the time limit alike ({pct(eb)} vs {pct(ec)} cut early, difference "
             f"{pct(diff[0], signed=True)} {interval(diff[1], diff[2])} within ±{pct(SHARE_MARGIN)}; limits "
-            f"{b['limit']} and {cand['limit']} steps)"
+            f"{b['limit']} and {cand['limit']} steps)",
+            "Nothing to do.",
         )
-        remediation = "Nothing to do."
     else:
-        status, severity, summary, remediation = inconclusive(
+        decided = inconclusive(
             f"{pct(eb)} vs {pct(ec)} of later episodes cut early over {b['later']} and "
             f"{cand['later']} episodes (difference {interval(diff[1], diff[2])}, not within ±{pct(SHARE_MARGIN)})",
             "longer rollouts, more later episodes",
         )
     findings = [
-        c.finding(
-            status,
-            severity,
+        c.conclude(
+            decided,
             baseline=f"{pct(eb)} of {b['later']} later episodes cut before {b['limit']} steps",
             candidate=f"{pct(ec)} of {cand['later']} later episodes cut before {cand['limit']} steps",
             effect=diff[0] if math.isfinite(diff[0]) else ec - eb,
             effect_label="difference in the fraction of later episodes truncated early",
             ci=diff[1:] if math.isfinite(diff[1]) else None,
-            summary=summary,
             details={"baseline": b, "candidate": cand},
-            remediation=remediation,
             figures=["reset steps"],
         )
     ]
@@ -344,12 +347,7 @@ def termination_problems(b: dict[str, Any], c: dict[str, Any]) -> tuple[list[str
     return problems, test
 
 
-@check(
-    "env/termination",
-    title="Termination, truncation and autoreset",
-    needs=rollout_pair,
-    reads=("curriculum",),
-)
+@check("env/termination", title="Termination, truncation and autoreset", **ROLLOUT)
 def termination(c: Check, pair: Pair) -> Section:
     """Terminations, truncations, final observations and the autoreset mode are handled the same way.
 
@@ -363,38 +361,37 @@ def termination(c: Check, pair: Pair) -> Section:
     diff = proportion_difference(cand["terminated"], cand["episodes"], b["terminated"], b["episodes"])
     same_share = judge(*diff, SHARE_MARGIN).equivalent if b["episodes"] and cand["episodes"] else False
     if problems:
-        status, severity = Status.SUSPECT, Severity.MEDIUM
-        summary = "; ".join(problems)
-        remediation = (
+        decided = Verdict(
+            Status.SUSPECT,
+            Severity.MEDIUM,
+            "; ".join(problems),
             "Make the trainer read final observations the way the candidate's autoreset mode hands them over, "
-            "and bootstrap truncated (not terminated) episodes from them."
+            "and bootstrap truncated (not terminated) episodes from them.",
         )
     elif same_share:
-        status, severity = Status.CLEARED, Severity.INFO
-        summary = (
+        decided = Verdict(
+            Status.CLEARED,
+            Severity.INFO,
             f"same autoreset mode ({b['autoreset mode']}); {b['terminated']}/{b['truncated']} vs "
             f"{cand['terminated']}/{cand['truncated']} terminated/truncated (share terminated differs by "
-            f"{interval(diff[1], diff[2])}, within ±{pct(SHARE_MARGIN)}); final observations handed over alike"
+            f"{interval(diff[1], diff[2])}, within ±{pct(SHARE_MARGIN)}); final observations handed over alike",
+            "Nothing to do.",
         )
-        remediation = "Nothing to do."
     else:
-        status, severity, summary, remediation = inconclusive(
+        decided = inconclusive(
             f"same autoreset mode ({b['autoreset mode']}), but {b['episodes']} and {cand['episodes']} "
             f"episodes cannot show the share that terminates is the same within ±{pct(SHARE_MARGIN)} (difference "
             f"{interval(diff[1], diff[2])})",
             "longer rollouts, more episodes",
         )
-    finding = c.finding(
-        status,
-        severity,
+    finding = c.conclude(
+        decided,
         baseline={k: b[k] for k in keys},
         candidate={k: cand[k] for k in keys},
         effect=diff[0] if math.isfinite(diff[0]) else None,
         effect_label="difference in the share of episodes that terminate (candidate - baseline)",
         ci=diff[1:] if math.isfinite(diff[1]) else None,
         test={k: test[k] for k in ("name", "statistic", "p", "tvd")} if test else None,
-        summary=summary,
         details={"table": table.to_dict("records")},
-        remediation=remediation,
     )
     return c.section(finding, tables={"episode ends": table})

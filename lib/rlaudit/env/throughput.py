@@ -14,8 +14,8 @@ import pandas as pd
 from rlaudit import stats
 from rlaudit.checks import SIDES, Check, check
 from rlaudit.env import plots, probes
-from rlaudit.env.analysis import inconclusive, repeats_to_settle, sizes, timing_batch
-from rlaudit.evidence import fmt, interval
+from rlaudit.env.analysis import repeats_to_settle, sizes, timing_batch
+from rlaudit.evidence import Verdict, fmt, inconclusive, interval
 from rlaudit.findings import Severity, Status
 from rlaudit.notebook import Section
 from rlaudit.timing import CONFIRMED_RATIO, PRACTICAL_RATIO, faster, judge_speed, slower
@@ -97,54 +97,52 @@ def throughput(c: Check, pair: Pair, *, seed: int = 0) -> Section:
     ]
     measured = f"({fmt(main['candidate sps'])} vs {fmt(main['baseline sps'])} env steps/s as measured)"
     if slower(ci):
-        status, severity = Status.CONFIRMED if ci.high < CONFIRMED_RATIO else Status.SUSPECT, Severity.HIGH
-        summary = (
+        decided = Verdict(
+            Status.CONFIRMED if ci.high < CONFIRMED_RATIO else Status.SUSPECT,
+            Severity.HIGH,
             f"the candidate's environment steps at {fmt(ci.point)}x the baseline's speed at {label} "
-            f"[{fmt(ci.low)}, {fmt(ci.high)}] {measured}; a curriculum or wrapper inside the env counts too"
-        )
-        remediation = (
+            f"[{fmt(ci.low)}, {fmt(ci.high)}] {measured}; a curriculum or wrapper inside the env counts too",
             "Profile env.step in the candidate (py-spy or cProfile over a rollout) and compare with the "
-            "reset-cost and curriculum-overhead checks to find which part got slower."
+            "reset-cost and curriculum-overhead checks to find which part got slower.",
         )
     elif faster(ci):
-        status, severity = Status.NOTED, Severity.LOW
-        summary = f"the candidate's environment is faster ({fmt(ci.point)}x at {label})"
-        remediation = "Nothing to do for a regression."
+        decided = Verdict(
+            Status.NOTED,
+            Severity.LOW,
+            f"the candidate's environment is faster ({fmt(ci.point)}x at {label})",
+            "Nothing to do for a regression.",
+        )
     else:
         verdict = judge_speed(ci, needed=repeats_to_settle(sz.timing_repeats, *ci, PRACTICAL_RATIO))
         ratio_text = f"ratio {fmt(ci.point)} {interval(ci.low, ci.high)}"
         if verdict.equivalent:
-            status, severity = Status.CLEARED, Severity.INFO
-            summary = (
+            decided = Verdict(
+                Status.CLEARED,
+                Severity.INFO,
                 f"equal speed at {label}: {ratio_text}, within ×{fmt(PRACTICAL_RATIO)} "
-                f"({fmt(main['baseline sps'])} vs {fmt(main['candidate sps'])} env steps/s)"
+                f"({fmt(main['baseline sps'])} vs {fmt(main['candidate sps'])} env steps/s)",
+                "Nothing to do.",
             )
-            remediation = "Nothing to do."
         else:
             measurably = "measurably slower, but " if ci.high < 1 else ""
-            status, severity, summary, remediation = inconclusive(
+            decided = inconclusive(
                 f"at {label}, {ratio_text} is {measurably}neither within ×{fmt(PRACTICAL_RATIO)} nor surely "
                 f"slower by more; {verdict.settle('timed blocks')}",
                 "more and longer timed blocks",
             )
         if slow_elsewhere:
-            summary += f"; slower at num_envs {slow_elsewhere}"
-    nb, nc = int(main["num_envs (baseline)"]), int(main["num_envs (candidate)"])
-    finding = c.finding(
-        status,
-        severity,
-        baseline=f"{fmt(main['baseline sps'])} env steps/s ({nb} envs)",
-        candidate=f"{fmt(main['candidate sps'])} env steps/s ({nc} envs)",
-        effect=ci.point,
-        effect_label=f"throughput ratio candidate/baseline at {label} (calibration-normalized)",
-        ci=(ci.low, ci.high),
-        summary=summary,
-        details={"ratios": ratios.to_dict("records"), "practical_ratio": PRACTICAL_RATIO},
-        remediation=remediation,
-        figures=["throughput"],
-    )
+            decided = decided._replace(summary=f"{decided.summary}; slower at num_envs {slow_elsewhere}")
     return c.section(
-        finding,
+        c.conclude(
+            decided,
+            values={
+                s: f"{fmt(main[s + ' sps'])} env steps/s ({int(main[f'num_envs ({s})'])} envs)" for s in SIDES
+            },
+            interval=ci,
+            effect_label=f"throughput ratio candidate/baseline at {label} (calibration-normalized)",
+            details={"ratios": ratios.to_dict("records"), "practical_ratio": PRACTICAL_RATIO},
+            figures=["throughput"],
+        ),
         tables={"throughput by num_envs": ratios},
         figures={"throughput": plots.throughput_curves(table)},
         notes=f"{sz.timing_repeats} interleaved blocks of ~{sz.block_seconds} s per size and side, timed with each "

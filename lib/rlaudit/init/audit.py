@@ -20,7 +20,7 @@ from rlaudit import stats
 from rlaudit.agents import align as al
 from rlaudit.agents import trees as tr
 from rlaudit.agents.audit import network_params
-from rlaudit.checks import Check, check
+from rlaudit.checks import Check, check, run_checks
 from rlaudit.evidence import equivalence_seeds, fmt, judge_ratio, ratio
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.init import probes
@@ -467,6 +467,10 @@ def policy_at_init(c: Check, pair: Pair) -> Section:
     )
 
 
+CHECKS = (schemes, policy_at_init)
+"""Every init check, in notebook order."""
+
+
 def audit_all(wb: Workbench) -> list[Section]:
     """Every init check, in notebook order."""
-    return [schemes(wb), policy_at_init(wb)]
+    return run_checks(wb, CHECKS)

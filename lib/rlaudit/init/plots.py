@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from rlaudit.trainer.plots import panels
 
 COLORS = {"baseline": "#4C72B0", "candidate": "#DD8452"}
 
@@ -52,8 +53,6 @@ def spectra_figure(
         sv_b: Candidate ``singular.npz``.
         table: :func:`rlaudit.init.audit.compare_init` rows (to pair parameter names across sides).
     """
-    from matplotlib.figure import Figure
-
     pairs = [
         (r["parameter"], r["candidate"])
         for r in table.to_dict("records")
@@ -65,12 +64,8 @@ def spectra_figure(
         for p in pairs
         if any(k.endswith("|" + p[0]) for k in sv_a) or any(k.endswith("|" + p[1]) for k in sv_b)
     ]
-    n = max(1, len(pairs))
-    cols = min(3, n)
-    rows = math.ceil(n / cols)
-    fig = Figure(figsize=(4.2 * cols, 3.0 * rows), layout="constrained")
-    axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).reshape(-1)
-    for ax, (na, nb) in zip(axes, pairs, strict=False):
+    fig, axes = panels(len(pairs))
+    for ax, (na, nb) in zip(axes, pairs, strict=True):
         for side, store, name, style in (("baseline", sv_a, na, "-"), ("candidate", sv_b, nb, "--")):
             first = True
             for key, values in store.items():
@@ -101,7 +96,5 @@ def spectra_figure(
         ax.set_xlabel("index")
         ax.set_ylabel("singular value")
         ax.legend(fontsize=7)
-    for ax in axes[len(pairs) :]:
-        ax.set_visible(False)
     fig.suptitle("Singular-value spectra at init (every seed; flat = orthogonal)")
     return fig

@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rlaudit.checks import Check, check
+from rlaudit.checks import Check, check, run_checks
 from rlaudit.compare import match_near_names
-from rlaudit.evidence import fmt, pct
+from rlaudit.evidence import Verdict, fmt, pct
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.logs import log_inventory, read_scalars
 from rlaudit.metrics import RETURN, SCALAR, Metric
@@ -136,6 +136,20 @@ def tag_changes(base: Sequence[str], cand: Sequence[str]) -> dict[str, Any]:
     }
 
 
+DROPPED_SCALARS = {
+    "id": "logging/dropped-scalars",
+    "hypothesis": "Every scalar the candidate's trainer logs reaches its log files",
+}
+"""A secondary finding of the presence check: scalars the trainer logs that never reach its log files."""
+REMOVED_TAGS = {
+    "id": "logging/removed-tags",
+    "hypothesis": "The candidate logs every scalar the baseline logs",
+}
+"""A secondary finding of the presence check: scalars the baseline logs and the candidate does not."""
+RENAMED_TAGS = {"id": "logging/renamed-tags", "hypothesis": "The scalars keep their names"}
+"""A secondary finding of the presence check: scalars logged under a new name."""
+
+
 @check("logging/presence", title="Which scalars are written", needs=logged)
 def presence(c: Check, evidence: Logged) -> Section:
     """Both setups write the same scalars to their logs.
@@ -180,8 +194,7 @@ def presence(c: Check, evidence: Logged) -> Section:
             c.finding(
                 Status.SUSPECT,
                 Severity.MEDIUM,
-                id="logging/dropped-scalars",
-                hypothesis="Every scalar the candidate's trainer logs reaches its log files",
+                **DROPPED_SCALARS,
                 candidate=lost,
                 effect=float(len(lost)),
                 effect_label="recorder scalars missing from the log files",
@@ -197,8 +210,7 @@ def presence(c: Check, evidence: Logged) -> Section:
             c.finding(
                 Status.SUSPECT,
                 Severity.MEDIUM,
-                id="logging/removed-tags",
-                hypothesis="The candidate logs every scalar the baseline logs",
+                **REMOVED_TAGS,
                 baseline=len(logs["baseline"]["tags"]),
                 candidate=len(cand["tags"]),
                 effect=float(len(changes["removed"])),
@@ -215,8 +227,7 @@ def presence(c: Check, evidence: Logged) -> Section:
             c.finding(
                 Status.NOTED,
                 Severity.LOW,
-                id="logging/renamed-tags",
-                hypothesis="The scalars keep their names",
+                **RENAMED_TAGS,
                 summary=(f"renamed: {', '.join(parts)}" if parts else "")
                 + ("; " if parts and changes["added"] else "")
                 + (f"added: {', '.join(changes['added'][:8])}" if changes["added"] else ""),
@@ -631,41 +642,39 @@ def frequency(c: Check, evidence: Logged) -> Section:
     ob, oc = (float(means.loc[s, "untimed seconds per 10k steps"]) for s in SIDES)
     ratio = fc / fb if fb else float("inf")
     costs = f"untimed wall time (logging, checkpoints, setup) {fmt(oc)} vs {fmt(ob)} s per 10k steps"
-    evidence_fields: dict[str, Any] = dict(
-        baseline=fb,
-        candidate=fc,
-        effect=ratio if np.isfinite(ratio) else None,
-        effect_label="log-frequency ratio candidate / baseline",
-    )
     if silent:
-        finding = c.finding(
+        decided = Verdict(
             Status.NOTED,
             Severity.LOW,
-            summary=f"the {silent[0]} logs nothing through recorder.log ({fmt(fc)} vs {fmt(fb)} log points per "
-            f"10k steps); {costs}",
-            remediation=f"Log the {silent[0]}'s training scalars with recorder.log(step, **scalars).",
-            **evidence_fields,
+            f"the {silent[0]} logs nothing through recorder.log ({fmt(fc)} vs {fmt(fb)} log points per 10k "
+            f"steps); {costs}",
+            f"Log the {silent[0]}'s training scalars with recorder.log(step, **scalars).",
         )
     elif ratio > 2 or ratio < 0.5:
-        finding = c.finding(
+        decided = Verdict(
             Status.NOTED,
             Severity.LOW,
-            summary=f"the candidate logs {'more' if ratio > 1 else 'less'} often: {fmt(fc)} vs {fmt(fb)} log "
-            f"points per 10k steps; {costs}",
-            remediation="Log scalars every few updates and images/videos rarely (case 003 logged scalars every 25 "
-            "steps)."
+            f"the candidate logs {'more' if ratio > 1 else 'less'} often: {fmt(fc)} vs {fmt(fb)} log points per "
+            f"10k steps; {costs}",
+            "Log scalars every few updates and images/videos rarely (case 003 logged scalars every 25 steps)."
             if ratio > 1
             else "Log at least once per update so curves have enough points to compare.",
-            **evidence_fields,
         )
     else:
-        finding = c.finding(
+        decided = Verdict(
             Status.CLEARED,
-            summary=f"{fmt(fb)} vs {fmt(fc)} log points per 10k steps (within a factor of 2); {costs}",
-            **evidence_fields,
+            Severity.INFO,
+            f"{fmt(fb)} vs {fmt(fc)} log points per 10k steps (within a factor of 2); {costs}",
+            "",
         )
     return c.section(
-        finding,
+        c.conclude(
+            decided,
+            baseline=fb,
+            candidate=fc,
+            effect=ratio if np.isfinite(ratio) else None,
+            effect_label="log-frequency ratio candidate / baseline",
+        ),
         tables={"logging per run": table},
         notes="Log points are counted, not timed: the verdict does not move with machine load. The cost of "
         "logging is bounded by the wall time outside the trainer's timed phases (rollout, update): it also holds "
@@ -673,6 +682,10 @@ def frequency(c: Check, evidence: Logged) -> Section:
     )
 
 
+CHECKS = (presence, truth, frequency)
+"""Every logging check, in notebook order."""
+
+
 def audit_all(wb: Workbench) -> list[Section]:
     """Every logging check, in notebook order."""
-    return [presence(wb), truth(wb), frequency(wb)]
+    return run_checks(wb, CHECKS)

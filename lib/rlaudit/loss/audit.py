@@ -19,6 +19,7 @@ known. One module per check:
 
 from __future__ import annotations
 
+from rlaudit.checks import run_checks
 from rlaudit.loss.advantages import advantages
 from rlaudit.loss.gradients import gradient_flow
 from rlaudit.loss.ladder import probe_envs
@@ -26,9 +27,13 @@ from rlaudit.loss.terms import loss_terms
 from rlaudit.notebook import Section
 from rlaudit.workbench import Workbench
 
-__all__ = ["advantages", "audit_all", "gradient_flow", "loss_terms", "probe_envs"]
+__all__ = ["CHECKS", "advantages", "audit_all", "gradient_flow", "loss_terms", "probe_envs"]
+
+
+CHECKS = (advantages, loss_terms, gradient_flow, probe_envs)
+"""Every loss check, in notebook order."""
 
 
 def audit_all(wb: Workbench) -> list[Section]:
     """Every loss check, in notebook order."""
-    return [advantages(wb), loss_terms(wb), gradient_flow(wb), probe_envs(wb)]
+    return run_checks(wb, CHECKS)

@@ -133,6 +133,13 @@ def _rollout_table(rollout: Pair, view: Mapping[str, Any]) -> pd.DataFrame:
     )
 
 
+FLOW_IN_TRAINING = {
+    "id": "loss/gradient-flow-training",
+    "hypothesis": "Every parameter receives gradient during training",
+}
+"""A secondary finding of the gradient-flow check: parameters that get no gradient in the recorded training runs."""
+
+
 @check(
     "loss/gradient-flow",
     title="Gradient flow",
@@ -179,8 +186,7 @@ def gradient_flow(c: Check, shared: SharedBatch, seed: int = 0) -> Section:
                 c.finding(
                     Status.CONFIRMED,
                     Severity.HIGH,
-                    id="loss/gradient-flow-training",
-                    hypothesis="Every parameter receives gradient during training",
+                    **FLOW_IN_TRAINING,
                     baseline=0.0,
                     candidate=worst,
                     effect=worst,

@@ -21,6 +21,8 @@ PROBE_STEPS = (
 )
 VALUE_MISS = 0.5
 """A first failing rung whose value misses its target by more than this is CONFIRMED even alone."""
+BOTH_FAIL = {"id": "loss/probe-envs-both", "hypothesis": "The baseline learns every probe environment"}
+"""The finding the ladder adds for probes both sides fail (a shared bug, or runs too short to learn them)."""
 
 
 def probe_names() -> tuple[str, ...]:
@@ -117,8 +119,7 @@ def probe_envs(c: Check, pairs: list[Pair], seed: int = 0, steps: int = PROBE_ST
             c.finding(
                 Status.NOTED,
                 Severity.LOW,
-                id="loss/probe-envs-both",
-                hypothesis="The baseline learns every probe environment",
+                **BOTH_FAIL,
                 summary=f"both sides fail {', '.join(both)} in {steps:,} steps: either a shared bug or too short a "
                 "run for these settings",
                 remediation="Rerun the probes with more steps (probe_envs(wb, steps=...)) before reading the failure.",

@@ -9,20 +9,12 @@ import numpy as np
 import pandas as pd
 
 from rlaudit.loss.gae import reference_gae
-from rlaudit.optimizer.plots import SIDE_COLORS
-
-
-def _figure(cols: int, rows: int = 1, width: float = 4.2, height: float = 3.2):  # -> (Figure, axes)
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(cols * width, rows * height), layout="constrained")
-    axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).reshape(-1)
-    return fig, axes
+from rlaudit.trainer.plots import SIDE_COLORS, figure
 
 
 def advantages_figure(verdict: Mapping[str, Mapping[str, Any]]):  # -> Figure
     """Each side's advantages against the reference GAE (computed with its own gamma and lambda)."""
-    fig, axes = _figure(2)
+    fig, axes = figure(2, width=4.2)
     for ax, side in zip(axes, ("baseline", "candidate"), strict=True):
         v = verdict[side]
         a = v["arrays"]
@@ -42,7 +34,7 @@ def advantages_figure(verdict: Mapping[str, Mapping[str, Any]]):  # -> Figure
 
 def terms_figure(core: pd.DataFrame):  # -> Figure
     """Loss terms of both sides on the shared batch, one bar pair per term."""
-    fig, axes = _figure(1, width=5.0)
+    fig, axes = figure(1, width=5.0)
     ax = axes[0]
     x = np.arange(len(core))
     for i, side in enumerate(("baseline", "candidate")):
@@ -59,7 +51,7 @@ def terms_figure(core: pd.DataFrame):  # -> Figure
 def gradient_figure(table: pd.DataFrame):  # -> Figure
     """Gradient norm of the total loss per parameter tensor, both sides (log scale; zero drawn at the floor)."""
     part = table.rename(columns={"loss baseline": "baseline", "loss candidate": "candidate"})
-    fig, axes = _figure(1, width=max(5.0, 0.5 * len(part) + 2), height=3.4)
+    fig, axes = figure(1, width=max(5.0, 0.5 * len(part) + 2), height=3.4)
     ax = axes[0]
     x = np.arange(len(part))
     positive = pd.concat([part["baseline"], part["candidate"]]).astype(float)
@@ -83,7 +75,7 @@ def gradient_figure(table: pd.DataFrame):  # -> Figure
 def probe_grid_figure(table: pd.DataFrame):  # -> Figure
     """Pass (green) or fail (red) per probe and side, annotated with the value error."""
     probes = list(dict.fromkeys(table["probe"]))
-    fig, axes = _figure(1, width=4.8, height=0.5 * len(probes) + 1.2)
+    fig, axes = figure(1, width=4.8, height=0.5 * len(probes) + 1.2)
     ax = axes[0]
     grid = np.zeros((len(probes), 2))
     for i, probe in enumerate(probes):

@@ -531,8 +531,7 @@ def loss_terms(c: Check, shared: SharedBatch, seed: int = 0) -> Section:
     else:
         finding = c.finding(
             Status.CLEARED,
-            baseline=common["baseline"],
-            candidate=common["candidate"],
+            values=common,
             details=common["details"],
             summary="identical terms on the shared batch: "
             + ", ".join(f"{r['term']} {fmt(r['baseline'], 4)}" for r in core.to_dict("records"))

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from rlaudit import stats
-from rlaudit.checks import SIDES, Check, check
+from rlaudit.checks import SIDES, Check, check, run_checks
 from rlaudit.env.analysis import sizes
 from rlaudit.evidence import Judgement, fmt, judge
 from rlaudit.findings import Finding, Severity, Status
@@ -601,11 +601,10 @@ def buffers(c: Check, pair: Pair) -> Section:
     return c.section(finding, tables={"buffers": table})
 
 
+CHECKS = (rss_rollout, rss_training, growth_sites, buffers)
+"""Every memory check, in notebook order."""
+
+
 def audit_all(wb: Workbench, *, seed: int = 0) -> list[Section]:
     """Every memory check, in notebook order."""
-    return [
-        rss_rollout(wb, seed=seed),
-        rss_training(wb, seed=seed),
-        growth_sites(wb, seed=seed),
-        buffers(wb, seed=seed),
-    ]
+    return run_checks(wb, CHECKS, seed=seed)

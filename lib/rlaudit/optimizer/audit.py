@@ -10,15 +10,28 @@ at runtime) and :mod:`rlaudit.optimizer.updates` (gradient clipping and per-laye
 
 from __future__ import annotations
 
+from rlaudit.checks import run_checks
 from rlaudit.notebook import Section
 from rlaudit.optimizer.schedules import schedules
 from rlaudit.optimizer.setup import coverage, hyperparameters
 from rlaudit.optimizer.updates import gradient_clipping, update_ratios
 from rlaudit.workbench import Workbench
 
-__all__ = ["audit_all", "coverage", "gradient_clipping", "hyperparameters", "schedules", "update_ratios"]
+__all__ = [
+    "CHECKS",
+    "audit_all",
+    "coverage",
+    "gradient_clipping",
+    "hyperparameters",
+    "schedules",
+    "update_ratios",
+]
+
+
+CHECKS = (hyperparameters, coverage, schedules, gradient_clipping, update_ratios)
+"""Every optimizer check, in notebook order."""
 
 
 def audit_all(wb: Workbench) -> list[Section]:
     """Every optimizer check, in notebook order."""
-    return [hyperparameters(wb), coverage(wb), schedules(wb), gradient_clipping(wb), update_ratios(wb)]
+    return run_checks(wb, CHECKS)

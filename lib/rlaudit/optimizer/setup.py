@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from rlaudit.checks import Check, check
+from rlaudit.checks import Check, check, on_side
 from rlaudit.config import probes as config_probes
 from rlaudit.evidence import fmt
 from rlaudit.findings import Finding, Severity, Status
@@ -171,8 +171,7 @@ def _changed_value(c: Check, row: Mapping[str, Any]) -> Finding:
         Severity.HIGH if big else Severity.MEDIUM,
         id=f"optimizer/hparam-{name}" + (f"-group{row['group']}" if row["group"] else ""),
         hypothesis=f"The optimizer's `{name}` is the same on both sides",
-        baseline=row["baseline"],
-        candidate=row["candidate"],
+        values=row,
         effect=rel,
         effect_label="ratio candidate / baseline" if rel is not None else "",
         summary=f"`{name}` (group {row['group']}): baseline {_value_text(row, 'baseline')}, candidate "
@@ -205,6 +204,13 @@ def _ignored_declarations(table: pd.DataFrame, configs: Mapping[str, Mapping[str
             if not same_value(value, row[side], rtol=1e-6):
                 out[side].append((row["hyperparameter"], key, value, row[side]))
     return out
+
+
+FLAGS_DIFFER = {
+    "id": "optimizer/implementation-flags",
+    "hypothesis": "The optimizers use the same implementation switches",
+}
+"""A secondary finding of the hyperparameter check: implementation switches (foreach, fused) that differ."""
 
 
 @check("optimizer/hyperparameters", title="Declared vs effective optimizer hyperparameters", needs=built)
@@ -245,8 +251,7 @@ def hyperparameters(c: Check, setup: Built) -> Section:
                     severity,
                     id=fid,
                     hypothesis=hypothesis,
-                    baseline=values["baseline"],
-                    candidate=values["candidate"],
+                    values=values,
                     summary=text.format(**values),
                     remediation=remediation,
                 )
@@ -259,10 +264,8 @@ def hyperparameters(c: Check, setup: Built) -> Section:
             c.finding(
                 Status.NOTED,
                 Severity.LOW,
-                id="optimizer/implementation-flags",
-                hypothesis="The optimizers use the same implementation switches",
-                baseline={r["hyperparameter"]: r["baseline"] for r in flags},
-                candidate={r["hyperparameter"]: r["candidate"] for r in flags},
+                **FLAGS_DIFFER,
+                values={s: {r["hyperparameter"]: r[s] for r in flags} for s in SIDES},
                 summary="implementation switches differ (speed, not the update rule): "
                 + ", ".join(f"{r['hyperparameter']} {r['baseline']} → {r['candidate']}" for r in flags),
                 remediation="None needed for learning; check speed if a fused/foreach path was lost.",
@@ -280,8 +283,7 @@ def hyperparameters(c: Check, setup: Built) -> Section:
                     alike,
                     id=f"optimizer/declared-vs-effective-{name}-{side}",
                     hypothesis=f"The {side}'s optimizer uses the `{name}` its config declares",
-                    baseline=declared if side == "baseline" else None,
-                    candidate=effective if side == "candidate" else None,
+                    values=on_side(side, declared if side == "baseline" else effective),
                     summary=f"the {side}'s config declares {key} = {declared}, but its optimizer was built with "
                     f"{name} = {fmt(effective)}",
                     details={"declared": declared, "effective": effective, "key": key},
@@ -290,14 +292,13 @@ def hyperparameters(c: Check, setup: Built) -> Section:
             )
     if not any(f.status.is_flag for f in findings):
         hp = table[(table["group"] == 0) & (table["kind"] == "hyperparameter")]
-        values = ", ".join(f"{r['hyperparameter']} {_text(r['baseline'])}" for r in hp.to_dict("records"))
+        settings = ", ".join(f"{r['hyperparameter']} {_text(r['baseline'])}" for r in hp.to_dict("records"))
         findings.append(
             c.finding(
                 Status.CLEARED,
-                baseline=classes["baseline"],
-                candidate=classes["candidate"],
+                values=classes,
                 summary=f"same optimizer ({classes['baseline'].rsplit('.', 1)[-1]}, {n_groups['baseline']} "
-                f"param group(s)) with the same hyperparameters: {values}",
+                f"param group(s)) with the same hyperparameters: {settings}",
             )
         )
     notes = [

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from rlaudit import stats
-from rlaudit.checks import Check, check
+from rlaudit.checks import Check, check, on_side
 from rlaudit.evidence import estimate, fmt, judge, judge_ratio, pct
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.notebook import Section
@@ -31,6 +31,11 @@ CLIP_THRESHOLD_KEYS = (
     "gradient_clip*",
 )
 WATCH = "Call recorder.watch(policy, optimizer) in train(), before the first update."
+CLIP_FRACTION = {
+    "id": "optimizer/clip-fraction",
+    "hypothesis": "The same share of updates is clipped on both sides",
+}
+"""The finding the clipping check adds when the share of clipped steps differs."""
 
 
 def clipping_stats(updates: pd.DataFrame, threshold: float | None) -> dict[str, Any]:
@@ -69,8 +74,7 @@ def _not_applied(
         alike,
         id=f"optimizer/clipping-not-applied-{side}",
         hypothesis=f"The {side} clips gradients to the threshold its config declares",
-        baseline=threshold if side == "baseline" else None,
-        candidate=threshold if side == "candidate" else None,
+        values=on_side(side, threshold),
         effect=st["post_max"],
         effect_label="largest applied gradient norm",
         summary=f"the {side}'s config declares {key} = {fmt(threshold)}, but {st['over_threshold']} of "
@@ -84,6 +88,13 @@ def _log_distance(ratio: float) -> float:
     """How far a ratio is from 1 on the log scale; a ratio of 0 (a tensor that stopped moving: the learning
     rate reached 0) or an undefined one is the farthest."""
     return abs(math.log(ratio)) if math.isfinite(ratio) and ratio > 0 else math.inf
+
+
+CLIP_THRESHOLD = {
+    "id": "optimizer/clip-threshold",
+    "hypothesis": "Both sides declare the same gradient-clipping threshold",
+}
+"""A secondary finding of the clipping check: the declared thresholds differ."""
 
 
 @check(
@@ -115,8 +126,7 @@ def gradient_clipping(c: Check, runs: TrainingRuns) -> Section:
             c.finding(
                 Status.SUSPECT,
                 Severity.MEDIUM,
-                id="optimizer/clip-threshold",
-                hypothesis="Both sides declare the same gradient-clipping threshold",
+                **CLIP_THRESHOLD,
                 baseline=thresholds["baseline"][1],
                 candidate=thresholds["candidate"][1],
                 summary=f"clipping threshold {fmt(thresholds['baseline'][1])} → {fmt(thresholds['candidate'][1])}",
@@ -138,19 +148,16 @@ def gradient_clipping(c: Check, runs: TrainingRuns) -> Section:
     )
     norms = "median pre-clip norm ratio " + (estimate(ratio.point, ratio.low, ratio.high) if ratio else "n/a")
     evidence: dict[str, Any] = dict(
-        baseline=st["baseline"]["fraction_clipped"],
-        candidate=st["candidate"]["fraction_clipped"],
-        effect=share.point if share is not None else None,
+        values={s: st[s]["fraction_clipped"] for s in SIDES},
+        interval=share,
         effect_label="difference in the share of clipped steps",
-        ci=(share.low, share.high) if share is not None else None,
     )
     if verdict is not None and verdict.different:
         findings.append(
             c.finding(
                 Status.SUSPECT,
                 Severity.MEDIUM,
-                id="optimizer/clip-fraction",
-                hypothesis="The same share of updates is clipped on both sides",
+                **CLIP_FRACTION,
                 summary=f"{shares} (median pre-clip norm {fmt(st['candidate']['pre_median'])} vs "
                 f"{fmt(st['baseline']['pre_median'])})",
                 remediation="Find why the gradient norms differ (loss scale, learning rate, advantages) before "
@@ -267,28 +274,25 @@ def update_ratios(c: Check, runs: TrainingRuns) -> Section:
         open_layers = [
             r["layer"] for r, k in zip(table.to_dict("records"), kinds, strict=True) if k != "equivalent"
         ]
-        evidence = dict(
-            baseline=float(table["baseline"].median()),
-            candidate=float(table["candidate"].median()),
+        if open_layers:
+            summary = (
+                f"inconclusive: {len(open_layers)} of {len(table)} tensors have a ratio interval reaching beyond "
+                f"×{fmt(RATIO_FACTOR)} (or too few samples), e.g. `{open_layers[0]}`; none differs credibly (longer "
+                "runs would settle it)"
+            )
+        else:
+            summary = (
+                f"every layer moves within ×{fmt(RATIO_FACTOR)} of the baseline's rate, the whole interval (median "
+                f"ratio {fmt(table['ratio'].median())} over {len(table)} tensors)"
+            )
+        finding = c.finding(
+            Status.NOTED if open_layers else Status.CLEARED,
+            summary=summary,
+            values={s: float(table[s].median()) for s in SIDES},
             effect=float(table["ratio"].median()) if table["ratio"].notna().any() else None,
             effect_label="median over layers of the ratio candidate / baseline",
             details={"undecided": open_layers},
         )
-        if open_layers:
-            finding = c.finding(
-                Status.NOTED,
-                summary=f"inconclusive: {len(open_layers)} of {len(table)} tensors have a ratio interval reaching "
-                f"beyond ×{fmt(RATIO_FACTOR)} (or too few samples), e.g. `{open_layers[0]}`; none differs "
-                "credibly (longer runs would settle it)",
-                **evidence,
-            )
-        else:
-            finding = c.finding(
-                Status.CLEARED,
-                summary=f"every layer moves within ×{fmt(RATIO_FACTOR)} of the baseline's rate, the whole "
-                f"interval (median ratio {fmt(table['ratio'].median())} over {len(table)} tensors)",
-                **evidence,
-            )
     return c.section(
         finding,
         tables={"update ratios": table},

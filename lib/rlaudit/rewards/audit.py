@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from rlaudit.checks import SIDES, Check, check
+from rlaudit.checks import SIDES, Check, check, run_checks
 from rlaudit.compare import classify_key, flatten, values_equal
 from rlaudit.config import probes as config_probes
 from rlaudit.env.analysis import rollout_pair, sizes
@@ -24,15 +24,20 @@ from rlaudit.evidence import fmt, pct
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.notebook import Section
 from rlaudit.rewards import plots, probes
-from rlaudit.rewards.components import (
-    components,
-    relative_magnitudes,
-)
+from rlaudit.rewards.components import MEASURED, components, relative_magnitudes
 from rlaudit.workbench import Pair, Workbench
 
 SUBSYSTEM = "rewards"
 
-__all__ = ["audit_all", "components", "relative_magnitudes", "reward_range", "reward_settings", "settings"]
+__all__ = [
+    "CHECKS",
+    "audit_all",
+    "components",
+    "relative_magnitudes",
+    "reward_range",
+    "reward_settings",
+    "settings",
+]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -162,6 +167,13 @@ def _keyed(rows: pd.DataFrame, column: str) -> dict[str, Any]:
     return {r.key: getattr(r, column) for r in rows.itertuples()}
 
 
+SETTINGS_ADDED = {
+    "id": "rewards/settings-added",
+    "hypothesis": "The candidate declares no reward settings the baseline lacks",
+}
+"""A secondary finding of the settings check: reward settings only the candidate declares."""
+
+
 @check(
     "rewards/settings", title="Reward settings in the resolved configs", probe=config_probes.resolved_config
 )
@@ -205,8 +217,7 @@ def settings(c: Check, pair: Pair) -> Section:
             c.finding(
                 Status.NOTED,
                 Severity.LOW,
-                id="rewards/settings-added",
-                hypothesis="The candidate declares no reward settings the baseline lacks",
+                **SETTINGS_ADDED,
                 candidate=_keyed(added, "candidate"),
                 summary=f"the candidate adds {len(added)} reward setting(s): "
                 + ", ".join(added["key"].tolist()[:6]),
@@ -299,10 +310,7 @@ def range_table(facts: dict[str, dict[str, Any]], wrappers: dict[str, dict[str, 
 
 
 @check(
-    "rewards/range",
-    title="Reward range and values, before and after wrappers",
-    needs=range_needs,
-    reads=("curriculum", "env"),
+    "rewards/range", title="Reward range and values, before and after wrappers", needs=range_needs, **MEASURED
 )
 def reward_range(c: Check, evidence: list[Pair]) -> Section:
     """Both setups pay rewards over the same range and values, before and after their wrappers.
@@ -353,8 +361,7 @@ def reward_range(c: Check, evidence: list[Pair]) -> Section:
     else:
         finding = c.finding(
             Status.CLEARED,
-            baseline=span["baseline"],
-            candidate=span["candidate"],
+            values=span,
             summary=f"same reward range [{fmt(span['baseline'][0])}, {fmt(span['baseline'][1])}] and values paid; "
             f"wrappers: {' > '.join(w['baseline']['wrappers'])}",
             remediation="Nothing to do.",
@@ -366,11 +373,10 @@ def reward_range(c: Check, evidence: list[Pair]) -> Section:
     )
 
 
+CHECKS = (settings, components, reward_range, relative_magnitudes)
+"""Every rewards check, in notebook order."""
+
+
 def audit_all(wb: Workbench, *, seed: int = 0) -> list[Section]:
     """Every rewards check, in notebook order."""
-    return [
-        settings(wb),
-        components(wb, seed=seed),
-        reward_range(wb, seed=seed),
-        relative_magnitudes(wb, seed=seed),
-    ]
+    return run_checks(wb, CHECKS, seed=seed)

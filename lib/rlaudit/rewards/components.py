@@ -31,6 +31,9 @@ verdict's [0.8, 1.25] band), the whole interval of the difference included."""
 # Reported episode statistics that are not event counts (totals, identifiers).
 NOT_COUNTS = {"r", "l", "t", "return", "length", "time", "episode_return", "episode_length"}
 ID_WORDS = ("task", "id", "seed", "env", "level", "map")
+MEASURED = {"reads": ("curriculum", "env")}
+"""What every check of rewards measured in rollouts also reads: the environment that pays them and the curriculum
+that picks its tasks."""
 
 
 def count_columns(episodes: pd.DataFrame) -> list[str]:
@@ -246,6 +249,13 @@ def _component_finding(c: Check, merged: pd.DataFrame, verdict: str) -> Finding 
     )
 
 
+UNMEASURABLE = {
+    "id": "rewards/components-unmeasurable",
+    "hypothesis": "Both environments report the events that rewards are paid for",
+}
+"""A secondary finding of the components check: the candidate reports none of the events its rewards are paid for."""
+
+
 def _unmeasurable_finding(c: Check, merged: pd.DataFrame) -> Finding | None:
     hit = merged[merged["verdict"] == "unmeasurable"]
     if hit.empty:
@@ -254,8 +264,7 @@ def _unmeasurable_finding(c: Check, merged: pd.DataFrame) -> Finding | None:
     return c.finding(
         Status.NOTED,
         Severity.MEDIUM,
-        id="rewards/components-unmeasurable",
-        hypothesis="Both environments report the events that rewards are paid for",
+        **UNMEASURABLE,
         summary="the candidate reports no "
         + ", ".join(comps)
         + " events although the baseline does, so their "
@@ -310,7 +319,7 @@ def _same_or_open(c: Check, merged: pd.DataFrame, bars: pd.DataFrame) -> Finding
     "rewards/components",
     title="What does each reward component pay? (measured)",
     needs=rollout_pairs,
-    reads=("curriculum", "env"),
+    **MEASURED,
 )
 def components(c: Check, pairs: list[Pair], *, seed: int = 0) -> Section:
     """Under the same fixed policies, every reward component pays the same per event in both setups.
@@ -402,7 +411,7 @@ def magnitudes(weights: pd.DataFrame, episodes: pd.DataFrame) -> pd.DataFrame:
     "rewards/magnitudes",
     title="Shaping per step vs terminal reward vs time penalty",
     needs=rollout_pair,
-    reads=("curriculum", "env"),
+    **MEASURED,
 )
 def relative_magnitudes(c: Check, pair: Pair, *, seed: int = 0) -> Section:
     """No reward component is drowned by another in the candidate that was not already in the baseline.
@@ -443,8 +452,7 @@ def relative_magnitudes(c: Check, pair: Pair, *, seed: int = 0) -> Section:
     finding = c.finding(
         status,
         severity,
-        baseline=pen["baseline"],
-        candidate=pen["candidate"],
+        values=pen,
         effect_label="per-step term",
         summary=summary,
         details={"table": table.to_dict("records")},

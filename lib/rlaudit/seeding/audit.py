@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from rlaudit import stats
-from rlaudit.checks import SIDES, SYMPTOM, Check, check, run_probe
+from rlaudit.checks import SIDES, SYMPTOM, Check, check, probe_evidence, run_checks
 from rlaudit.env.analysis import sizes
 from rlaudit.evidence import fmt
 from rlaudit.findings import Finding, Severity, Status
@@ -207,18 +207,19 @@ def _errors_finding(c: Check, reps: dict[str, dict[str, Any]]) -> Finding | None
     return finding
 
 
-def replicas_pair(wb: Workbench, seed: int = 0) -> Pair:
-    """The :func:`rlaudit.seeding.probes.replicas` probe on both sides (cached; shared by two checks)."""
+def replicas_params(wb: Workbench, seed: int = 0) -> dict[str, Any]:
+    """Parameters of :func:`rlaudit.seeding.probes.replicas` at the workbench's profile."""
     sz = sizes(wb.profile)
-    return run_probe(
-        wb,
-        probes.replicas,
-        "seeding: replicas",
-        seed=seed,
-        other_seed=seed + 1,
-        env_steps=sz.seeding_env_steps,
-        train_steps=sz.seeding_train_steps,
-    )
+    return {
+        "seed": seed,
+        "other_seed": seed + 1,
+        "env_steps": sz.seeding_env_steps,
+        "train_steps": sz.seeding_train_steps,
+    }
+
+
+replicas_pair = probe_evidence(probes.replicas, replicas_params, "seeding: replicas")
+"""The replicas probe on both sides, ``replicas_pair(wb, seed=0) -> Pair`` (one run for two checks)."""
 
 
 def _replicas(c: Check, pair: Pair) -> dict[str, dict[str, Any]]:
@@ -243,6 +244,13 @@ def _replica_text(cmp: dict[str, Any] | None, fallback: str = "n/a") -> str:
     if not cmp:
         return fallback
     return "identical" if cmp["identical"] else describe_difference(cmp)
+
+
+SEED_IGNORED = {
+    "id": "seeding/seed-ignored",
+    "hypothesis": "Different seeds give different rollouts, initial weights and updates",
+}
+"""A secondary finding of the fresh-processes check: parts that come out the same for two different seeds."""
 
 
 @check("seeding/fresh-processes", title="Same seed, two fresh processes: same run?", needs=replicas_pair)
@@ -308,8 +316,7 @@ def fresh_processes(c: Check, pair: Pair, *, seed: int = 0) -> Section:
             c.finding(
                 Status.NOTED,
                 Severity.MEDIUM,
-                baseline=describe_difference(base["fresh"]),
-                candidate=describe_difference(cand["fresh"]),
+                values={s: describe_difference(rep[s]["fresh"]) for s in SIDES},
                 summary="neither setup reproduces itself with the same seed in fresh processes",
                 remediation="Seed both setups fully before comparing single runs; until then compare over many "
                 "seeds.",
@@ -321,8 +328,7 @@ def fresh_processes(c: Check, pair: Pair, *, seed: int = 0) -> Section:
             c.finding(
                 Status.SUSPECT,
                 Severity.HIGH,
-                id="seeding/seed-ignored",
-                hypothesis="Different seeds give different rollouts, initial weights and updates",
+                **SEED_IGNORED,
                 baseline="seed-dependent",
                 candidate=f"identical for seeds {seed} and {seed + 1}: " + ", ".join(new),
                 summary=f"seeds {seed} and {seed + 1} give the candidate the same "
@@ -584,6 +590,10 @@ def variance(
     )
 
 
+CHECKS = (fresh_processes, global_rng, variance)
+"""Every seeding check, in notebook order."""
+
+
 def audit_all(wb: Workbench, *, seed: int = 0) -> list[Section]:
     """Every seeding check, in notebook order."""
-    return [fresh_processes(wb, seed=seed), global_rng(wb, seed=seed), variance(wb, seed=seed)]
+    return run_checks(wb, CHECKS, seed=seed)

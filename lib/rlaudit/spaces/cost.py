@@ -22,8 +22,11 @@ from rlaudit.evidence import fmt, ratio
 from rlaudit.findings import Severity, Status
 from rlaudit.notebook import Section
 from rlaudit.spaces import probes
-from rlaudit.spaces.audit import COST_RATIO, obs_pair, stack_alignment
+from rlaudit.spaces.observations import obs_pair, stack_alignment
 from rlaudit.workbench import Pair, Workbench
+
+COST_RATIO = timing.PRACTICAL_RATIO
+"""Input bytes, first-layer FLOPs or forward time differing by more than 15% is a practical difference."""
 
 
 def pair_key(wb: Workbench) -> str:
@@ -213,8 +216,7 @@ def preprocessing(c: Check, evidence: list[Pair]) -> Section:
         finding = c.finding(
             Status.NOTED,
             Severity.LOW,
-            baseline=per_call["baseline"],
-            candidate=per_call["candidate"],
+            values=per_call,
             **timed_ratio,
             summary=f"same input size and first-layer cost, but {timed} with {ra['n_params']:,} → "
             f"{rb['n_params']:,} parameters: the network changed, not the preprocessing (see 01_agents)",

@@ -8,6 +8,7 @@ metric over seeds, and stability). All read the shared training runs (:func:`rla
 
 from __future__ import annotations
 
+from rlaudit.checks import run_checks
 from rlaudit.notebook import Section
 from rlaudit.trainer.geometry import geometry
 from rlaudit.trainer.learning import learning, stability
@@ -15,9 +16,13 @@ from rlaudit.trainer.minibatches import minibatches
 from rlaudit.trainer.speed import speed
 from rlaudit.workbench import Workbench
 
-__all__ = ["audit_all", "geometry", "learning", "minibatches", "speed", "stability"]
+__all__ = ["CHECKS", "audit_all", "geometry", "learning", "minibatches", "speed", "stability"]
+
+
+CHECKS = (geometry, minibatches, speed, learning, stability)
+"""Every trainer check, in notebook order."""
 
 
 def audit_all(wb: Workbench) -> list[Section]:
     """Every trainer check, in notebook order."""
-    return [geometry(wb), minibatches(wb), speed(wb), learning(wb), stability(wb)]
+    return run_checks(wb, CHECKS)

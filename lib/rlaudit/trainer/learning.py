@@ -336,8 +336,7 @@ def stability(c: Check, runs: TrainingRuns) -> Section:
     finding = c.finding(
         status,
         severity,
-        baseline=spread["baseline"],
-        candidate=spread["candidate"],
+        values=spread,
         effect=ratio.point if ratio else None,
         effect_label="spread ratio candidate / baseline",
         ci=(ratio.low, ratio.high) if ratio else None,

@@ -1,8 +1,9 @@
-"""Figures of the trainer audit, and the figure helpers the learning-dynamics rooms share (trainer, logging,
-optimizer, loss). Built without pyplot: returned, never shown or kept open here."""
+"""Figures of the trainer audit, and the figure helpers the rooms share (:func:`figure`, :func:`panels`, the side
+colours). Built without pyplot: returned, never shown or kept open here."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -23,6 +24,17 @@ def figure(cols: int, rows: int = 1, width: float = 4.4, height: float = 3.2):  
     fig = Figure(figsize=(cols * width, rows * height), layout="constrained")
     axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).reshape(-1)
     return fig, axes
+
+
+def panels(n: int, *, wrap: int = 3, width: float = 4.2, height: float = 3.0):  # -> (Figure, axes)
+    """Small multiples: a Figure with room for ``n`` panels (``width x height`` inches each) in rows of at most
+    ``wrap``, and the ``n`` axes to draw on; the grid's other axes are hidden (all of them when ``n`` is 0, so an
+    empty figure stays blank)."""
+    cols = min(wrap, max(1, n))
+    fig, axes = figure(cols, math.ceil(max(1, n) / cols), width, height)
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    return fig, axes[:n]
 
 
 def geometry_figure(table: pd.DataFrame):  # -> Figure
