@@ -194,10 +194,48 @@ def resolve(declared: Mapping[str, Sequence[Metric] | None], override: str = "")
     return Metric(chosen.name, chosen.direction, chosen.source, True, "declared"), notes
 
 
-@probe(version=1)
+@probe(version=2)
 def declared(ctx: ProbeContext) -> dict[str, Any]:
-    """The subject's ``metrics()`` declaration (``{"metrics": [...]}``, or ``None`` when it has none)."""
+    """What the subject declares about how it is measured.
+
+    ``{"metrics": [...] or None, "total_steps": int or None}``: its ``metrics()`` declaration, and its own run
+    length from the optional ``total_steps(config)`` (the steps its schedules span; ``None`` without it).
+    """
     fn = getattr(ctx.subject, "metrics", None)
+    metrics = [m.to_dict() for m in parse(fn(), f"{ctx.spec}: metrics()")] if callable(fn) else None
+    return {"metrics": metrics, "total_steps": total_steps_of(ctx.subject, ctx.config, ctx.spec)}
+
+
+def total_steps_of(subject: Any, config: dict[str, Any], where: str) -> int | None:
+    """The subject's ``total_steps(config)``: a positive whole number of environment steps, or ``None`` (no
+    capability, or ``None`` returned: no run length of its own)."""
+    fn = getattr(subject, "total_steps", None)
     if not callable(fn):
-        return {"metrics": None}
-    return {"metrics": [m.to_dict() for m in parse(fn(), f"{ctx.spec}: metrics()")]}
+        return None
+    value = fn(config)
+    if value is None:  # the subject has no run length of its own for this config
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value) or value <= 0:
+        raise ValueError(
+            f"{where}: total_steps(config) returned {value!r}; expected a positive whole number of environment "
+            "steps (all environments together), the length of one of the subject's own training runs"
+        )
+    return int(value)
+
+
+def run_length(declared: Mapping[str, int | None], budget: int) -> tuple[int, str]:
+    """Steps of a full training run: the profile's ``budget``, shortened to the subjects' own run length.
+
+    ``declared`` maps each side to its ``total_steps`` (or ``None``). A run longer than the subject's own trains
+    past the end of its schedules (a learning rate annealed to zero, a finished curriculum), where both sides
+    may have converged and the gap the user sees is gone. The longer of the two declared lengths is used, so
+    neither side's run is cut short of its own; the note says what was chosen (empty when nothing changed).
+    """
+    lengths = {side: n for side, n in declared.items() if n}
+    if not lengths:
+        return int(budget), ""
+    own = max(lengths.values())
+    if own >= budget:
+        return int(budget), ""
+    sides = ", ".join(f"{side} {n:,}" for side, n in lengths.items())
+    return own, f"training runs are {own:,} steps, the subjects' own run length (total_steps: {sides})"

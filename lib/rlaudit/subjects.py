@@ -45,6 +45,7 @@ CAPABILITIES: tuple[str, ...] = (
     "log_dir",
     "config_keys",
     "metrics",
+    "total_steps",
 )
 """Everything a subject may expose; a probe's ``requires`` names a subset (ARCHITECTURE.md section 1)."""
 

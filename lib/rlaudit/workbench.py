@@ -168,6 +168,8 @@ class Workbench:
     ) -> None:
         self.metric_override = str(metric or "").strip()
         self._metric: Any = None
+        self._train_steps: int | None = None
+        self._declarations: dict[str, dict[str, Any]] | None = None
         self.metric_notes: list[str] = []
         self.profile: Profile = profile if isinstance(profile, Profile) else get_profile(profile)
         if pair_file:
@@ -264,17 +266,53 @@ class Workbench:
         if self._metric is None:
             from rlaudit import metrics
 
-            declared: dict[str, Any] = {}
-            pair = self.run(metrics.declared)
-            for side in ("baseline", "candidate"):
-                result = pair[side]
-                if result.ok and result.result.get("metrics"):
-                    declared[side] = [metrics.Metric(**m) for m in result.result["metrics"]]
-                elif result.error is not None and not result.missing:
-                    self.metric_notes.append(f"the {side}'s metrics() failed: {result.error.message}")
+            declared = {
+                side: [metrics.Metric(**m) for m in found["metrics"]]
+                for side, found in self._declared().items()
+                if found.get("metrics")
+            }
             self._metric, notes = metrics.resolve(declared, self.metric_override)
             self.metric_notes.extend(notes)
         return self._metric
+
+    @property
+    def train_steps(self) -> int:
+        """Environment steps of a full training run (learning curves, attribution, checkpoints).
+
+        The profile's ``train_steps``, shortened to the subjects' own run length when they declare
+        ``total_steps(config)`` (a run past the end of their schedules can hide the gap); :attr:`metric_notes`
+        says when it was shortened.
+        """
+        if self._train_steps is None:
+            from rlaudit import metrics
+
+            lengths = {side: found.get("total_steps") for side, found in self._declared().items()}
+            self._train_steps, note = metrics.run_length(lengths, self.profile.train_steps)
+            if note:
+                self.metric_notes.append(note)
+        return self._train_steps
+
+    @property
+    def short_train_steps(self) -> int:
+        """Steps of a short run (runtime traces: schedules, geometry, logging), never longer than a full one."""
+        return min(self.profile.short_train_steps, self.train_steps)
+
+    def _declared(self) -> dict[str, dict[str, Any]]:
+        """Each side's declarations (``metrics`` and ``total_steps``), read once by a cached probe."""
+        if self._declarations is None:
+            from rlaudit import metrics
+
+            self._declarations = {}
+            pair = self.run(metrics.declared)
+            for side in ("baseline", "candidate"):
+                result = pair[side]
+                if result.ok:
+                    self._declarations[side] = dict(result.result)
+                elif result.error is not None and not result.missing:
+                    self.metric_notes.append(
+                        f"the {side}'s declarations (metrics(), total_steps()) failed: {result.error.message}"
+                    )
+        return self._declarations
 
     def __repr__(self) -> str:
         return (

@@ -136,7 +136,7 @@ class Search:
         seeds = max_seeds if max_seeds is not None else (profile.seeds if profile else 5)
         self.max_seeds = max(2, seeds)
         self.seeds0 = min(max(1, seeds0), self.max_seeds)
-        self.steps = steps if steps is not None else (profile.train_steps if profile else 0)
+        self.steps = steps if steps is not None else (_train_steps(wb) if wb is not None else 0)
         self.tail = tail
         self.seed = seed
         self.batch = max(1, batch if batch is not None else (getattr(wb, "jobs", None) or 2))
@@ -790,3 +790,9 @@ def bench_attribution(quick: bool = False) -> list[dict[str, Any]]:
         {"name": "attribution.seconds", "value": result.spent["seconds"], "unit": "s"},
         {"name": "attribution.top_causes", "value": 0, "unit": "", "top": top},
     ]
+
+
+def _train_steps(wb: Any) -> int:
+    """A full run's length on ``wb``: its ``train_steps`` (the subjects' own run length within the profile)."""
+    steps = getattr(wb, "train_steps", None)
+    return int(steps) if isinstance(steps, int) else int(wb.profile.train_steps)

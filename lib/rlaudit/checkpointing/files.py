@@ -95,7 +95,7 @@ def written(c: Check, src: Checkpoints, trust: bool = False) -> Section:
     na, nb = len(src["baseline"]["paths"]), len(src["candidate"]["paths"])
     ia, ib = interval_of(steps["baseline"]), interval_of(steps["candidate"])
     same_runs = src["baseline"]["run"] is not None and src["candidate"]["run"] is not None
-    run_steps = int(c.profile.train_steps)
+    run_steps = int(c.wb.train_steps)
     # the evidence every verdict below shows: per side, how many checkpoints and at which steps
     counts = {side: {"count": len(src[side]["paths"]), "steps": steps[side]} for side in SIDES}
     extra = {"effect": float(nb - na), "effect_label": "extra checkpoints per run"}

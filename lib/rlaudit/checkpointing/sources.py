@@ -88,7 +88,7 @@ def dedicated_params(wb: Workbench) -> dict[str, dict[str, Any]]:
     overrides = dedicated_overrides(wb)
     out = {}
     for side in SIDES:
-        params: dict[str, Any] = {"steps": int(wb.profile.short_train_steps), "seed": 0}
+        params: dict[str, Any] = {"steps": int(wb.short_train_steps), "seed": 0}
         if overrides[side]:
             params["overrides"] = overrides[side]
         out[side] = params
@@ -183,7 +183,7 @@ def sources(wb: Workbench, *, shared: bool = False) -> Checkpoints:
 
 def _origin(wb: Workbench, shared: bool, params: dict[str, Any]) -> str:
     if shared:
-        return f"the shared training run (seed 0, {int(wb.profile.train_steps):,} steps)"
+        return f"the shared training run (seed 0, {int(wb.train_steps):,} steps)"
     extra = params.get("overrides")
     return (
         f"a dedicated run (seed 0, {int(params['steps']):,} steps"

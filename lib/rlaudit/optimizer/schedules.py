@@ -329,7 +329,7 @@ def schedules(c: Check, runs: TrainingRuns) -> Section:
             "to last log for the coefficients). A schedule declared in the config but flat at runtime is what "
             "case 001 found after case 000 had trusted the config diff.",
             f"Short runs: {', '.join(f'{s} seeds {[r.seed for r in data[s]]}' for s in SIDES)}, "
-            f"{c.profile.short_train_steps:,} steps each.",
+            f"{c.wb.short_train_steps:,} steps each.",
         ],
     )
 

@@ -256,6 +256,7 @@ def learning(c: Check, runs: TrainingRuns) -> Section:
             "(two one-sided tests); otherwise the comparison is inconclusive.",
             "Bands are bootstrap intervals of the mean over seeds per step bin; wall-clock positions come from "
             "the recorder's memory samples.",
+            *c.wb.metric_notes,
         ],
     )
 

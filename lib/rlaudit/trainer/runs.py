@@ -43,14 +43,12 @@ def runs(
 
     Args:
         seeds: Seeds to run (default: the profile's ``seeds``).
-        steps: Environment steps per run (default: the profile's ``train_steps``, or ``short_train_steps``
+        steps: Environment steps per run (default: the workbench's ``train_steps``, or ``short_train_steps``
             with ``short=True``).
         short: Use the profile's short runs (for runtime traces: schedules, geometry, logging).
         overrides: Config overrides for both sides (``dotted.key=value``).
     """
-    steps = (
-        steps if steps is not None else (wb.profile.short_train_steps if short else wb.profile.train_steps)
-    )
+    steps = steps if steps is not None else (wb.short_train_steps if short else wb.train_steps)
     seeds = list(seeds) if seeds is not None else default_seeds(wb, 2 if short else None)
     params = [run_params(steps, s, overrides) for s in seeds]
     return wb.run_many(train_run, params)

@@ -115,6 +115,11 @@ def compute_loss(
     )
 
 
+def total_steps(config: dict[str, Any]) -> int:
+    """The trainer's own run length (its learning-rate annealing spans it); rlaudit trains no longer than this."""
+    return int(_args(config).total_timesteps)
+
+
 def train(config: dict[str, Any], steps: int, seed: int, recorder, *, resume_from=None, env_fn=None) -> dict:
     """Train through the recorder (its run_dir gets the CSV logs and checkpoints)."""
     return ppo.train(_args(config), steps, seed, recorder, resume_from=resume_from, env_fn=env_fn)

@@ -130,6 +130,11 @@ class SB3Subject:
             "checkpointing": ["models"],
         }
 
+    def total_steps(self, config: dict[str, Any]) -> int | None:
+        """The setup's ``n_timesteps``: the run length its schedules (``lin_`` rates, clip ranges) span."""
+        steps = config.get("n_timesteps")
+        return int(float(steps)) if steps else None
+
     # -- environment, policy, optimizer ----------------------------------------------------------------
 
     def make_env(self, config: dict[str, Any], seed: int) -> SB3VectorEnv:
