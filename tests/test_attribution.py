@@ -283,8 +283,30 @@ def test_no_gap_no_experiments():
     search = SimSearch(fixes(REGRESSED_LIKE), heart={}, sps={}, budget=60, max_seeds=5)
     search.ends = {"heart.get": (0.5, 0.5), "sps": (30_000.0, 30_000.0)}
     result = search.run()
-    assert result.spent["variant_runs"] == 0 and search.calls == 10
+    # no variant is tried; the two sides alone may gain seeds (up to three times the profile's) while the
+    # noise makes the candidate look worse, and the notes say so
+    assert result.spent["variant_runs"] == 0
+    assert search.calls == 2 * search.arms["baseline"].n <= 2 * search.gap_seeds
+    assert (search.calls > 10) == any("unsettled at 5 seeds" in n for n in result.notes)
     assert all(g["note"].startswith("No measurable") and not g["measurable"] for g in result.gaps.values())
+
+
+def test_an_unsettled_gap_gains_seeds_on_both_sides_until_it_is_measured():
+    # a one-point gap under one point of noise per run: five seeds leave its interval reaching zero
+    search = SimSearch(fixes(REGRESSED_LIKE), heart={"gae": 1.0}, sps={}, max_seeds=5, noise=(1.0, 800.0))
+    search.ends = {"heart.get": (6.5, 5.0), "sps": (30_000.0, 30_000.0)}
+    result = search.run()
+    b, c = search.arms["baseline"], search.arms["candidate"]
+    assert 5 < b.n == c.n <= search.gap_seeds
+    assert result.gaps["heart.get"]["measurable"] and result.gaps["heart.get"]["low"] > 0
+    assert any(f"unsettled at 5 seeds per side; grown to {b.n}" in n and "(settled)" in n for n in result.notes)
+    assert _top(result, "heart.get") == "gae"
+    # the same search capped at the profile's seeds leaves it unmeasured
+    capped = SimSearch(
+        fixes(REGRESSED_LIKE), heart={"gae": 1.0}, sps={}, max_seeds=5, gap_seeds=5, noise=(1.0, 800.0)
+    )
+    capped.ends = search.ends
+    assert not capped.run().gaps["heart.get"]["measurable"]
 
 
 def test_pooled_intervals_give_two_seed_arms_the_noise_the_other_arms_measured():

@@ -99,6 +99,9 @@ class Search:
         budget: Training runs this search may use (baseline and candidate seeds included).
         seeds0: Seeds an arm starts with.
         max_seeds: Seeds an arm may grow to (also the baseline's and candidate's seed count).
+        gap_seeds: Seeds the baseline and candidate may grow to when the gap is unsettled at ``max_seeds``
+            (the candidate looks worse but the interval still reaches zero); default three times
+            ``max_seeds``. Runs are added a batch at a time and stop as soon as the gap is measured.
         steps: Environment steps per run.
         tail: Fraction of the run over which the final metric is averaged.
         seed: Seeds the bootstrap.
@@ -116,6 +119,7 @@ class Search:
         budget: int | None = None,
         seeds0: int = 1,
         max_seeds: int | None = None,
+        gap_seeds: int | None = None,
         steps: int | None = None,
         tail: float = 0.25,
         seed: int = 0,
@@ -136,6 +140,7 @@ class Search:
         seeds = max_seeds if max_seeds is not None else (profile.seeds if profile else 5)
         self.max_seeds = max(2, seeds)
         self.seeds0 = min(max(1, seeds0), self.max_seeds)
+        self.gap_seeds = max(self.max_seeds, gap_seeds if gap_seeds is not None else 3 * self.max_seeds)
         self.steps = steps if steps is not None else (_train_steps(wb) if wb is not None else 0)
         self.tail = tail
         self.seed = seed
@@ -425,6 +430,7 @@ class Search:
     def run(self) -> Attribution:
         b, c = self._base_arms()
         self._grow([b, c], self.max_seeds)
+        self._settle_gaps()
         self._gap_known = {m: self.has_gap(m) for m in self._metrics}
         composable = [s for s in self.suspects if s.composable]
         variants = [s for s in self.suspects if not s.composable]
@@ -439,6 +445,37 @@ class Search:
             self._inject_primary_cause()
             self._restore_causes_together()
         return self._result()
+
+    def _unsettled(self) -> list[str]:
+        """Metrics whose gap points to a worse candidate while its interval still reaches zero."""
+        out = []
+        for m in self._metrics:
+            g = self.gap(m)
+            if g is not None and g.point > 0.0 and g.low <= 0.0:
+                out.append(m)
+        return out
+
+    def _settle_gaps(self) -> None:
+        """Add seeds to both sides, a batch at a time, while a gap is unsettled and seeds remain.
+
+        Seed-to-seed spread decides how many seeds a gap needs (case files: one run per side hid a 0.8-point
+        drop); stopping at the profile's count would report "no measurable gap" for a real one. The added runs
+        are the baseline's and candidate's own, so they also serve every arm's comparison afterwards.
+        """
+        b, c = self._base_arms()
+        start = b.n
+        while (unsettled := self._unsettled()) and b.n < self.gap_seeds:
+            if self.runs_used + 2 > self.budget:
+                self.notes.append(f"budget spent while settling the {', '.join(unsettled)} gap at {b.n} seeds")
+                break
+            self._grow([b, c], min(self.gap_seeds, b.n + max(1, self.batch // 2)))
+        if b.n > start:
+            left = self._unsettled()
+            state = f"still unsettled: {', '.join(left)}" if left else "settled"
+            self.notes.append(
+                f"the gap was unsettled at {start} seeds per side; grown to {b.n} seeds per side ({state})"
+            )
+            self.log.append(f"gap seeds {start} -> {b.n} ({state})")
 
     def _screen(self, suspects: list[Suspect]) -> None:
         if not suspects:
