@@ -292,14 +292,16 @@ def test_no_gap_no_experiments():
 
 
 def test_an_unsettled_gap_gains_seeds_on_both_sides_until_it_is_measured():
-    # a one-point gap under one point of noise per run: five seeds leave its interval reaching zero
+    # a two-point gap under one point of noise per run: five seeds leave its interval reaching zero
     search = SimSearch(fixes(REGRESSED_LIKE), heart={"gae": 1.0}, sps={}, max_seeds=5, noise=(1.0, 800.0))
-    search.ends = {"heart.get": (6.5, 5.0), "sps": (30_000.0, 30_000.0)}
+    search.ends = {"heart.get": (7.0, 5.0), "sps": (30_000.0, 30_000.0)}
     result = search.run()
     b, c = search.arms["baseline"], search.arms["candidate"]
     assert 5 < b.n == c.n <= search.gap_seeds
     assert result.gaps["heart.get"]["measurable"] and result.gaps["heart.get"]["low"] > 0
-    assert any(f"unsettled at 5 seeds per side; grown to {b.n}" in n and "(settled)" in n for n in result.notes)
+    assert any(
+        f"unsettled at 5 seeds per side; grown to {b.n}" in n and "(settled)" in n for n in result.notes
+    )
     assert _top(result, "heart.get") == "gae"
     # the same search capped at the profile's seeds leaves it unmeasured
     capped = SimSearch(
@@ -307,6 +309,15 @@ def test_an_unsettled_gap_gains_seeds_on_both_sides_until_it_is_measured():
     )
     capped.ends = search.ends
     assert not capped.run().gaps["heart.get"]["measurable"]
+
+
+def test_a_gap_too_small_to_settle_within_the_cap_says_how_many_seeds_it_would_need():
+    search = SimSearch(fixes(REGRESSED_LIKE), heart={"gae": 1.0}, sps={}, max_seeds=5, noise=(1.0, 800.0))
+    search.ends = {"heart.get": (6.9, 5.0), "sps": (30_000.0, 30_000.0)}
+    search.gap_seeds = 6
+    result = search.run()
+    assert search.arms["baseline"].n == 5 and not result.gaps["heart.get"]["measurable"]
+    assert any("would need more than the search may add (heart.get about" in n for n in result.notes)
 
 
 def test_pooled_intervals_give_two_seed_arms_the_noise_the_other_arms_measured():

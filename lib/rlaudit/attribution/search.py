@@ -46,6 +46,7 @@ from dataclasses import asdict
 from typing import Any
 
 import numpy as np
+from scipy.stats import t as scipy_t
 
 from rlaudit import stats
 from rlaudit.attribution.arms import (
@@ -65,6 +66,10 @@ from rlaudit.metrics import Metric, parse_override
 from rlaudit.trainer.probes import train_run
 from rlaudit.trainer.runs import RunData, run_params
 from rlaudit.workbench import ProbeResult, Workbench
+
+SETTLE_MARGIN = 0.1
+"""A gap is worth more seeds only when its estimate exceeds this share of the baseline's mean (the learning
+check's practical margin): a 1% throughput wobble is not a regression to chase with runs."""
 
 
 class Search:
@@ -446,13 +451,23 @@ class Search:
             self._restore_causes_together()
         return self._result()
 
-    def _unsettled(self) -> list[str]:
-        """Metrics whose gap points to a worse candidate while its interval still reaches zero."""
-        out = []
+    def _unsettled(self) -> dict[str, int]:
+        """Metrics whose gap points to a practically worse candidate (by more than :data:`SETTLE_MARGIN` of
+        the baseline's mean) while its interval still reaches zero, each with the seeds per side that would
+        likely settle it: the interval's half-width shrinks as 1/sqrt(seeds), so it clears zero at about
+        ``n * (half-width / estimate)**2``."""
+        out: dict[str, int] = {}
+        b, _ = self._base_arms()
         for m in self._metrics:
             g = self.gap(m)
-            if g is not None and g.point > 0.0 and g.low <= 0.0:
-                out.append(m)
+            scale = abs(_mean(b.values(m)))
+            if g is None or g.low > 0.0 or not g.point > SETTLE_MARGIN * scale:
+                continue
+            # the half-width over the t quantile is the standard error; it shrinks as 1/sqrt(seeds), and at
+            # many seeds the quantile is the normal's (a slight optimism that growing in batches corrects)
+            n = max(2, b.n)
+            se = 0.5 * (g.high - g.low) / float(scipy_t.ppf(0.975, n - 1))
+            out[m] = max(b.n + 1, math.ceil(n * (1.96 * se / g.point) ** 2))
         return out
 
     def _settle_gaps(self) -> None:
@@ -464,9 +479,19 @@ class Search:
         """
         b, c = self._base_arms()
         start = b.n
-        while (unsettled := self._unsettled()) and b.n < self.gap_seeds:
+        while unsettled := self._unsettled():
+            reachable = [m for m, n in unsettled.items() if n <= self.gap_seeds]
+            if not reachable:
+                needs = ", ".join(f"{m} about {n}" for m, n in unsettled.items())
+                self.notes.append(
+                    f"the gap is unsettled at {b.n} seeds per side and would need more than the search may "
+                    f"add ({needs} seeds per side; at most {self.gap_seeds})"
+                )
+                break
             if self.runs_used + 2 > self.budget:
-                self.notes.append(f"budget spent while settling the {', '.join(unsettled)} gap at {b.n} seeds")
+                self.notes.append(
+                    f"budget spent while settling the {', '.join(reachable)} gap at {b.n} seeds"
+                )
                 break
             self._grow([b, c], min(self.gap_seeds, b.n + max(1, self.batch // 2)))
         if b.n > start:

@@ -839,6 +839,7 @@ class ChangeSearch(Search):
         places; returns the result."""
         b, c = self._base_arms()
         self._grow([b, c], self.max_seeds)
+        self._settle_gaps()
         self._gap_known = {m: self.has_gap(m) for m in self._metrics}
         for m in self._metrics:
             if not self._gap_known[m]:
