@@ -58,7 +58,7 @@ def test_resolved_config_fills_in_sb3_defaults() -> None:
 def test_example_pair_differs_in_exactly_the_regressed_keys() -> None:
     a, b = SB3Subject(BASELINE).config(), SB3Subject(REGRESSED).config()
     assert {k for k in a if a[k] != b[k]} == {"gae_lambda", "learning_rate"}
-    assert (b["gae_lambda"], b["learning_rate"]) == (0.08, 0.001)
+    assert (b["gae_lambda"], b["learning_rate"]) == (0.08, 0.0001)
 
 
 def test_unknown_keys_are_listed_with_the_known_ones(tmp_path: Path) -> None:
