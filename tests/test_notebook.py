@@ -129,39 +129,6 @@ def test_section_rejects_non_findings() -> None:
 
 
 # --------------------------------------------------------------------------------------------------------
-# audit_section
-# --------------------------------------------------------------------------------------------------------
-
-
-@rn.audit_section("agents/architecture", "agents", "The two networks have the same layers")
-def broken_audit(wb: object) -> rn.Section:
-    plt.subplots()  # a figure opened before the failure must not leak into the notebook
-    raise KeyError("layers")
-
-
-def test_an_audit_that_raises_becomes_an_error_section() -> None:
-    before = set(plt.get_fignums())
-    section = broken_audit(FakeWorkbench())
-    assert isinstance(section, rn.Section)
-    (finding,) = section.findings
-    assert finding.status is Status.ERROR
-    assert finding.id == "agents/architecture"
-    assert finding.evidence.details["side"] == "audit"
-    assert "KeyError" in finding.evidence.summary
-    assert "broken_audit" in finding.evidence.details["traceback"]
-    assert set(plt.get_fignums()) == before
-
-
-def test_audit_section_passes_sections_through_and_wraps_findings() -> None:
-    ok = rn.audit_section("agents/a", "agents", "h")(lambda wb: rn.Section.of(cleared()))
-    assert ok(None).findings[0].status is Status.CLEARED
-    bare = rn.audit_section("agents/a", "agents", "h")(lambda wb: suspect())
-    assert bare(None).findings[0].status is Status.SUSPECT
-    none = rn.audit_section("agents/a", "agents", "h")(lambda wb: None)
-    assert none(None).findings[0].status is Status.ERROR
-
-
-# --------------------------------------------------------------------------------------------------------
 # Session
 # --------------------------------------------------------------------------------------------------------
 

@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
+from rlaudit.display import open_figure_numbers
 from rlaudit.evidence import Verdict
 from rlaudit.findings import SUBSYSTEMS, Evidence, Finding, Severity, Status
 from rlaudit.notebook import Section, as_section
@@ -420,7 +421,7 @@ def check(
         @functools.wraps(body)
         def run(wb: Any, /, **kwargs: Any) -> Section:
             c = Check(spec, wb, dict(kwargs))
-            before = _open_figure_numbers()
+            before = open_figure_numbers()
             try:
                 if takes_evidence:
                     evidence = gather(wb, kwargs)
@@ -455,15 +456,10 @@ def check(
     return decorate
 
 
-def _open_figure_numbers() -> set[int]:
-    pyplot = sys.modules.get("matplotlib.pyplot")
-    return set(pyplot.get_fignums()) if pyplot is not None else set()
-
-
 def _close_new_figures(before: set[int]) -> None:
     pyplot = sys.modules.get("matplotlib.pyplot")
     if pyplot is not None:
-        for number in _open_figure_numbers() - before:
+        for number in open_figure_numbers() - before:
             pyplot.close(number)
 
 

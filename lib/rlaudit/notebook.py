@@ -14,13 +14,10 @@ from __future__ import annotations
 import base64
 import dataclasses
 import datetime as _dt
-import functools
 import html
 import os
-import sys
 import time
-import traceback
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,7 +34,6 @@ from rlaudit.display import (
     findings_text,
     inline_markdown,
     ipython_shell,
-    open_figure_numbers,
     register_figure_formatter,
     show,
     status_counts,
@@ -228,50 +224,6 @@ def as_section(obj: Section | Finding | Iterable[Finding], title: str = "") -> S
         f"expected a Section, a Finding or a list of Findings from the audit, got {type(obj).__name__}; "
         "an audit function must return rlaudit.notebook.Section(...)"
     )
-
-
-def audit_section(id: str, subsystem: str, hypothesis: str, title: str | None = None) -> Callable:
-    """Decorator: an audit that raises returns a Section with an ERROR finding instead of stopping the notebook.
-
-    The ERROR finding has ``side="audit"`` and the traceback in ``evidence.details["traceback"]``. Figures
-    the audit opened with pyplot before failing are closed. An audit returning a Finding or a list of them
-    gets them wrapped in a Section; returning None is reported as an ERROR too.
-
-    Args:
-        id: The finding id used for the ERROR (normally the audit's main finding id).
-        subsystem: One of :data:`rlaudit.findings.SUBSYSTEMS`.
-        hypothesis: The audit's hypothesis in one sentence.
-        title: Section title for the ERROR section (default: the hypothesis).
-    """
-
-    def decorate(fn: Callable[..., Any]) -> Callable[..., Section]:
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Section:
-            before = open_figure_numbers()
-            try:
-                result = fn(*args, **kwargs)
-                if result is None:
-                    raise TypeError(f"audit {fn.__qualname__} returned None; expected a Section")
-                return as_section(result, title or hypothesis)
-            except Exception as exc:  # one broken check must not take the notebook down
-                pyplot = sys.modules.get("matplotlib.pyplot")
-                if pyplot is not None:
-                    for number in open_figure_numbers() - before:
-                        pyplot.close(number)
-                finding = Finding.error(id, subsystem, hypothesis, "audit", exc)
-                finding.evidence.details["traceback"] = traceback.format_exc()
-                finding.evidence.details["audit"] = f"{fn.__module__}.{fn.__qualname__}"
-                return Section(
-                    title=title or hypothesis,
-                    findings=[finding],
-                    notes=[
-                        f"The audit `{fn.__qualname__}` raised {type(exc).__name__}; the rest of the notebook runs on."
-                    ],
-                )
-
-        return wrapper
-
-    return decorate
 
 
 # ----------------------------------------------------------------------------------------------------------

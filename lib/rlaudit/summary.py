@@ -19,8 +19,8 @@ import pandas as pd
 
 from rlaudit.attribution.arms import DEFAULT_DELTA, Attribution
 from rlaudit.attribution.figures import curves_plot, forest_plot, sps_waterfall
+from rlaudit.attribution.pair import attribute
 from rlaudit.attribution.ranking import Cause, attribution_findings, gap_label, owner, rank_causes
-from rlaudit.attribution.search import attribute
 from rlaudit.display import figure_png
 from rlaudit.findings import SUBSYSTEMS, Finding, Status
 from rlaudit.io import atomic_write_bytes, atomic_write_json

@@ -15,8 +15,8 @@ import random
 import pytest
 
 from rlaudit import audits
+from rlaudit.attribution.pair import attribute
 from rlaudit.attribution.ranking import rank_causes
-from rlaudit.attribution.search import attribute
 from rlaudit.demo.faults import CATALOG
 from rlaudit.findings import SUBSYSTEMS
 

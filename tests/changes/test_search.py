@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rlaudit.attribution.search import attribute
+from rlaudit.attribution.pair import attribute
 from rlaudit.attribution.suspects import COMPOSERS, Suspect, compose, compose_injection
 from rlaudit.cache import subject_fingerprint
 from rlaudit.changes import changeset as csm

@@ -7,7 +7,7 @@ One module per concern:
 - :mod:`~rlaudit.attribution.arms`: arms (the runs of one setup over shared seeds), the share of a gap an
   arm restores (:class:`~rlaudit.attribution.arms.Effect`), and the search's result;
 - :mod:`~rlaudit.attribution.search`: the search itself (audit evidence first, interactions, group testing,
-  sequential seeds) and :func:`~rlaudit.attribution.search.attribute`;
+  sequential seeds) and :func:`~rlaudit.attribution.pair.attribute`;
 - :mod:`~rlaudit.attribution.ranking`: audit evidence and its echoes, the ranked causes, the wording of a
   share, and the findings attribution writes;
 - :mod:`~rlaudit.attribution.figures`: the forest plot, the learning curves and the throughput waterfall.
@@ -18,7 +18,7 @@ Import from the submodules. The names below are kept here for the commands that 
 
 from __future__ import annotations
 
+from rlaudit.attribution.pair import attribute, bench_attribution
 from rlaudit.attribution.ranking import rank_causes
-from rlaudit.attribution.search import attribute, bench_attribution
 
 __all__ = ["attribute", "bench_attribution", "rank_causes"]

@@ -59,8 +59,8 @@ from rlaudit.attribution.arms import (
     run_sps,
 )
 from rlaudit.attribution.ranking import _SEVERITY_WEIGHT, _STATUS_WEIGHT
-from rlaudit.attribution.suspects import Suspect, compose, compose_injection, gather_suspects
-from rlaudit.findings import SUBSYSTEMS, Finding, Severity, Status
+from rlaudit.attribution.suspects import Suspect, compose, compose_injection
+from rlaudit.findings import Severity, Status
 from rlaudit.metrics import DEFAULT as DEFAULT_PRIMARY
 from rlaudit.metrics import Metric, parse_override
 from rlaudit.trainer.probes import train_run
@@ -788,70 +788,6 @@ def _primary(metric: Metric | str | None, wb: Workbench | None) -> Metric:
 def _halves(group: list[Suspect]) -> tuple[list[Suspect], list[Suspect]]:
     half = (len(group) + 1) // 2
     return group[:half], group[half:]
-
-
-def attribute(
-    wb: Workbench,
-    findings: Sequence[Finding],
-    *,
-    variants: str = "",
-    changes: str = "auto",
-    metric: Metric | str | None = None,
-    delta: float = DEFAULT_DELTA,
-    budget: int | None = None,
-    seed: int = 0,
-) -> Attribution:
-    """Gather suspects from the audits' findings, the config diff, named variants and code changes, and run
-    the search.
-
-    Args:
-        wb: The workbench of the pair.
-        findings: Every audit finding (their evidence orders the search).
-        variants: Named variant subjects, ``"name=spec, name@subsystem=spec"``.
-        changes: ``"auto"`` to search the code changes between two versions of one source, ``"off"`` not to
-            (:func:`~rlaudit.attribution.suspects.change_suspects`).
-        metric: The primary metric; None (the default) is the workbench's, ``wb.metric``.
-        delta: The share of a gap that counts as meaningful.
-        budget: Training runs the search may use; None takes the profile's.
-        seed: Seeds the bootstrap intervals.
-    """
-    suspects, notes = gather_suspects(
-        wb, findings, variants, changes=changes, delta=delta, budget=budget, seed=seed
-    )
-    search = Search(wb, suspects, metric=metric, delta=delta, budget=budget, seed=seed)
-    result = search.run()
-    result.notes = notes + result.notes
-    return result
-
-
-def bench_attribution(quick: bool = False) -> list[dict[str, Any]]:
-    """The search on the built-in pair next to the full one-factor sweep: runs used and the top causes."""
-    from rlaudit import audits
-
-    profile = "smoke" if quick else "standard"
-    with Workbench("builtin:reference", "builtin:regressed", profile=profile) as wb:
-        findings = audits.run_audits(wb, list(SUBSYSTEMS))
-        result = attribute(wb, findings)
-    top = {m: (rows[0]["arm"] if rows else None) for m, rows in result.ranking.items()}
-
-    def runs_against_full_sweep(kind: str) -> dict[str, Any]:
-        """Runs the search spent (candidate) next to what the one-factor sweep would (baseline)."""
-        spent, sweep = result.spent[kind], result.spent[f"full_sweep_{kind}"]
-        return {
-            "name": f"attribution.{kind}",
-            "value": spent,
-            "unit": "runs",
-            "baseline": sweep,
-            "candidate": spent,
-            "ratio": spent / max(1, sweep),
-        }
-
-    return [
-        runs_against_full_sweep("runs"),
-        runs_against_full_sweep("variant_runs"),
-        {"name": "attribution.seconds", "value": result.spent["seconds"], "unit": "s"},
-        {"name": "attribution.top_causes", "value": 0, "unit": "", "top": top},
-    ]
 
 
 def _train_steps(wb: Any) -> int:

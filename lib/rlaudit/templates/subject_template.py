@@ -228,6 +228,17 @@ from __future__ import annotations
 #     raise NotImplementedError
 
 
+# def total_steps(config: dict) -> int:
+#     """How long one of your own training runs is, in environment steps (optional).
+#
+#     Must return a positive int (all environments together), or None when this config has no fixed length.
+#     rlaudit trains no longer than this: a trainer whose learning rate anneals over 50k steps is compared
+#     over 50k steps, not the profile's 300k, where both sides may have converged. Example:
+#         return int(config["total_timesteps"])
+#     """
+#     raise NotImplementedError
+
+
 # def config_keys() -> dict[str, list[str]]:
 #     """Which config keys belong to which subsystem (optional; rlaudit guesses from names otherwise).
 #
