@@ -101,3 +101,34 @@ def test_the_executive_summary_of_a_search_names_the_primary_cause_and_what_fixi
     first = summary["sentences"][0]
     assert first.startswith("heart.get: baseline 6.") and "Primary cause: gae (loss) restores" in first
     assert summary["order"][:2] == ["loss", "rewards"] and "env" in summary["red_herrings"]
+
+
+def test_an_undecided_share_and_recovery_are_stated_as_undecided_with_their_intervals() -> None:
+    from types import SimpleNamespace
+
+    from rlaudit.summary import _gap_sentence
+
+    row = {
+        "arm": "restore loss config",
+        "single": True,
+        "verdict": "unclear",
+        "point": -0.66,
+        "low": -3.6,
+        "high": 0.96,
+        "n": 1,
+        "subsystems": ["loss"],
+        "suspects": ["restore loss config"],
+    }
+    result = SimpleNamespace(
+        gaps={"return": {"measurable": True, "baseline": 470.0, "candidate": 351.0}},
+        label=lambda m: m,
+        ranking={"return": [row]},
+        injected={},
+    )
+    recovery = {"return": {"point": -0.66, "low": -3.6, "high": 0.96, "n": 1}}
+    text = _gap_sentence(result, "return", recovery)
+    assert "No single change is shown to restore a meaningful share at the seeds spent" in text
+    assert "restore loss config -66% (95% CI -360%..96%, 1 seed)" in text
+    assert "expected to recover" not in text and "not established: -66% of it (95% CI -360%..96%)" in text
+    recovery["return"] = {"point": 0.9, "low": 0.6, "high": 1.2, "n": 3}
+    assert "expected to recover 90% of it (95% CI 60%..120%)" in _gap_sentence(result, "return", recovery)

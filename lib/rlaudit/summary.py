@@ -125,9 +125,26 @@ def _gap_sentence(result: Attribution, metric: str, recovery: dict[str, dict[str
                 + "."
             )
     else:
-        head += " No single change restores a meaningful share on its own."
+        unclear = [r for r in ranking if r["single"] and r["verdict"] == "unclear"]
+        if unclear:
+            head += (
+                " No single change is shown to restore a meaningful share at the seeds spent: "
+                + "; ".join(
+                    f"{r['arm']} {_pct(r['point'])} (95% CI {_pct(r['low'])}..{_pct(r['high'])}, "
+                    f"{r['n']} seed{'s' if r['n'] != 1 else ''})"
+                    for r in unclear[:3]
+                )
+                + "; the runs vary too much from seed to seed to decide, and more seeds per arm would."
+            )
+        else:
+            head += " No single change restores a meaningful share on its own."
     if metric in recovery:
-        head += f" Fixing them all is expected to recover {_pct(recovery[metric]['point'])} of it."
+        r = recovery[metric]
+        where = f"{_pct(r['point'])} of it (95% CI {_pct(r['low'])}..{_pct(r['high'])})"
+        if r["low"] > 0.0:
+            head += f" Fixing them all is expected to recover {where}."
+        else:
+            head += f" What fixing them all recovers is not established: {where}."
     return head
 
 
