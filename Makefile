@@ -57,7 +57,7 @@ TEST_ENV := RLAUDIT_PROFILE=smoke RLAUDIT_REPORTS=$(CURDIR)/.pytest-reports RLAU
 	RLAUDIT_TEST_CACHE=$(CURDIR)/.pytest-cache
 
 test: setup ## unit tests, the fault-detection matrix, and every notebook under nbval (smoke profile)
-	$(TEST_ENV) $(BIN)/python -m pytest tests notebooks --nbval-lax -p no:cacheprovider -q --durations=15
+	$(TEST_ENV) $(BIN)/python -m pytest tests notebooks --nbval-lax -p no:cacheprovider -q --durations=40
 
 test-unit: setup ## unit tests only
 	$(BIN)/python -m pytest tests -q
