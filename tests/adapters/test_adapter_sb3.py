@@ -246,7 +246,7 @@ def test_runtime_learning_rate_decays_only_in_the_baseline(trained: dict) -> Non
         lrs[name] = sorted(set(updates["lr"].round(12)), reverse=True)
     # SB3 sets the rate after each rollout of 32 steps, from progress_remaining = 1 - 32/64, then 1 - 64/64
     assert lrs["baseline"] == pytest.approx([5e-4, 0.0])
-    assert lrs["regressed"] == pytest.approx([1e-3])
+    assert lrs["regressed"] == pytest.approx([1e-4])
 
 
 def test_recorder_tables_tensorboard_and_scalars(trained: dict) -> None:

@@ -103,8 +103,14 @@ def bench(metric: Metric | None = None, profile: str = "smoke") -> Any:
     """A stand-in workbench: the primary metric (default ``heart.get``, higher is better) and a profile."""
     from rlaudit.profiles import get_profile
 
+    chosen = get_profile(profile)
     return SimpleNamespace(
-        metric=metric or Metric("heart.get", primary=True), profile=get_profile(profile), labels={}
+        metric=metric or Metric("heart.get", primary=True),
+        profile=chosen,
+        labels={},
+        metric_notes=[],
+        train_steps=chosen.train_steps,
+        short_train_steps=chosen.short_train_steps,
     )
 
 

@@ -22,8 +22,8 @@ What each notebook reads (a check whose capability or recorder table is missing 
 
   notebook          capabilities                                   recorder calls in train()
   01_agents         make_env, make_policy                          -
-  02_trainer        config, train                                  episode (the learning curves: the
-                                                                   primary metric), phase (the speed table:
+  02_trainer        config, train; total_steps (optional: runs     episode (the learning curves: the
+                    no longer than your own)                       primary metric), phase (the speed table:
                                                                    your own phase names), watch and
                                                                    log(step) before each update (batch
                                                                    geometry: optimizer steps per update),
