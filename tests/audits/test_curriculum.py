@@ -14,6 +14,7 @@ from rlaudit.demo.faults import CATALOG
 from rlaudit.io import read_table
 from rlaudit.probe import ProbeContext
 from rlaudit.stats import Interval
+from support.invariants import SUBJECTS_WITHOUT_AN_ENVIRONMENT, audited_without_an_environment
 from support.load import aa_spec, busy_core
 from support.probing import probe_context
 
@@ -173,17 +174,8 @@ def test_a_subject_without_a_curriculum_is_skipped_naming_it() -> None:
     assert one is not None and one.findings[0].status.value == "SUSPECT"
 
 
-@pytest.mark.parametrize("subject", ["minimal_train_subject.py", "config_only_subject.py"])
+@pytest.mark.parametrize("subject", SUBJECTS_WITHOUT_AN_ENVIRONMENT)
 def test_a_subject_without_an_environment_gets_a_finding_per_check_naming_what_is_missing(
     make_wb: Any, subject: str
 ) -> None:
-    from pathlib import Path
-
-    path = str(Path(__file__).resolve().parents[1] / "fixtures" / subject)
-    sections = audit.audit_all(make_wb(path, baseline=path))
-    findings = [f for s in sections for f in s.findings]
-    assert len(findings) >= len(sections) and not [f for f in findings if f.status.value == "ERROR"]
-    for f in findings:
-        assert f.status.value in ("SKIPPED", "NOTED"), (f.id, f.status, f.evidence.summary)
-        if f.status.value == "SKIPPED":
-            assert "make_" in f.evidence.summary, f.evidence.summary
+    audited_without_an_environment(audit.audit_all, make_wb, subject)

@@ -25,6 +25,7 @@ from rlaudit.env.rollout import (
     sample_actions,
     with_value,
 )
+from support.invariants import SUBJECTS_WITHOUT_AN_ENVIRONMENT, audited_without_an_environment
 from support.load import aa_spec, busy_core
 from support.probing import probe_context
 
@@ -431,20 +432,11 @@ def test_timing_checks_stay_quiet_with_a_busy_core(bench: Any, flagged: Any, des
     assert not flagged(sections), describe(flagged(sections))
 
 
-@pytest.mark.parametrize("subject", ["minimal_train_subject.py", "config_only_subject.py"])
+@pytest.mark.parametrize("subject", SUBJECTS_WITHOUT_AN_ENVIRONMENT)
 def test_a_subject_without_an_environment_gets_a_finding_per_check_naming_what_is_missing(
     make_wb: Any, subject: str
 ) -> None:
-    from pathlib import Path
-
-    path = str(Path(__file__).resolve().parents[1] / "fixtures" / subject)
-    sections = audit.audit_all(make_wb(path, baseline=path))
-    findings = [f for s in sections for f in s.findings]
-    assert len(findings) >= len(sections) and not [f for f in findings if f.status.value == "ERROR"]
-    for f in findings:
-        assert f.status.value in ("SKIPPED", "NOTED"), (f.id, f.status, f.evidence.summary)
-        if f.status.value == "SKIPPED":
-            assert "make_" in f.evidence.summary, f.evidence.summary
+    audited_without_an_environment(audit.audit_all, make_wb, subject)
 
 
 def test_probe_sizes_come_from_the_profiles_column_with_floors_from_the_profile() -> None:

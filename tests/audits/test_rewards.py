@@ -10,6 +10,7 @@ import pytest
 
 from rlaudit.demo.faults import CATALOG
 from rlaudit.rewards import audit, components
+from support.invariants import SUBJECTS_WITHOUT_AN_ENVIRONMENT, audited_without_an_environment
 from support.load import aa_spec
 
 REWARD_FAULTS = sorted(f.id for f in CATALOG.values() if f.subsystem == "rewards")
@@ -155,20 +156,8 @@ def test_settings_changes_carry_their_implied_scale() -> None:
     )
 
 
-@pytest.mark.parametrize("subject", ["minimal_train_subject.py", "config_only_subject.py"])
+@pytest.mark.parametrize("subject", SUBJECTS_WITHOUT_AN_ENVIRONMENT)
 def test_a_subject_without_an_environment_gets_a_finding_per_check_naming_what_is_missing(
     make_wb: Any, subject: str
 ) -> None:
-    from pathlib import Path
-
-    path = str(Path(__file__).resolve().parents[1] / "fixtures" / subject)
-    sections = audit.audit_all(make_wb(path, baseline=path))
-    findings = [f for s in sections for f in s.findings]
-    assert len(findings) >= len(sections) and not [f for f in findings if f.status.value == "ERROR"]
-    for f in findings:
-        assert f.status.value in ("SKIPPED", "NOTED"), (f.id, f.status, f.evidence.summary)
-        if f.status.value == "SKIPPED":
-            # the finding names the missing piece (a capability such as make_env, or a config setting)
-            # and says how to supply it
-            assert f.evidence.details.get("missing"), f.evidence.summary
-            assert f.remediation, f.evidence.summary
+    audited_without_an_environment(audit.audit_all, make_wb, subject)

@@ -63,3 +63,23 @@ def asymmetric_severities(findings: Iterable[Any]) -> list[str]:
                 f"{check}: {_get(a, 'severity')} for the baseline, {_get(b, 'severity')} for the candidate"
             )
     return bad
+
+
+FIXTURES = __import__("pathlib").Path(__file__).resolve().parents[1] / "fixtures"
+SUBJECTS_WITHOUT_AN_ENVIRONMENT = ("minimal_train_subject.py", "config_only_subject.py")
+"""Fixture subjects with only ``config`` and ``train``, and with only ``config``."""
+
+
+def audited_without_an_environment(audit_all: Any, make_wb: Any, subject: str) -> list[Any]:
+    """Every finding of a room's ``audit_all`` on a fixture subject against itself, checked to hold at least
+    one finding per section, no ERROR, only SKIPPED or NOTED, and every SKIPPED naming what is missing (a
+    capability such as ``make_env``, or a config setting) with how to add it."""
+    path = str(FIXTURES / subject)
+    sections = audit_all(make_wb(path, baseline=path))
+    findings = [f for s in sections for f in s.findings]
+    assert len(findings) >= len(sections) and not [f for f in findings if f.status.value == "ERROR"]
+    for f in findings:
+        assert f.status.value in ("SKIPPED", "NOTED"), (f.id, f.status, f.evidence.summary)
+        if f.status.value == "SKIPPED":
+            assert f.evidence.details.get("missing") and f.remediation, f.evidence.summary
+    return findings
