@@ -68,7 +68,8 @@ def ladder_table(pairs: list[Pair]) -> pd.DataFrame:
     "loss/probe-envs",
     title="Probe environments",
     needs=ladder_runs,
-    reads=("agents", "init", "optimizer", "trainer"),
+    # the probes' verdicts read the final checkpoint through the subject's own load_checkpoint
+    reads=("agents", "checkpointing", "init", "optimizer", "trainer"),
 )
 def probe_envs(c: Check, pairs: list[Pair], seed: int = 0, steps: int = PROBE_STEPS) -> Section:
     """Both setups learn the five probe environments.
