@@ -30,7 +30,7 @@ class Fault:
         id: ``<subsystem>.<name>``.
         subsystem: The audited subsystem it belongs to.
         description: One sentence: what the regressed code or config does.
-        case: The case file it comes from (``"001"``), see ``shared/cases``.
+        case: The case file it comes from (``"001"``), summarized in ``docs/CASES.md``.
         kind: ``config`` or ``code``.
         effect: ``learning``, ``throughput``, ``both``, ``observability``, ``reproducibility`` or ``none``.
         arena: ArenaImpl fields to set (code faults on the environment side).
