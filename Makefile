@@ -15,6 +15,7 @@ CANDIDATE ?= builtin:regressed
 PAIR ?=
 PROFILE ?= standard
 JOBS ?= 2
+TEST_JOBS ?= 2
 OUT ?= reports
 FRESH ?=
 EXECUTOR ?= local
@@ -57,7 +58,8 @@ TEST_ENV := RLAUDIT_PROFILE=smoke RLAUDIT_REPORTS=$(CURDIR)/.pytest-reports RLAU
 	RLAUDIT_TEST_CACHE=$(CURDIR)/.pytest-cache
 
 test: setup ## unit tests, the fault-detection matrix, and every notebook under nbval (smoke profile)
-	$(TEST_ENV) $(BIN)/python -m pytest tests notebooks --nbval-lax -p no:cacheprovider -q --durations=40
+	$(TEST_ENV) $(BIN)/python -m pytest tests notebooks --nbval-lax -p no:cacheprovider -q --durations=40 \
+		-n $(TEST_JOBS) --dist loadgroup
 
 test-unit: setup ## unit tests only
 	$(BIN)/python -m pytest tests -q

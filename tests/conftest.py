@@ -5,6 +5,8 @@
 - ``toy_subject`` / ``broken_subject``: copies of the toy subject files in a temporary directory (outside
   any git checkout, so their fingerprints depend on nothing but themselves).
 
+Under pytest-xdist every test is put in an ``xdist_group`` (:func:`xdist_group_of`) for ``--dist loadgroup``.
+
 ``tests/fixtures`` is put on ``sys.path`` so tests can ``import toy_probes``, and ``tests/`` so that the
 helpers the test modules share are importable as ``support`` (never copied into a test module).
 """
@@ -24,6 +26,17 @@ FIXTURES = TESTS / "fixtures"
 for _path in (FIXTURES, TESTS):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
+
+from support.groups import xdist_group_of  # noqa: E402  (needs tests/ on sys.path)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Group every test for ``--dist loadgroup`` (``make test`` runs ``-n 2``); no-op without pytest-xdist."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(xdist_group_of(item.nodeid)))
 
 
 @pytest.fixture

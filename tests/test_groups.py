@@ -1,0 +1,21 @@
+"""The pytest-xdist grouping of ``make test``: files stay whole, the report files share one worker."""
+
+from __future__ import annotations
+
+from support.groups import SHARED_REPORTS, xdist_group_of
+from support.reports import ROOT
+
+
+def test_a_notebooks_cells_and_a_files_tests_stay_together() -> None:
+    assert xdist_group_of("notebooks/15_summary.ipynb::Cell 0") == xdist_group_of(
+        "notebooks/15_summary.ipynb::Cell 7"
+    )
+    assert xdist_group_of("tests/test_io.py::test_a[x]") == xdist_group_of("tests/test_io.py::test_b")
+    assert xdist_group_of("tests/test_io.py::test_a") != xdist_group_of("tests/test_cache.py::test_a")
+
+
+def test_the_report_files_share_a_group_and_exist() -> None:
+    groups = {xdist_group_of(f"{path}::test_x") for path in SHARED_REPORTS}
+    assert groups == {"reports"}
+    for path in SHARED_REPORTS:
+        assert (ROOT / path).is_file(), f"{path} is named in support/groups.py but does not exist"
