@@ -59,7 +59,7 @@ TEST_ENV := RLAUDIT_PROFILE=smoke RLAUDIT_REPORTS=$(CURDIR)/.pytest-reports RLAU
 
 test: setup ## unit tests, the fault-detection matrix, and every notebook under nbval (smoke profile)
 	$(TEST_ENV) $(BIN)/python -m pytest tests notebooks --nbval-lax -p no:cacheprovider -q --durations=40 \
-		-n $(TEST_JOBS) --dist loadgroup
+		-n $(TEST_JOBS) --dist loadscope --no-loadscope-reorder
 
 test-unit: setup ## unit tests only
 	$(BIN)/python -m pytest tests -q

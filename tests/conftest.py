@@ -5,7 +5,7 @@
 - ``toy_subject`` / ``broken_subject``: copies of the toy subject files in a temporary directory (outside
   any git checkout, so their fingerprints depend on nothing but themselves).
 
-Under pytest-xdist every test is put in an ``xdist_group`` (:func:`xdist_group_of`) for ``--dist loadgroup``.
+Under pytest-xdist the tests are handed to workers in the groups of ``support.groups``.
 
 ``tests/fixtures`` is put on ``sys.path`` so tests can ``import toy_probes``, and ``tests/`` so that the
 helpers the test modules share are importable as ``support`` (never copied into a test module).
@@ -27,16 +27,20 @@ for _path in (FIXTURES, TESTS):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
-from support.groups import xdist_group_of  # noqa: E402  (needs tests/ on sys.path)
-
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Group every test for ``--dist loadgroup`` (``make test`` runs ``-n 2``); no-op without pytest-xdist."""
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(xdist_group_of(item.nodeid)))
+    """The longest group, the whole reports, goes first (pytest-xdist hands out groups in this order)."""
+    from support.groups import first_in_line
+
+    items.sort(key=lambda item: not first_in_line(item.nodeid))  # stable: the rest keep their order
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """Under pytest-xdist (``make test`` runs ``-n 2``), hand out whole groups (:func:`xdist_group_of`)."""
+    from support.groups import GroupScheduling
+
+    return GroupScheduling(config, log)
 
 
 @pytest.fixture

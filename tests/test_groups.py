@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from support.groups import SHARED_REPORTS, xdist_group_of
+from support.groups import SHARED_REPORTS, first_in_line, xdist_group_of
 from support.reports import ROOT
 
 
@@ -19,3 +19,8 @@ def test_the_report_files_share_a_group_and_exist() -> None:
     assert groups == {"reports"}
     for path in SHARED_REPORTS:
         assert (ROOT / path).is_file(), f"{path} is named in support/groups.py but does not exist"
+
+
+def test_the_reports_start_first() -> None:
+    assert first_in_line("tests/test_readme.py::test_a_readme_command_works_as_written[make report]")
+    assert not first_in_line("notebooks/15_summary.ipynb::Cell 0")

@@ -1,6 +1,13 @@
-"""How ``make test`` splits the tests between pytest-xdist workers (``-n 2 --dist loadgroup``)."""
+"""How ``make test`` splits the tests between pytest-xdist workers (``-n 2``).
+
+Groups come from node ids alone (a test's file), not from ``xdist_group`` marks: pytest 9 computes node ids
+in a way that pytest-xdist 3.8's ``--dist loadgroup`` cannot rename, so its marks are silently ignored and a
+notebook's cells would be spread over both workers.
+"""
 
 from __future__ import annotations
+
+from xdist.scheduler import LoadScopeScheduling
 
 # Test files that run whole reports on the same example pairs: under pytest-xdist they share one worker, so
 # the later ones find the earlier ones' runs in the shared cache instead of training them again in parallel.
@@ -15,3 +22,15 @@ def xdist_group_of(nodeid: str) -> str:
     """
     path = nodeid.split("::", 1)[0]
     return "reports" if path in SHARED_REPORTS else path
+
+
+def first_in_line(nodeid: str) -> bool:
+    """True for the tests of the longest group, which should start first so that it does not finish last."""
+    return xdist_group_of(nodeid) == "reports"
+
+
+class GroupScheduling(LoadScopeScheduling):
+    """pytest-xdist's scope scheduling (largest groups first, a group whole on one worker), by :func:`xdist_group_of`."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        return xdist_group_of(nodeid)
