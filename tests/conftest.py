@@ -36,8 +36,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
-    """Under pytest-xdist (``make test`` runs ``-n 2``), hand out whole groups (:func:`xdist_group_of`)."""
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """With ``--dist loadscope`` (``make test``), hand out whole groups (:func:`xdist_group_of`).
+
+    Any other ``--dist`` keeps pytest-xdist's own scheduler (``-n 2 --dist load`` spreads one file's tests).
+    """
+    if config.getvalue("dist") != "loadscope":
+        return None
     from support.groups import GroupScheduling
 
     return GroupScheduling(config, log)
