@@ -37,6 +37,7 @@ help: ## list the targets
 	@echo "             METRIC=NAME[:lower] (primary metric) VARIANTS='name=spec, ...' (extra attribution arms)"
 	@echo "             CHANGES=auto|off (culprit commit and hunk search between two versions of one source)"
 	@echo "             FRESH=1 (recompute) EXECUTOR=local|ray RAY_ADDR=auto|host:port|ray://host:port (docs/RAY.md)"
+	@echo "             TEST_JOBS=2 (make test's pytest workers; 0 runs every test in one process)"
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "rlaudit needs Python 3.11 or newer; set PYTHON=/path/to/python3.11")'
