@@ -131,6 +131,14 @@ def test_effect_decisions():
     assert not Effect(0.3, 0.05, 0.6, 2).decided(0.2)  # straddles delta: more seeds
 
 
+def test_seeds_to_decide_follow_the_shrinking_interval():
+    # the cartpole restore: -66% (CI -360%..96%) at one seed is 2.28 wide on each side, 0.86 from 20%
+    assert Effect(-0.66, -3.6, 0.96, 1).seeds_to_decide(0.2) == 8
+    assert Effect(0.3, 0.05, 0.6, 2).seeds_to_decide(0.2) == 16  # half-width 0.275, 0.1 from delta
+    assert Effect(0.6, 0.3, 0.9, 4).seeds_to_decide(0.2) == 4  # decided already: the seeds it has
+    assert Effect(0.2, 0.0, 0.4, 3).seeds_to_decide(0.2) is None  # on the threshold: never decided
+
+
 # ------------------------------------------------------------------------------------------------------------
 # The search against a simulated trainer: each suspect restores a known share of each gap, with seed noise
 # ------------------------------------------------------------------------------------------------------------

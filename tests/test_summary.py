@@ -116,6 +116,7 @@ def test_an_undecided_share_and_recovery_are_stated_as_undecided_with_their_inte
         "low": -3.6,
         "high": 0.96,
         "n": 1,
+        "needed": 8,
         "subsystems": ["loss"],
         "suspects": ["restore loss config"],
     }
@@ -129,6 +130,7 @@ def test_an_undecided_share_and_recovery_are_stated_as_undecided_with_their_inte
     text = _gap_sentence(result, "return", recovery)
     assert "No single change is shown to restore a meaningful share at the seeds spent" in text
     assert "restore loss config -66% (95% CI -360%..96%, 1 seed)" in text
+    assert "vary too much from seed to seed to decide, and about 8 seeds per arm would." in text
     assert "expected to recover" not in text and "not established: -66% of it (95% CI -360%..96%)" in text
     recovery["return"] = {"point": 0.9, "low": 0.6, "high": 1.2, "n": 3}
     assert "expected to recover 90% of it (95% CI 60%..120%)" in _gap_sentence(result, "return", recovery)

@@ -92,6 +92,12 @@ def _recovery(result: Attribution) -> dict[str, dict[str, Any]]:
     return recovery
 
 
+def _seeds_to_decide(rows: list[dict[str, Any]]) -> str:
+    """``", and about 8 seeds per arm would"``: the most any of ``rows`` needs (``needed``, when known)."""
+    needed = [r["needed"] for r in rows if r.get("needed")]
+    return f", and about {max(needed)} seeds per arm would" if needed else ""
+
+
 def _gap_sentence(result: Attribution, metric: str, recovery: dict[str, dict[str, Any]]) -> str:
     """One sentence per metric: the gap, its primary cause, the reverse check, the others, the recovery."""
     gap = result.gaps.get(metric, {})
@@ -134,7 +140,9 @@ def _gap_sentence(result: Attribution, metric: str, recovery: dict[str, dict[str
                     f"{r['n']} seed{'s' if r['n'] != 1 else ''})"
                     for r in unclear[:3]
                 )
-                + "; the runs vary too much from seed to seed to decide, and more seeds per arm would."
+                + "; the runs vary too much from seed to seed to decide"
+                + _seeds_to_decide(unclear[:3])
+                + "."
             )
         else:
             head += " No single change restores a meaningful share on its own."

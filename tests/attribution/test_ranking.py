@@ -223,3 +223,21 @@ def test_a_changed_config_value_counts_once_for_the_subsystem_that_owns_it():
     assert rank_causes([own, stronger])[0].strength.score == 3.0 * 1.5  # the stronger view, not the sum
     # the config room's own checks still count for config
     assert order([f("config/override-ignored", SUSPECT, HIGH)]) == ["config"]
+
+
+def test_an_unclear_restore_says_how_many_seeds_would_decide_it():
+    from rlaudit.attribution.arms import Arm, Effect
+    from rlaudit.attribution.ranking import attribution_findings
+    from rlaudit.attribution.suspects import Suspect
+
+    suspect = Suspect("loss config", "loss", "config", overrides=("vf_coef=0.5",))
+    result = replace(
+        _result({}),
+        gaps={"heart.get": {"measurable": True}},
+        arms=[Arm("restore loss config", "candidate", suspects=("loss config",))],
+        effects={"restore loss config": {"heart.get": Effect(-0.66, -3.6, 0.96, 1)}},
+        suspects=[suspect],
+    )
+    (finding,) = attribution_findings(result)
+    assert finding.status is Status.SUSPECT
+    assert finding.evidence.summary.endswith("— unclear: about 8 seeds per arm would decide it")

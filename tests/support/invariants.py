@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 SIDES = ("baseline", "candidate")
@@ -65,7 +66,7 @@ def asymmetric_severities(findings: Iterable[Any]) -> list[str]:
     return bad
 
 
-FIXTURES = __import__("pathlib").Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SUBJECTS_WITHOUT_AN_ENVIRONMENT = ("minimal_train_subject.py", "config_only_subject.py")
 """Fixture subjects with only ``config`` and ``train``, and with only ``config``."""
 

@@ -122,6 +122,16 @@ class Effect:
         throughput shares are within what separate batches of runs on one busy machine differ by."""
         return self.low > minor_floor(delta)
 
+    def seeds_to_decide(self, delta: float) -> int | None:
+        """Seeds at which the interval would likely leave ``delta`` outside (:meth:`decided`): its half-width
+        shrinks as 1/sqrt(seeds), so about ``n * (half-width / |point - delta|)^2``. None when the estimate
+        sits on ``delta`` (no number of seeds decides it)."""
+        distance = abs(self.point - delta)
+        if distance == 0.0:
+            return None
+        half = 0.5 * (self.high - self.low)
+        return max(self.n, math.ceil(self.n * (half / distance) ** 2))
+
     def verdict(self, delta: float) -> str:
         """``cause`` (a meaningful share), ``minor`` (surely above :func:`minor_floor`, surely below
         ``delta``), ``no effect`` (surely below ``delta``, not surely above the floor), or ``unclear``."""

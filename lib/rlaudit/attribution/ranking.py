@@ -328,7 +328,7 @@ def attribution_findings(result: Attribution, delta: float = DEFAULT_DELTA) -> l
         if len(arm.suspects) != 1:
             continue
         s = by_name[arm.suspects[0]]
-        parts, matters, none, some = [], False, True, False
+        parts, matters, none, some, needed = [], False, True, False, []
         for m, e in per.items():
             if not result.gaps.get(m, {}).get("measurable"):
                 continue
@@ -340,6 +340,8 @@ def attribution_findings(result: Attribution, delta: float = DEFAULT_DELTA) -> l
             matters |= e.matters(delta)
             none &= e.high < delta
             some |= e.contributes(delta)
+            if not e.decided(delta) and (n := e.seeds_to_decide(delta)):
+                needed.append(n)
         if not parts:
             continue
         status = Status.CONFIRMED if matters else (Status.NOTED if none else Status.SUSPECT)
@@ -368,6 +370,7 @@ def attribution_findings(result: Attribution, delta: float = DEFAULT_DELTA) -> l
                             else " — measurably no cause"
                             if none
                             else " — unclear"
+                            + (f": about {max(needed)} seeds per arm would decide it" if needed else "")
                         )
                     ),
                     details={

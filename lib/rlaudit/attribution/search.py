@@ -343,10 +343,8 @@ class Search:
         """Seeds up to ``max_seeds`` would still leave the interval straddling ``delta``: the effect sits on
         the threshold. Its half-width shrinks as 1/sqrt(seeds) at best, so when even that leaves ``delta``
         inside, the arm stays "unclear" instead of spending the budget on it."""
-        if e.n >= self.max_seeds:
-            return True
-        half = 0.5 * (e.high - e.low) * math.sqrt(e.n / self.max_seeds)
-        return abs(e.point - self.delta) < half
+        needed = e.seeds_to_decide(self.delta)
+        return e.n >= self.max_seeds or needed is None or needed > self.max_seeds
 
     def evaluate(self, arms: Sequence[Arm], *, grow: bool = True) -> None:
         """Run arms at ``seeds0`` seeds, then (if ``grow``) add seeds one round at a time, in parallel, to
@@ -679,6 +677,7 @@ class Search:
                         "high": e.high,
                         "n": e.n,
                         "verdict": e.verdict(self.delta),
+                        "needed": e.seeds_to_decide(self.delta),
                     }
                 )
             # singles first (they name a cause), then by effect
