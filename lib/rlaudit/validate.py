@@ -264,6 +264,8 @@ def check_subject(spec: Any) -> None:
         raise InputError(str(exc)) from None
     if spec.scheme == "sb3":
         _check_sb3(spec)
+    elif spec.scheme == "module":
+        _check_module(spec)
     elif spec.scheme == "git":
         from rlaudit.cache import subject_fingerprint
 
@@ -271,6 +273,27 @@ def check_subject(spec: Any) -> None:
             subject_fingerprint(spec)
         except (ValueError, OSError) as exc:
             raise InputError(f"subject {spec.display!r}: {exc}") from None
+
+
+def _check_module(spec: Any) -> None:
+    """A ``package.module[:attr]`` spec names a module its interpreter can find (``bultin:x`` is one too)."""
+    import difflib
+
+    from rlaudit.cache import _module_location
+    from rlaudit.subjects import PREFIX_SCHEMES
+
+    top = spec.target.split(".")[0]
+    cwd = spec.cwd or os.getcwd()
+    if _module_location(spec.interpreter, cwd, top, spec.env.get("PYTHONPATH", "")) is not None:
+        return
+    head = spec.text.partition(":")[0] if ":" in spec.text else ""
+    close = difflib.get_close_matches(head.lower(), PREFIX_SCHEMES, n=1) if head else []
+    hint = f" Did you mean {close[0]}:{spec.text.partition(':')[2]}?" if close else ""
+    raise InputError(
+        f"subject {spec.display!r}: no module {top!r} can be imported by {spec.interpreter} from {cwd}; "
+        f"expected package.module[:attr] of an installed module, a path to a subject.py, or a scheme "
+        f"({', '.join(s + ':' for s in PREFIX_SCHEMES)}).{hint}"
+    )
 
 
 def _check_sb3(spec: Any) -> None:
@@ -553,8 +576,11 @@ def check_inputs(args: Any, *, out: Path | None = None, say: Callable[[str], Non
                 raise FileNotFoundError(f"--{side}: {exc}") from None
             except ValueError as exc:
                 raise InputError(f"--{side}: {exc}") from None
-    for spec in specs:
-        check_subject(spec)
+    for side, spec in zip(("baseline", "candidate"), specs, strict=True):
+        try:
+            check_subject(spec)
+        except InputError as exc:
+            raise InputError(f"{f'pair file {pair}, ' if pair else '--'}{side}: {exc}") from None
     check_variants(str(getattr(args, "variants", "") or ""))
     if out is not None:
         given = getattr(args, "out", None)

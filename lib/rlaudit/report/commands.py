@@ -312,7 +312,8 @@ def bench_report(quick: bool = False) -> list[dict[str, Any]]:
                 out = home / f"reports-j{jobs}"
                 os.environ["RLAUDIT_REPORTS"] = str(out)
                 args = argparse.Namespace(
-                    baseline="a", candidate="b", pair="", profile="smoke", fresh=False, jobs=jobs,
+                    baseline="builtin:reference", candidate="builtin:regressed", pair="", profile="smoke",
+                    fresh=False, jobs=jobs,
                     executor="local", ray_address="auto", out=str(out), notebooks="",
                 )  # fmt: skip
                 started = time.perf_counter()
