@@ -388,3 +388,22 @@ def test_the_command_line_prints_one_line_and_exits_2(tmp_path: Path) -> None:
         and "nowhere/subject.py" in done.stderr
         and "Traceback" not in done.stderr
     )
+
+
+def test_a_metric_no_run_recorded_is_an_error_naming_what_they_did(tmp_path: Path) -> None:
+    """Found only after the first run (nothing declared to check it against before): an ERROR that lists
+    the recorded names, not a SKIPPED telling the subject to log a misspelled name."""
+    from rlaudit.metrics import Metric
+    from rlaudit.trainer import learning
+    from support.runs import bench, evidence, fake_run
+
+    runs = [fake_run(tmp_path, seed=s, metric=[1.0] * 8, metric_name="return") for s in range(2)]
+    typo = Metric("retrun", primary=True, origin="override")
+    (finding,) = learning.learning(bench(typo), given=evidence(runs, runs)).findings
+    assert finding.status.value == "ERROR"
+    assert "--metric retrun: no training run of either side recorded it" in finding.evidence.summary
+    assert "recorded return" in finding.evidence.summary
+    declared = Metric("retrun", primary=True, origin="declared")  # the subject's own: a gap it must fill
+    (finding,) = learning.learning(bench(declared), given=evidence(runs, runs)).findings
+    assert finding.status.value == "SKIPPED"
+    assert "came from --metric" in typo.how_to_report and "came from" not in declared.how_to_report
