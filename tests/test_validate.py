@@ -87,7 +87,8 @@ def test_an_unknown_scheme_names_the_side(tripwires: Path, capsys: pytest.Captur
 def test_a_malformed_sb3_yaml_is_found_before_any_worker(
     tripwires: Path, capsys: pytest.CaptureFixture
 ) -> None:
-    setup = tripwires / "bad.yaml"
+    setup = tripwires / "setups" / "bad.yaml"
+    setup.parent.mkdir()
     setup.write_text("algo: ppo\nenv_id: [CartPole\n")
     err = rejected(capsys, *report(tripwires, "--baseline", f"sb3:{setup}"))
     assert str(setup) in err and "not valid YAML" in err and "fix the file" in err
@@ -97,7 +98,8 @@ def test_an_unknown_sb3_key_is_found_before_any_worker(
     tripwires: Path, capsys: pytest.CaptureFixture
 ) -> None:
     pytest.importorskip("stable_baselines3")
-    setup = tripwires / "typo.yaml"
+    setup = tripwires / "setups" / "typo.yaml"
+    setup.parent.mkdir()
     setup.write_text("algo: ppo\nenv_id: CartPole-v1\nn_stepz: 64\n")
     err = rejected(capsys, *report(tripwires, "--candidate", f"sb3:{setup}"))
     assert str(setup) in err and "'n_stepz'" in err and "did you mean 'n_steps'" in err

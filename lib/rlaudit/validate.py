@@ -264,7 +264,7 @@ def check_subject(spec: Any) -> None:
         raise InputError(str(exc)) from None
     if spec.scheme == "sb3":
         _check_sb3(spec)
-    elif spec.scheme == "module":
+    elif spec.scheme == "module" and not spec.requirements:  # (a venv still to be built may hold it)
         _check_module(spec)
     elif spec.scheme == "git":
         from rlaudit.cache import subject_fingerprint
@@ -576,15 +576,18 @@ def check_inputs(args: Any, *, out: Path | None = None, say: Callable[[str], Non
                 raise FileNotFoundError(f"--{side}: {exc}") from None
             except ValueError as exc:
                 raise InputError(f"--{side}: {exc}") from None
+    # The cheap checks first; then the ones that import a subject's framework or ask git.
+    variants = str(getattr(args, "variants", "") or "")
+    parse_variants(variants)
+    if out is not None:
+        given = getattr(args, "out", None)
+        check_out(out, specs, "--out" if given else "the report directory (RLAUDIT_REPORTS or reports/)")
     for side, spec in zip(("baseline", "candidate"), specs, strict=True):
         try:
             check_subject(spec)
         except InputError as exc:
             raise InputError(f"{f'pair file {pair}, ' if pair else '--'}{side}: {exc}") from None
-    check_variants(str(getattr(args, "variants", "") or ""))
-    if out is not None:
-        given = getattr(args, "out", None)
-        check_out(out, specs, "--out" if given else "the report directory (RLAUDIT_REPORTS or reports/)")
+    check_variants(variants)
     metric = str(getattr(args, "metric", "") or "")
     if metric:
         from rlaudit.notebook import _new_workbench

@@ -505,7 +505,8 @@ class WorkerClient:
         self.kill()
         tail = self._tail(since)
         # A worker that died under the memory cap ("failed to map segment", bad_alloc) names the cap.
-        return ProbeError(kind, message + memory_cap_hint(tail, self.memory_mb or 0.0), "", tail)
+        hint = "" if kind == "timeout" else memory_cap_hint(tail, self.memory_mb or 0.0)
+        return ProbeError(kind, message + hint, "", tail)
 
     def _dump_stacks(self) -> None:
         # Ask faulthandler (registered on SIGUSR1 in the worker) for every thread's stack before the kill,
