@@ -134,10 +134,11 @@ def test_bad_variants_name_the_item(
 
 
 def test_variants_that_parse_keep_their_names_and_subsystems() -> None:
-    parsed = validate.parse_variants(" fix gae@loss=builtin:reference , builtin:regressed")
+    parsed = validate.parse_variants(" fix gae@loss=builtin:reference , builtin:regressed, git:../p@abc1")
     assert [(v.name, v.subsystem, v.spec) for v in parsed] == [
         ("fix gae", "loss", "builtin:reference"),
         ("builtin:regressed", "", "builtin:regressed"),
+        ("git:../p@abc1", "", "git:../p@abc1"),
     ]
     assert validate.parse_variants("  ") == []
 

@@ -368,7 +368,8 @@ def parse_variants(text: str) -> list[Variant]:
             raise InputError(f"{where} {item!r} has no name before '='; {how}")
         if not spec:
             raise InputError(f"{where} {item!r} has no subject spec after '='; {how}")
-        name, _, subsystem = label.partition("@")
+        # A bare spec names itself, '@' and all (git:repo@sha); only a name may carry @subsystem.
+        name, _, subsystem = label.partition("@") if sep else (label, "", "")
         name, subsystem = name.strip(), subsystem.strip()
         if not name:
             raise InputError(f"{where} {item!r} has no name before '@'; {how}")
