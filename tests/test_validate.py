@@ -410,3 +410,20 @@ def test_a_metric_no_run_recorded_is_an_error_naming_what_they_did(tmp_path: Pat
     (finding,) = learning.learning(bench(declared), given=evidence(runs, runs)).findings
     assert finding.status.value == "SKIPPED"
     assert "came from --metric" in typo.how_to_report and "came from" not in declared.how_to_report
+
+
+def test_a_subject_that_fails_to_load_is_an_error_not_missing_capabilities(
+    broken_subject: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A load failure is not a subject without ``load_checkpoint``: the checkpoint checks report an ERROR."""
+    from rlaudit.checkpointing import sources
+    from rlaudit.checkpointing.loading import loading
+    from rlaudit.workbench import Workbench
+    from rlaudit.worker import ProbeError
+
+    monkeypatch.setenv("RLAUDIT_CACHE", str(tmp_path / "cache"))
+    with Workbench("builtin:reference", str(broken_subject), profile="smoke", jobs=1) as wb:
+        with pytest.raises(ProbeError, match=r"candidate: subject .* failed to load"):
+            sources.capabilities(wb)
+        (finding,) = loading(wb).findings
+    assert finding.status.value == "ERROR" and "rlaudit_no_such_module_for_tests" in finding.evidence.summary
