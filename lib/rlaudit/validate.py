@@ -5,11 +5,13 @@
 input, says what was expected, what was found and what to do. It checks, cheapest first:
 
 - every ``RLAUDIT_*`` setting in the environment (:data:`SETTINGS`), named in its error;
-- the pair file (``--pair``) and the subject specs, including ``sb3:`` setup files, parsed here as the worker
-  would parse them;
+- the pair file (``--pair``) and the subject specs as strings (paths exist, schemes are known);
 - the ``--variants`` syntax, naming the bad item;
 - ``--out``: a directory (not a file), writable, and not inside a subject's directory (the report's own output
   would change the subject's fingerprint while it runs);
+- each subject as far as this process can without starting it: an ``sb3:`` setup file read and resolved as
+  the worker would, a ``package.module`` that can be found, a ``git:`` ref that resolves; then the variants'
+  specs alike;
 - ``--metric``: against what the subjects declare in ``metrics()`` and, once a training run of them is
   cached, what the recorder recorded. This is the one check that may start the subjects' workers: only to
   read their declarations (a cached probe the notebooks reuse), never to train.
