@@ -163,6 +163,15 @@ def test_out_that_is_a_file_unwritable_or_inside_a_subject(
     assert not inside.exists()
 
 
+def test_audit_json_that_is_a_directory_or_unwritable(tripwires: Path, capsys: pytest.CaptureFixture) -> None:
+    err = rejected(capsys, "audit", "--json", str(tripwires))
+    assert f"--json {tripwires} is a directory" in err
+    afile = tripwires / "afile"
+    afile.write_text("")
+    err = rejected(capsys, "audit", "--json", str(afile / "a.json"))
+    assert f"--json {afile / 'a.json'}: its directory cannot be written" in err
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes through permission bits")
 def test_out_in_a_read_only_directory(tripwires: Path, capsys: pytest.CaptureFixture) -> None:
     locked = tripwires / "locked"

@@ -447,6 +447,28 @@ def check_out(out: Path, specs: Sequence[Any], name: str = "--out") -> None:
         ) from None
 
 
+def check_json_out(path: str | Path) -> None:
+    """``rlaudit audit --json FILE``: a file (not a directory) in a directory this user can write.
+
+    Raises:
+        InputError: ``path`` is a directory, or its directory cannot be created or written.
+    """
+    target = Path(path).expanduser()
+    if target.is_dir():
+        raise InputError(
+            f"--json {path} is a directory; expected the path of a file to write the findings to"
+        )
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=target.parent, prefix=".rlaudit-write-test-"):
+            pass
+    except OSError as exc:
+        raise InputError(
+            f"--json {path}: its directory cannot be written ({exc.strerror or exc}); pass a file in a "
+            "directory you can write to"
+        ) from None
+
+
 # --- the metric --------------------------------------------------------------------------------------------
 
 
@@ -585,6 +607,8 @@ def check_inputs(args: Any, *, out: Path | None = None, say: Callable[[str], Non
     if out is not None:
         given = getattr(args, "out", None)
         check_out(out, specs, "--out" if given else "the report directory (RLAUDIT_REPORTS or reports/)")
+    if getattr(args, "json_out", None):  # rlaudit audit writes its findings there only at the end
+        check_json_out(args.json_out)
     for side, spec in zip(("baseline", "candidate"), specs, strict=True):
         try:
             check_subject(spec)
