@@ -261,7 +261,10 @@ def _fill(text: str, wb: Any, params: Mapping[str, Any]) -> str:
     if "{" not in text:
         return text
     values = dict(params)
-    metric = getattr(wb, "metric", None)
+    try:
+        metric = getattr(wb, "metric", None)
+    except Exception:  # the metric is unknown (its declarations failed): the check itself reports why
+        metric = None
     values.setdefault("metric", getattr(metric, "name", metric) or "the primary metric")
     try:
         return text.format_map(values)

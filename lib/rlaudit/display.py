@@ -414,11 +414,11 @@ def interactive() -> bool:
        jupyter_server does for JupyterLab and Notebook 7), or the launcher is JupyterLab/Notebook/Voila: True.
     5. Anything else: False.
     """
-    forced = os.environ.get("RLAUDIT_INTERACTIVE", "").strip().lower()
-    if forced in ("1", "true", "yes"):
-        return True
-    if forced in ("0", "false", "no"):
-        return False
+    from rlaudit.validate import env_flag
+
+    forced = env_flag("RLAUDIT_INTERACTIVE")  # a value other than 0/1 names the variable
+    if forced is not None:
+        return forced
     shell = ipython_shell()
     if shell is None or getattr(shell, "kernel", None) is None:
         return False

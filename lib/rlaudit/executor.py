@@ -14,7 +14,6 @@ small class (:class:`~rlaudit.backends.Backend`); registering it in :data:`BACKE
 from __future__ import annotations
 
 import concurrent.futures as cf
-import os
 import sys
 import traceback
 from collections.abc import Callable, Iterable
@@ -57,11 +56,11 @@ def _in_jupyter() -> bool:
 
 def progress_enabled() -> bool:
     """Show progress bars? ``RLAUDIT_PROGRESS=0/1`` decides; else only in Jupyter or on a terminal."""
-    setting = os.environ.get("RLAUDIT_PROGRESS", "").strip().lower()
-    if setting in ("0", "false", "no", "off"):
-        return False
-    if setting in ("1", "true", "yes", "on"):
-        return True
+    from rlaudit.validate import env_flag
+
+    setting = env_flag("RLAUDIT_PROGRESS")  # a value other than 0/1 names the variable
+    if setting is not None:
+        return setting
     return _in_jupyter() or bool(getattr(sys.stderr, "isatty", lambda: False)())
 
 

@@ -69,6 +69,12 @@ class Metric:
     @property
     def how_to_report(self) -> str:
         """One sentence a SKIPPED finding uses to say how a subject makes this metric available."""
+        if self.origin == "override":
+            # The user typed the name: a misspelling is likelier than a subject that should log something new.
+            return (
+                f"`{self.name}` came from --metric: pass a name the training runs record (the learning check "
+                "lists them), or report it in `train()` with `recorder.episode(...)` or `recorder.log(...)`."
+            )
         if self.source == SCALAR:
             return f"Log it in `train()`: `recorder.log(step, **{{{self.name!r}: value}})`."
         return (

@@ -43,6 +43,7 @@ from rlaudit.probe_jobs import (
 )
 from rlaudit.profiles import Profile, get_profile
 from rlaudit.subjects import SubjectSpec, load_pair_file, loader_for, parse_spec
+from rlaudit.validate import env_number
 from rlaudit.worker import ERROR_KINDS, ProbeError
 
 __all__ = [
@@ -170,6 +171,7 @@ class Workbench:
         self._metric: Any = None
         self._train_steps: int | None = None
         self._declarations: dict[str, dict[str, Any]] | None = None
+        self._declarations_error: ProbeError | None = None
         self.metric_notes: list[str] = []
         self.profile: Profile = profile if isinstance(profile, Profile) else get_profile(profile)
         if pair_file:
@@ -184,16 +186,16 @@ class Workbench:
         for spec in (base_spec, cand_spec):
             loader_for(spec)  # an unloadable scheme fails here, not in every probe
         self.cache = cache if cache is not None else ArtifactStore()
-        env_jobs = os.environ.get("RLAUDIT_JOBS")
+        env_jobs = env_number("RLAUDIT_JOBS")  # a bad value names its variable
         self.jobs = max(1, int(jobs if jobs is not None else env_jobs or self.profile.jobs))
-        env_timeout = os.environ.get("RLAUDIT_PROBE_TIMEOUT")
+        env_timeout = env_number("RLAUDIT_PROBE_TIMEOUT")
         self.timeout = float(timeout if timeout is not None else env_timeout or self.profile.probe_timeout)
         self.memory_mb = memory_mb
         self.load_timeout = load_timeout
         self.fresh = bool(fresh)
         self._since: float | None = None
         if self.fresh:
-            self._since = float(os.environ.get("RLAUDIT_FRESH_SINCE") or time.time())
+            self._since = float(env_number("RLAUDIT_FRESH_SINCE") or time.time())
         # Parallel workers each get one torch thread so they do not fight over the cores (unless the user
         # chose a number with RLAUDIT_TORCH_THREADS).
         self._torch_threads = None if "RLAUDIT_TORCH_THREADS" in os.environ or self.jobs == 1 else 1
@@ -298,21 +300,44 @@ class Workbench:
         return min(self.profile.short_train_steps, self.train_steps)
 
     def _declared(self) -> dict[str, dict[str, Any]]:
-        """Each side's declarations (``metrics`` and ``total_steps``), read once by a cached probe."""
-        if self._declarations is None:
+        """Each side's declarations (``metrics`` and ``total_steps``), read once by a cached probe.
+
+        Raises:
+            ProbeError: A side's declarations could not be read because its worker died, hung or ran out of
+                memory (while loading the subject, or reading them). Every check that needs the metric or the
+                run length gets it as an ERROR: a fallback metric would answer another question than the
+                subject asks. (A subject that fails to import, or whose ``metrics()`` raises, gets a note
+                here: every probe on it reports that as an ERROR already.)
+        """
+        if self._declarations is None and self._declarations_error is None:
             from rlaudit import metrics
 
-            self._declarations = {}
+            declarations = {}
             pair = self.run(metrics.declared)
             for side in ("baseline", "candidate"):
                 result = pair[side]
                 if result.ok:
-                    self._declarations[side] = dict(result.result)
-                elif result.error is not None and not result.missing:
+                    declarations[side] = dict(result.result)
+                elif result.error is not None and result.error.kind in ("import", "exception"):
+                    # The subject itself is broken: every probe on it reports that as an ERROR already.
                     self.metric_notes.append(
                         f"the {side}'s declarations (metrics(), total_steps()) failed: {result.error.message}"
                     )
-        return self._declarations
+                elif result.error is not None and not result.missing and self._declarations_error is None:
+                    found = result.error
+                    self._declarations_error = ProbeError(
+                        found.kind,
+                        f"the {side}'s declarations (metrics(), total_steps()) could not be read, so the metric "
+                        f"and run length are unknown: {found.message}",
+                        found.traceback,
+                        found.stderr_tail,
+                    )
+            if self._declarations_error is None:
+                self._declarations = declarations
+        if self._declarations_error is not None:
+            found = self._declarations_error  # a fresh copy for every check
+            raise ProbeError(found.kind, found.message, found.traceback, found.stderr_tail)
+        return self._declarations or {}
 
     def __repr__(self) -> str:
         return (

@@ -153,11 +153,15 @@ class _Server:
             self.subject = subjects.load_subject(self.spec)
             self.capabilities = frozenset(subjects.capabilities(self.subject))
         except BaseException as exc:  # the subject's import may raise anything, even SystemExit
-            kind = "oom" if isinstance(exc, MemoryError) else "import"
+            from rlaudit.validate import memory_cap_hint
+
+            # A cap too low for torch to load shows as "libtorch_cpu.so: failed to map segment": name the cap.
+            hint = memory_cap_hint(f"{type(exc).__name__}: {exc}", always=isinstance(exc, MemoryError))
+            kind = "oom" if isinstance(exc, MemoryError) or hint else "import"
             label = spec_data.get("label") or spec_data.get("text")
             self.load_error = _error(
                 kind,
-                f"subject {label!r} failed to load in {sys.executable}: {type(exc).__name__}: {exc}",
+                f"subject {label!r} failed to load in {sys.executable}: {type(exc).__name__}: {exc}{hint}",
                 traceback.format_exc(),
             )
             return {"ok": False, "error": self.load_error, **info}
@@ -237,12 +241,11 @@ class _Server:
                 },
             )
         except BaseException as exc:
-            kind = "oom" if isinstance(exc, MemoryError) else "exception"
-            hint = (
-                " (the worker's address-space limit RLAUDIT_WORKER_MEMORY_MB was hit; raise it or shrink the probe)"
-                if kind == "oom"
-                else ""
-            )
+            from rlaudit.validate import memory_cap_hint
+
+            # torch's allocator raises RuntimeError, not MemoryError: under a cap, either is the cap's doing.
+            hint = memory_cap_hint(f"{type(exc).__name__}: {exc}", always=isinstance(exc, MemoryError))
+            kind = "oom" if isinstance(exc, MemoryError) or hint else "exception"
             return {
                 "ok": False,
                 "error": _error(
@@ -312,17 +315,19 @@ def _prepare_process() -> None:
     if hasattr(faulthandler, "register"):
         faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
 
-    threads = os.environ.get("RLAUDIT_TORCH_THREADS")
+    from rlaudit.validate import env_number, memory_cap
+
+    threads = env_number("RLAUDIT_TORCH_THREADS")  # a bad value names its variable
     if threads:
         # Read by OpenMP/MKL/OpenBLAS when torch or numpy load, so they must be set before either imports.
         for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-            os.environ[name] = threads
+            os.environ[name] = str(int(threads))
 
-    memory_mb = os.environ.get("RLAUDIT_WORKER_MEMORY_MB")
+    memory_mb = memory_cap()  # a bad value names RLAUDIT_WORKER_MEMORY_MB
     if memory_mb:
         import resource
 
-        limit = int(float(memory_mb) * 2**20)
+        limit = int(memory_mb * 2**20)
         _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
         if hard != resource.RLIM_INFINITY:
             limit = min(limit, hard)

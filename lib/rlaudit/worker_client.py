@@ -100,8 +100,10 @@ class WorkerClient:
         self.log_dir = Path(log_dir)
         self.timeout = float(timeout)
         self.load_timeout = float(load_timeout)
-        if memory_mb is None and os.environ.get("RLAUDIT_WORKER_MEMORY_MB"):
-            memory_mb = float(os.environ["RLAUDIT_WORKER_MEMORY_MB"])
+        if memory_mb is None:
+            from rlaudit.validate import memory_cap
+
+            memory_mb = memory_cap()  # a bad value names RLAUDIT_WORKER_MEMORY_MB
         self.memory_mb = memory_mb
         self.torch_threads = torch_threads
         self.extra_env = dict(env or {})
@@ -498,8 +500,13 @@ class WorkerClient:
 
     def _fail(self, kind: str, message: str, since: int) -> ProbeError:
         """Stop the worker (the next call starts a fresh one) and build the error."""
+        from rlaudit.validate import memory_cap_hint
+
         self.kill()
-        return ProbeError(kind, message, "", self._tail(since))
+        tail = self._tail(since)
+        # A worker that died under the memory cap ("failed to map segment", bad_alloc) names the cap.
+        hint = "" if kind == "timeout" else memory_cap_hint(tail, self.memory_mb or 0.0)
+        return ProbeError(kind, message + hint, "", tail)
 
     def _dump_stacks(self) -> None:
         # Ask faulthandler (registered on SIGUSR1 in the worker) for every thread's stack before the kill,

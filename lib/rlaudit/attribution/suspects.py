@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rlaudit.attribution.ranking import audit_priors, evidence_order
-from rlaudit.findings import SUBSYSTEMS, Finding
+from rlaudit.findings import Finding
 from rlaudit.subjects import SubjectSpec
 from rlaudit.workbench import Workbench
 
@@ -166,26 +166,19 @@ def builtin_fix_suspects(
 def variant_suspects(variants: str, priors: dict[str, float]) -> list[Suspect]:
     """Named variant subjects from a parameter string: ``"name=spec, spec2"`` (a name may carry its
     subsystem as ``name@subsystem=spec``)."""
-    out = []
-    for item in (v.strip() for v in variants.split(",") if v.strip()):
-        label, sep, spec = item.partition("=")
-        if not sep:
-            label, spec = item, item
-        label, _, subsystem = label.partition("@")
-        if subsystem and subsystem not in SUBSYSTEMS:
-            raise ValueError(
-                f"variant {item!r}: unknown subsystem {subsystem!r}; expected one of {SUBSYSTEMS}"
-            )
-        out.append(
-            Suspect(
-                name=label.strip(),
-                subsystem=subsystem or "trainer",
-                source="variant",
-                spec=spec.strip(),
-                prior=priors.get(subsystem, 0.0),
-            )
+    from rlaudit.validate import parse_variants
+
+    # The same strict parser `rlaudit report` checks --variants with before any notebook runs.
+    return [
+        Suspect(
+            name=v.name,
+            subsystem=v.subsystem or "trainer",
+            source="variant",
+            spec=v.spec,
+            prior=priors.get(v.subsystem, 0.0),
         )
-    return out
+        for v in parse_variants(variants)
+    ]
 
 
 CHANGES = ("auto", "off")

@@ -22,6 +22,7 @@ from rlaudit.checkpointing import probes
 from rlaudit.compare import flatten
 from rlaudit.findings import Evidence, Finding, Severity, Status
 from rlaudit.workbench import SIDES, Pair, ProbeResult, Workbench
+from rlaudit.worker import ProbeError
 
 SUBSYSTEM = "checkpointing"
 INTERVAL_KEY = re.compile(r"(interval|every|freq|frequency|period)", re.IGNORECASE)
@@ -39,8 +40,17 @@ def memo(wb: Workbench, key: str, compute: Callable[[], Any]) -> Any:
 
 
 def capabilities(wb: Workbench) -> dict[str, frozenset[str]]:
-    """Each side's capabilities, from a cached probe (works before any other probe has run on the subject)."""
+    """Each side's capabilities, from a cached probe (works before any other probe has run on the subject).
+
+    Raises:
+        ProbeError: A side's worker failed to load the subject (it died, hung, ran out of memory, or the
+            import failed): the checks report that as an ERROR, not as capabilities the subject lacks.
+    """
     pair = memo(wb, "capabilities", lambda: wb.run(probes.capabilities))
+    for side in SIDES:
+        error = pair[side].error
+        if not pair[side].ok and error is not None and not pair[side].missing:
+            raise ProbeError(error.kind, f"{side}: {error.message}", error.traceback, error.stderr_tail)
     return {
         side: frozenset(pair[side].result.get("capabilities", [])) if pair[side].ok else frozenset()
         for side in SIDES

@@ -34,6 +34,7 @@ from rlaudit.report.index import write_index
 from rlaudit.report.lanes import Lanes, shared_kernels
 from rlaudit.report.overview import Overview, collect_findings, format_seconds, is_summary, worst_status
 from rlaudit.report.pages import render
+from rlaudit.validate import check_inputs
 
 
 def _parameters(args: Any) -> dict[str, Any]:
@@ -126,8 +127,10 @@ def run_report(args: Any) -> int:
     jobs = max(1, int(getattr(args, "jobs", 1) or 1))
     nb_dir = notebooks_dir()
     selected = discover_notebooks(nb_dir, getattr(args, "notebooks", "") or "")
-    parameters = _parameters(args)
     out = Path(args.out).expanduser().resolve() if getattr(args, "out", None) else reports_dir()
+    # Bad input fails here, in seconds, with the same messages as `rlaudit audit`: not in every notebook.
+    check_inputs(args, out=out, say=_print)
+    parameters = _parameters(args)
     findings_dir = out / "findings"
     findings_dir.mkdir(parents=True, exist_ok=True)
     parameters["findings_dir"] = str(findings_dir)
@@ -309,7 +312,8 @@ def bench_report(quick: bool = False) -> list[dict[str, Any]]:
                 out = home / f"reports-j{jobs}"
                 os.environ["RLAUDIT_REPORTS"] = str(out)
                 args = argparse.Namespace(
-                    baseline="a", candidate="b", pair="", profile="smoke", fresh=False, jobs=jobs,
+                    baseline="builtin:reference", candidate="builtin:regressed", pair="", profile="smoke",
+                    fresh=False, jobs=jobs,
                     executor="local", ray_address="auto", out=str(out), notebooks="",
                 )  # fmt: skip
                 started = time.perf_counter()
@@ -410,6 +414,7 @@ def run_audit(args: Any) -> int:
         raise ValueError(
             f"--subsystems: unknown {', '.join(unknown)}; expected any of {', '.join(SUBSYSTEMS)}"
         )
+    check_inputs(args, say=_print)
     parameters = _parameters(args)
     started = time.perf_counter()
     _print(

@@ -55,7 +55,9 @@ _LANE_RESET = (
 
 def shared_kernels() -> bool:
     """True unless ``RLAUDIT_REPORT_KERNELS=fresh`` asks for a fresh kernel per notebook."""
-    return os.environ.get(KERNELS_VARIABLE, "shared").strip().lower() != "fresh"
+    from rlaudit.validate import env_choice
+
+    return env_choice(KERNELS_VARIABLE) != "fresh"
 
 
 class _Lane:

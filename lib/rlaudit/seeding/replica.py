@@ -175,7 +175,9 @@ def run(args: dict[str, Any], subject: Any = None) -> dict[str, Any]:
         subject = load_subject(parse_spec(args["spec"]))
         torch = sys.modules.get("torch")
         if torch is not None:  # one thread, as in the worker (and bitwise-stable across processes)
-            torch.set_num_threads(int(os.environ.get("RLAUDIT_TORCH_THREADS", "1")))
+            from rlaudit.validate import env_number
+
+            torch.set_num_threads(int(env_number("RLAUDIT_TORCH_THREADS") or 1))
     config_fn = getattr(subject, "config", None)
     config = dict(config_fn()) if callable(config_fn) else {}
     out: dict[str, Any] = {"pid": os.getpid(), "hashseed": os.environ.get("PYTHONHASHSEED")}

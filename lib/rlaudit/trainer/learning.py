@@ -104,6 +104,16 @@ def _finals(c: Check, runs: TrainingRuns) -> tuple[Metric, dict[str, dict[int, f
     metric: Metric = c.wb.metric
     scores = final_scores(runs.data, metric)
     lacking = [s for s in SIDES if not scores[s]]
+    if len(lacking) == len(SIDES) and metric.origin == "override":
+        # No run recorded the name the user typed: a typo in --metric, not a gap in the subject (which the
+        # SKIPPED advice below would wrongly suggest fixing).
+        from rlaudit.validate import InputError, recorded_metrics
+
+        recorded = recorded_metrics(run.run_dir for side in SIDES for run in runs.data[side])
+        raise InputError(
+            f"--metric {metric.name}: no training run of either side recorded it; they recorded "
+            f"{', '.join(recorded) or 'no episode statistics or scalars'}. Rerun with one of these names"
+        )
     if lacking:
         c.missing(f"run reporting `{metric.name}`", metric.how_to_report, lacking)
     return metric, scores
