@@ -468,8 +468,8 @@ def value_form_change(weights: Mapping[str, Weights]) -> str:
         return clip
     if b.value_scale is None or c.value_scale is None:
         text = (
-            f"the value loss is {b.value_form} on the baseline but {c.value_form} on the candidate: another form, "
-            "whose weight cannot be compared with the other side's"
+            f"the value loss differs in form: baseline {b.value_form}; candidate {c.value_form} (no common scale, "
+            "so its weight in the total cannot be compared)"
         )
         return text + (f"; {clip}" if clip else "")
     wb, wc = b.value_weight, c.value_weight
