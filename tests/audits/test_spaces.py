@@ -119,6 +119,19 @@ def test_frame_stacking_is_flagged(make_wb, flagged, describe) -> None:
     assert "×4" in found["spaces/preprocessing"].evidence.summary
 
 
+def test_observations_of_another_dtype_than_declared_are_flagged(make_wb, describe) -> None:
+    from rlaudit.spaces import audit
+
+    section = audit.definitions(make_wb("builtin:reference+spaces.obs_dtype"))
+    (finding,) = section.findings
+    assert finding.status.value == "SUSPECT", describe(section.findings)
+    assert "candidate's environment emits" in finding.evidence.summary
+    assert (
+        "float64 against its declared Box" in finding.evidence.summary
+        and "float32" in finding.evidence.summary
+    )
+
+
 @pytest.mark.expensive  # a knock-on check beyond the detection matrix: one more training run
 def test_normalizer_not_restored_shows_as_a_labelled_knock_on(make_wb, describe) -> None:
     from rlaudit.spaces import audit
