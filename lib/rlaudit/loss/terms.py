@@ -7,7 +7,11 @@ amounts, other advantages, behaviour log-probabilities and observations) lets th
 weight of each term by least squares, on each side separately, so a verdict names the changed quantity:
 "value-loss coefficient 0.5 → 5", "entropy coefficient 0.01 → -0.01: the sign flipped". The shifted targets
 also give the scale of the value loss against the squared error (½ in CleanRL-style trainers; 1 in
-Stable-Baselines3, whose value loss has no ½: a known factor 2 between the two styles, not a regression).
+Stable-Baselines3, whose value loss has no ½: a known factor 2 between the two styles, not a regression), or
+show it has none (a Huber loss grows linearly there; one on per-batch normalized targets does not move), and a
+last batch with the behaviour values moved shows whether the value loss is clipped around them. On the shared
+batch a Huber or unclipped value loss equals the reference's, so only these forms tell them apart; a form
+measured on one side only is a difference, never a clearance (:func:`rlaudit.evidence.coverage`).
 """
 
 from __future__ import annotations
