@@ -11,7 +11,7 @@ import pandas as pd
 
 from rlaudit.checks import SIDES, Check, check
 from rlaudit.evidence import fmt, pct
-from rlaudit.findings import Severity, Status
+from rlaudit.findings import Finding, Severity, Status
 from rlaudit.notebook import Section
 from rlaudit.spaces.observations import obs_pair
 from rlaudit.workbench import Pair
@@ -88,7 +88,7 @@ def _emitted_text(info: dict[str, Any]) -> str:
     )
 
 
-def _emitted_finding(c: Check, infos: dict[str, dict[str, Any]], sides: dict[str, Any]) -> Any:
+def _emitted_finding(c: Check, infos: dict[str, dict[str, Any]], sides: dict[str, Any]) -> Finding | None:
     """The finding when an environment's observations are not what its own space declares (None when both
     conform). SUSPECT when the candidate's break its declaration and the baseline's do not; NOTED when only the
     baseline's do, or both alike."""
@@ -118,7 +118,8 @@ def _emitted_finding(c: Check, infos: dict[str, dict[str, Any]], sides: dict[str
         Severity.HIGH if "shape" in fields else Severity.MEDIUM,
         **sides,
         summary=f"the {side}'s environment emits {_emitted_text(infos[side])}: the {fields} of its observations "
-        f"differ from its declared space" + ("" if wrong[other] else f"; the {other}'s match its own"),
+        f"{'differ' if ' and ' in fields else 'differs'} from its declared space"
+        + ("" if wrong[other] else f"; the {other}'s match its own"),
         details=details,
         remediation=remediation,
     )
