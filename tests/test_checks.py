@@ -201,3 +201,14 @@ def test_cleared_needs_every_compared_quantity_measured_on_both_sides(candidate:
     # a flag stays the flag it is: coverage only ever withholds a clearance
     flagged = c.finding(Status.SUSPECT, summary="differs", measured={"baseline": {"x": 1}, "candidate": {}})
     assert flagged.status is Status.SUSPECT and flagged.evidence.summary == "differs"
+
+
+def test_a_clearance_showing_one_sides_value_only_is_no_clearance() -> None:
+    c = Check(gap.spec, WB)
+    one = c.finding(
+        Status.CLEARED, values={"baseline": 0.5}, effect_label="value-loss scale", summary="alike"
+    )
+    assert one.status is Status.SUSPECT and "value-loss scale: on the baseline" in one.evidence.summary
+    both = c.finding(Status.CLEARED, values={"baseline": 0.5, "candidate": 0.5}, summary="alike")
+    assert both.status is Status.CLEARED and both.evidence.summary == "alike"
+    assert c.finding(Status.CLEARED, summary="nothing shown").status is Status.CLEARED

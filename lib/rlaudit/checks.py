@@ -165,6 +165,8 @@ class Check:
         or NaN: not measured; ``measured_words`` says how each side's value reads or why it is missing). It
         clears only when each was measured on both sides: one measured on one side only turns it SUSPECT
         naming the difference, one measured on neither NOTED "not measured" (:func:`rlaudit.evidence.coverage`).
+        Without ``measured``, a CLEARED finding whose ``baseline``/``candidate`` value is given for one side only
+        is held to the same rule.
 
         Both sides' values come as ``baseline=`` and ``candidate=``, or as one mapping ``values=`` with those
         keys (a ``{side: ...}`` dict as the rooms build them; a missing key is None). The effect comes as
@@ -184,6 +186,10 @@ class Check:
             if len(interval) != 3:
                 raise ValueError(f"{self.id}: interval= takes (point, low, high), got {interval!r}")
             effect, ci = interval[0], (interval[1], interval[2])
+        if measured is None and status is Status.CLEARED and (baseline is None) != (candidate is None):
+            # a clearance that shows one side's value only compared nothing on the other
+            label = effect_label or "the compared value"
+            measured = {"baseline": {label: baseline}, "candidate": {label: candidate}}
         if measured is not None:
             gaps = coverage(measured, measured_words)
             verdict = gaps.verdict()
