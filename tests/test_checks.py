@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from types import SimpleNamespace
 from typing import Any
 
@@ -173,3 +174,41 @@ def test_run_checks_calls_each_check_in_order_with_the_arguments_it_takes() -> N
     sections = checks.run_checks(wb, (seeded, unseeded), seed=4)
     assert [s.findings[0].evidence.summary for s in sections] == ["seed 4", "no seed"]
     assert wb.calls == [("counts", {"seed": 4})]
+
+
+@pytest.mark.parametrize(
+    ("candidate", "status"),
+    [(0.5, Status.CLEARED), (None, Status.SUSPECT), (math.nan, Status.SUSPECT)],
+)
+def test_cleared_needs_every_compared_quantity_measured_on_both_sides(candidate: Any, status: Status) -> None:
+    c = Check(gap.spec, WB)
+    finding = c.finding(
+        Status.CLEARED,
+        summary="identical terms",
+        measured={"baseline": {"value-loss scale": 0.5}, "candidate": {"value-loss scale": candidate}},
+        measured_words={"candidate": {"value-loss scale": "not a squared error"}},
+    )
+    assert finding.status is status
+    if status is Status.SUSPECT:
+        summary = finding.evidence.summary
+        assert (
+            "value-loss scale" in summary and "not measured on the candidate (not a squared error)" in summary
+        )
+        assert summary.endswith("what was compared agrees (identical terms)")
+        assert finding.evidence.details["unmeasured"] == {"value-loss scale": "baseline"}
+    neither = c.finding(Status.CLEARED, measured={"baseline": {"x": None}, "candidate": {"x": None}})
+    assert neither.status is Status.NOTED and neither.evidence.summary.startswith("not measured: x")
+    # a flag stays the flag it is: coverage only ever withholds a clearance
+    flagged = c.finding(Status.SUSPECT, summary="differs", measured={"baseline": {"x": 1}, "candidate": {}})
+    assert flagged.status is Status.SUSPECT and flagged.evidence.summary == "differs"
+
+
+def test_a_clearance_showing_one_sides_value_only_is_no_clearance() -> None:
+    c = Check(gap.spec, WB)
+    one = c.finding(
+        Status.CLEARED, values={"baseline": 0.5}, effect_label="value-loss scale", summary="alike"
+    )
+    assert one.status is Status.SUSPECT and "value-loss scale: on the baseline" in one.evidence.summary
+    both = c.finding(Status.CLEARED, values={"baseline": 0.5, "candidate": 0.5}, summary="alike")
+    assert both.status is Status.CLEARED and both.evidence.summary == "alike"
+    assert c.finding(Status.CLEARED, summary="nothing shown").status is Status.CLEARED

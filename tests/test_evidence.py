@@ -56,3 +56,28 @@ def test_an_inconclusive_verdict_is_noted_and_says_what_would_settle_it() -> Non
     assert (verdict.status, verdict.severity) == (Status.NOTED, Severity.INFO)
     assert verdict.summary == "inconclusive: ratio 1.1 [0.8, 1.4]"
     assert verdict.remediation == "Rerun at a larger profile (longer rollouts) to settle it."
+
+
+def test_coverage_finds_what_one_side_or_neither_side_measured() -> None:
+    both = ev.coverage(
+        {"baseline": {"scale": 0.5, "clipped": False}, "candidate": {"scale": 0.5, "clipped": False}}
+    )
+    assert both.complete and both.verdict() is None  # False is a measurement, not a gap
+    huber = ev.coverage(
+        {"baseline": {"scale": 0.5, "clipped": True}, "candidate": {"scale": None, "clipped": True}},
+        {"baseline": {"scale": "½·MSE"}, "candidate": {"scale": "not a squared error (Huber)"}},
+    )
+    assert huber.one_sided == {"scale": "baseline"} and not huber.neither
+    status, severity, summary, remediation = huber.verdict()
+    assert status is Status.SUSPECT and severity is Severity.MEDIUM
+    assert summary == (
+        "measured on one side only, so not the same: scale: ½·MSE on the baseline, not measured on the candidate "
+        "(not a squared error (Huber))"
+    )
+    assert remediation
+    # a quantity one side does not even name, and NaN, are not measured either
+    named = ev.coverage({"baseline": {"lr": 3e-4, "eps": math.nan}, "candidate": {"eps": math.nan}})
+    assert named.one_sided == {"lr": "baseline"} and named.neither == ("eps",)
+    nowhere = ev.coverage({"baseline": {}, "candidate": {}}, expected=("value-loss scale",))
+    status, _, summary, _ = nowhere.verdict()
+    assert status is Status.NOTED and summary.startswith("not measured: value-loss scale")

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from rlaudit.display import open_figure_numbers
-from rlaudit.evidence import Verdict
+from rlaudit.evidence import Verdict, coverage
 from rlaudit.findings import SUBSYSTEMS, Evidence, Finding, Severity, Status
 from rlaudit.notebook import Section, as_section
 
@@ -156,8 +156,17 @@ class Check:
         hypothesis: str | None = None,
         role: str | None = None,
         reads: Iterable[str] | None = None,
+        measured: Mapping[str, Mapping[str, Any]] | None = None,
+        measured_words: Mapping[str, Mapping[str, str]] | None = None,
     ) -> Finding:
         """A finding of this check (its id, subsystem and hypothesis unless given).
+
+        A CLEARED finding states which quantities it compared as ``measured={side: {quantity: value}}`` (None
+        or NaN: not measured; ``measured_words`` says how each side's value reads or why it is missing). It
+        clears only when each was measured on both sides: one measured on one side only turns it SUSPECT
+        naming the difference, one measured on neither NOTED "not measured" (:func:`rlaudit.evidence.coverage`).
+        Without ``measured``, a CLEARED finding whose ``baseline``/``candidate`` value is given for one side only
+        is held to the same rule.
 
         Both sides' values come as ``baseline=`` and ``candidate=``, or as one mapping ``values=`` with those
         keys (a ``{side: ...}`` dict as the rooms build them; a missing key is None). The effect comes as
@@ -177,6 +186,18 @@ class Check:
             if len(interval) != 3:
                 raise ValueError(f"{self.id}: interval= takes (point, low, high), got {interval!r}")
             effect, ci = interval[0], (interval[1], interval[2])
+        if measured is None and status is Status.CLEARED and (baseline is None) != (candidate is None):
+            # a clearance that shows one side's value only compared nothing on the other
+            label = effect_label or "the compared value"
+            measured = {"baseline": {label: baseline}, "candidate": {label: candidate}}
+        if measured is not None:
+            gaps = coverage(measured, measured_words)
+            verdict = gaps.verdict()
+            if status is Status.CLEARED and verdict is not None:
+                agreed = f"; what was compared agrees ({summary})" if summary else ""
+                status, severity, summary, remediation = verdict
+                summary += agreed
+                details = {**(details or {}), "unmeasured": {**gaps.one_sided, **dict.fromkeys(gaps.neither)}}
         finding = Finding(
             id=id or self.id,
             subsystem=self.subsystem,

@@ -9,12 +9,18 @@ Two rules hold for every audit that compares a measured difference:
   number of seeds (or repeats) that would settle it when that can be computed.
 
 :func:`judge` applies both rules to an interval; :func:`judge_ratio` to a ratio (margins on a log scale).
+
+A third rule holds for every check, whatever it compares: **CLEARED covers only what was measured on both
+sides**. A quantity measured on one side only (a form that cannot be reduced to the compared number: a Huber
+value loss has no squared-error scale) is a difference, never an agreement; one measured on neither side was
+not compared. :func:`coverage` finds both, and :meth:`rlaudit.checks.Check.finding` applies it to every CLEARED
+finding given ``measured=``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -185,6 +191,116 @@ def inconclusive(what: str, rerun: str) -> Verdict:
         f"inconclusive: {what}",
         f"Rerun at a larger profile ({rerun}) to settle it.",
     )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Coverage: CLEARED needs every compared quantity measured on both sides
+# ---------------------------------------------------------------------------------------------------------
+
+SIDES = ("baseline", "candidate")
+
+
+def measured(value: Any) -> bool:
+    """A value counts as measured unless it is None or a NaN (a float the measurement could not produce)."""
+    if value is None:
+        return False
+    try:
+        return not math.isnan(float(value))
+    except (TypeError, ValueError):
+        return True
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """Which compared quantities were measured on which side: what a check needs before it may clear.
+
+    An equivalence claim holds only for what was measured on both sides. A quantity measured on one side
+    only is itself a difference (a Huber value loss has no squared-error scale to compare with the
+    baseline's ½), and one measured on neither side was not compared at all.
+
+    Attributes:
+        one_sided: Quantity -> the one side on which it was measured.
+        neither: Quantities measured on no side.
+        words: ``{side: {quantity: words}}``: how each side's value (or what stood in its place) reads.
+    """
+
+    one_sided: dict[str, str]
+    neither: tuple[str, ...]
+    words: dict[str, dict[str, str]]
+
+    @property
+    def complete(self) -> bool:
+        """Every quantity was measured on both sides."""
+        return not self.one_sided and not self.neither
+
+    def describe(self) -> str:
+        """``"value-loss scale: ½·MSE on the baseline, not measured on the candidate (Huber...)"; ...``."""
+        parts = []
+        for name, side in self.one_sided.items():
+            other = SIDES[1 - SIDES.index(side)]
+            have = self.words.get(side, {}).get(name, "")
+            lack = self.words.get(other, {}).get(name, "")
+            parts.append(
+                f"{name}: {have + ' ' if have else ''}on the {side}, not measured on the {other}"
+                + (f" ({lack})" if lack else "")
+            )
+        if self.neither:
+            parts.append(f"not measured on either side: {', '.join(self.neither)}")
+        return "; ".join(parts)
+
+    def verdict(self, severity: Severity = Severity.MEDIUM) -> Verdict | None:
+        """None when complete; else SUSPECT naming the one-sided quantities (a difference of form), or NOTED
+        "not measured" naming what was measured on neither side. Never CLEARED."""
+        if self.complete:
+            return None
+        if self.one_sided:
+            return Verdict(
+                Status.SUSPECT,
+                severity,
+                f"measured on one side only, so not the same: {self.describe()}",
+                "Find why the quantity cannot be measured on that side (a different form of the computation, "
+                "such as a Huber loss where the other side squares, or a value the subject stopped producing) "
+                "and restore the baseline's.",
+            )
+        return Verdict(
+            Status.NOTED,
+            Severity.INFO,
+            f"not measured: {', '.join(self.neither)}; the agreement holds only for what was compared",
+            "Expose what the check needs on both sides to compare it.",
+        )
+
+
+def coverage(
+    quantities: Mapping[str, Mapping[str, Any]],
+    words: Mapping[str, Mapping[str, str]] | None = None,
+    *,
+    expected: Sequence[str] = (),
+) -> Coverage:
+    """Which of the compared quantities are missing on a side.
+
+    Args:
+        quantities: ``{side: {quantity: value}}``, the values a check compares (None or NaN: not measured).
+            A quantity named on one side only counts as not measured on the other.
+        words: ``{side: {quantity: words}}``: how each side's value reads, or why it could not be measured
+            (e.g. ``"not a plain squared error"``); used in the verdict's sentence.
+        expected: Quantities the check always compares: named here, they count even when neither side
+            lists them.
+
+    Returns:
+        The :class:`Coverage`: its :meth:`Coverage.verdict` is None only when everything was measured on both.
+    """
+    names = list(
+        dict.fromkeys([*expected, *quantities.get("baseline", {}), *quantities.get("candidate", {})])
+    )
+    one_sided: dict[str, str] = {}
+    neither: list[str] = []
+    for name in names:
+        have = [s for s in SIDES if measured(quantities.get(s, {}).get(name))]
+        if len(have) == 1:
+            one_sided[name] = have[0]
+        elif not have:
+            neither.append(name)
+    return Coverage(one_sided, tuple(neither), {s: dict((words or {}).get(s, {})) for s in SIDES})
 
 
 def judge(

@@ -179,3 +179,25 @@ def test_a_subject_without_an_environment_gets_a_finding_per_check_naming_what_i
     make_wb: Any, subject: str
 ) -> None:
     audited_without_an_environment(audit.audit_all, make_wb, subject)
+
+
+def test_equal_slopes_over_the_common_pool_sizes_do_not_clear_a_size_built_on_one_side_only() -> None:
+    from types import SimpleNamespace
+
+    from rlaudit.checks import REGISTRY, Check
+    from rlaudit.findings import Status
+
+    c = Check(REGISTRY["curriculum/scaling"], SimpleNamespace(metric=None, profile=None))
+    points = {s: {k: 0.1 for k in cost.CALLS} for s in ("baseline", "candidate")}
+    gaps = {k: (-0.01, 0.01) for k in cost.CALLS}
+    args = (c, points, gaps, 0.2, ("slope {b} vs {c}", cost.fmt), ("alike within ±{margin}", "open"))
+    kwargs = {"details": {}, "rerun": "more repeats", "figure": "cost scaling"}
+    assert cost.per_call_verdict(*args, **kwargs).status is Status.CLEARED
+    # the candidate could not build the largest pool: its slopes rest on the small sizes only
+    sizes = {
+        "baseline": {"cost at 64 tasks": 1.0, "cost at 1024 tasks": 1.0},
+        "candidate": {"cost at 64 tasks": 1.0},
+    }
+    finding = cost.per_call_verdict(*args, **kwargs, measured=sizes)
+    assert finding.status is Status.SUSPECT
+    assert "cost at 1024 tasks: on the baseline, not measured on the candidate" in finding.evidence.summary

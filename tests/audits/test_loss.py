@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from rlaudit.findings import Status
 from rlaudit.loss import envs, gae
 from rlaudit.loss.gradients import zero_gradients
 from rlaudit.loss.terms import (
@@ -18,6 +19,7 @@ from rlaudit.loss.terms import (
     compare_terms,
     make_batch,
     solve_weights,
+    sweep_batches,
     value_form_change,
 )
 
@@ -314,6 +316,56 @@ def test_loss_floor_zeroes_the_critic_gradient() -> None:
         critic = [p for p in zeros if p.startswith("critic")]
         assert bool(critic) is expect_zero, (floor, zeros)
         assert not [p for p in zeros if p.startswith("actor")]
+
+
+def _solved(**switches: bool):
+    """The built-in trainer's loss (with the given PPOImpl switches) over the sweep, solved as the check does."""
+    import torch
+
+    from rlaudit.demo.agent import Agent
+    from rlaudit.demo.ppo import PPOImpl, compute_loss
+    from rlaudit.loss.probes import batch_tensors, scalar_terms
+
+    torch.manual_seed(0)
+    policy = Agent(3, 2)
+    draft = make_batch([3], 2, 256, seed=0, values=None, logprobs=None)
+    with torch.no_grad():
+        own = policy.get_value(torch.as_tensor(draft["obs"])).numpy().reshape(-1)
+    groups: dict[int, dict[str, np.ndarray]] = {}
+    for key, value in sweep_batches(make_batch([3], 2, 256, seed=0, values=own, logprobs=None), 2, 0).items():
+        index, _, name = key[1:].partition("_")
+        groups.setdefault(int(index), {})[name] = value
+    impl = PPOImpl(**switches)
+    rows = [
+        scalar_terms(compute_loss({}, policy, batch_tensors(groups[i]), impl=impl)) for i in sorted(groups)
+    ]
+    return solve_weights(rows)
+
+
+@pytest.mark.parametrize(
+    ("switch", "named"),
+    [
+        ("value_loss_huber", "grows linearly with a large target error (a Huber / smooth-L1"),
+        ("ignore_clip_vloss", "the candidate's unclipped"),
+        ("normalize_returns", "does not move when the targets shift (the targets are normalized per batch"),
+    ],
+)
+def test_a_value_loss_of_another_form_is_named_never_cleared(switch: str, named: str) -> None:
+    from rlaudit.evidence import coverage
+    from rlaudit.loss.terms import measured_quantities
+
+    reference = _solved()
+    assert reference.value_scale == 0.5 and reference.value_clip is True
+    assert value_form_change({"baseline": reference, "candidate": reference}) == ""
+    assert coverage(*measured_quantities({"baseline": reference, "candidate": reference})).complete
+    regressed = {"baseline": reference, "candidate": _solved(**{switch: True})}
+    assert named in value_form_change(regressed), value_form_change(regressed)
+    # the coefficients still agree: only the form of the value loss gives the fault away
+    assert regressed["candidate"].coefficients == pytest.approx(reference.coefficients, abs=1e-3)
+    if switch != "ignore_clip_vloss":  # a loss with no squared-error scale has nothing to clear it on
+        gaps = coverage(*measured_quantities(regressed))
+        assert gaps.one_sided == {"value-loss scale": "baseline"}, gaps
+        assert gaps.verdict().status is Status.SUSPECT
 
 
 # ---------------------------------------------------------------------------------------------------------------

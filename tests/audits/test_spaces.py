@@ -119,6 +119,19 @@ def test_frame_stacking_is_flagged(make_wb, flagged, describe) -> None:
     assert "×4" in found["spaces/preprocessing"].evidence.summary
 
 
+def test_observations_of_another_dtype_than_declared_are_flagged(make_wb, describe) -> None:
+    from rlaudit.spaces import audit
+
+    section = audit.definitions(make_wb("builtin:reference+spaces.obs_dtype"))
+    (finding,) = section.findings
+    assert finding.status.value == "SUSPECT", describe(section.findings)
+    assert "candidate's environment emits" in finding.evidence.summary
+    assert (
+        "float64 against its declared Box" in finding.evidence.summary
+        and "float32" in finding.evidence.summary
+    )
+
+
 @pytest.mark.expensive  # a knock-on check beyond the detection matrix: one more training run
 def test_normalizer_not_restored_shows_as_a_labelled_knock_on(make_wb, describe) -> None:
     from rlaudit.spaces import audit
@@ -260,3 +273,41 @@ def test_forward_timing_stays_quiet_on_an_aa_pair_with_a_busy_core(audit_cache, 
     assert not finding.status.is_flag and finding.status.value != "ERROR", describe(section.findings)
     low, high = finding.evidence.ci
     assert low <= finding.evidence.effect <= high
+
+
+def _emitting(tmp_path: Path, name: str, emit: str) -> str:
+    """The toy subject, its observations passed through ``emit`` (Python source of a function of ``obs``)."""
+    source = (
+        TOY.replace("SCALE = 1.0", f"SCALE = 1.0\nEMIT = {emit}")
+        .replace(
+            "return self.rng.random(5).astype(np.float32), {}",
+            "return EMIT(self.rng.random(5).astype(np.float32)), {}",
+        )
+        .replace("return obs, 0.0, False", "return EMIT(obs), 0.0, False")
+    )
+    path = tmp_path / name / "subject.py"
+    path.parent.mkdir()
+    path.write_text(source)
+    return str(path)
+
+
+def test_observations_unlike_their_declared_space_are_flagged_never_cleared(
+    make_wb, describe, tmp_path: Path
+) -> None:
+    from rlaudit.spaces import audit
+
+    # the candidate declares Box(5,) float32 like the baseline but emits 6 int64 features (a count appended,
+    # the cast forgotten): nothing else differs, so only the declaration gives it away
+    baseline = _emitting(tmp_path, "declared", "lambda obs: obs")
+    candidate = _emitting(tmp_path, "emits-int64", "lambda obs: (np.append(obs, 1.0) * 10).astype(np.int64)")
+    wb = make_wb(candidate, baseline=baseline)
+    (definitions,) = audit.definitions(wb).findings
+    assert definitions.status.value == "SUSPECT" and definitions.severity.value == "HIGH", describe(
+        [definitions]
+    )
+    summary = definitions.evidence.summary
+    assert "candidate" in summary and "[6] int64" in summary and "Box [5] float32" in summary, summary
+    (bounds,) = audit.observation_bounds(wb).findings
+    # the bounds could be held against the baseline's observations only: that is no agreement
+    assert bounds.status.value == "SUSPECT", describe([bounds])
+    assert "not measured on the candidate" in bounds.evidence.summary, bounds.evidence.summary

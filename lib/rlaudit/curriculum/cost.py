@@ -75,6 +75,7 @@ def per_call_verdict(
     rerun: str,
     figure: str,
     worse_only: bool = False,
+    measured: dict[str, dict[str, Any]] | None = None,
 ) -> Finding:
     """CLEARED when, for every call, the interval of the candidate's minus the baseline's quantity lies within
     ``±margin`` (with ``worse_only``, below ``+margin``: a non-inferiority test, for a hypothesis that only a
@@ -86,6 +87,8 @@ def per_call_verdict(
         quantity: ``(template with {b} and {c}, formatter)`` naming one call's values.
         claims: The summary's claim when alike, and when inconclusive (``{margin}`` is filled in).
         details, rerun, figure: The finding's details, what a larger profile would add, the figure it cites.
+        measured: ``{side: {quantity: value}}`` beyond the per-call points that the comparison rests on (e.g.
+            the pool sizes timed); the finding clears only when every one was measured on both sides.
     """
     alike = all((worse_only or -margin <= low) and high <= margin for low, high in gaps.values())
     template, show = quantity
@@ -104,6 +107,13 @@ def per_call_verdict(
         details=details,
         remediation="Nothing to do." if alike else inconclusive("", rerun).remediation,
         figures=[figure],
+        measured={
+            s: {
+                **{f"{k}() {template.split(' ', 1)[0]}": points[s][k] for k in CALLS},
+                **(measured or {}).get(s, {}),
+            }
+            for s in SIDES
+        },
     )
 
 
@@ -259,6 +269,14 @@ def scaling(c: Check, pair: Pair, *, seed: int = 0) -> Section:
             details={"fits": table.to_dict("records")},
             rerun="more repeats per pool size",
             figure="cost scaling",
+            # a pool size built on one side only is a difference the common sizes' slopes do not show
+            measured={
+                s: {
+                    f"cost at {int(n)} tasks": 1.0 if n in set(timings[s]["size"]) else None
+                    for n in sorted(set(timings["baseline"]["size"]) | set(timings["candidate"]["size"]))
+                }
+                for s in SIDES
+            },
         )
     sz = sizes(c.profile)
     return c.section(

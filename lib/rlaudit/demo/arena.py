@@ -199,6 +199,10 @@ class ArenaImpl(ConfigSection):
     curriculum_full_scan: bool = False
     # Case 004: a label entry per episode, never pruned.
     label_dict_growth: bool = False
+    # The observation buffer is allocated without its dtype (np.empty's default float64) while the declared Box
+    # stays float32: the values are the same, the array is not what the space says (Gymnasium's passive env
+    # checker warns about exactly this: "obs dtype ... does not match the observation space").
+    obs_default_dtype: bool = False
 
 
 class ArenaVecEnv(VectorEnv):
@@ -745,7 +749,11 @@ class ArenaVecEnv(VectorEnv):
         st = self._state if state is None else state
         row, inv, deadline, target_v = st[0], st[1], st[6], st[_TARGET_V]
         n, d_win = len(row), self._d_win
-        out = np.empty((n, self._d1), dtype=np.float32)
+        out = (
+            np.empty((n, self._d1))
+            if self.impl.obs_default_dtype
+            else np.empty((n, self._d1), dtype=np.float32)
+        )
         codes = self._row_code_flat if row_codes is None else row_codes
         segments = codes.take(self._row_offsets + row)  # (2r+1, n) row codes of each window
         # (A take straight into the strided window columns is slower than a contiguous take and a copy.)

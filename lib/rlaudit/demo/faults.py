@@ -250,6 +250,36 @@ _FAULTS: list[Fault] = [
         "learning",
         ppo={"value_loss_floor": 1.0},
     ),
+    Fault(
+        "loss.value_huber",
+        "loss",
+        "The value loss became F.smooth_l1_loss (Huber) in a refactor that took it for ½·MSE: the same below "
+        "an error of 1, linear above it, so large value errors get a bounded gradient.",
+        "-",
+        "code",
+        "learning",
+        ppo={"value_loss_huber": True},
+    ),
+    Fault(
+        "loss.value_unclipped",
+        "loss",
+        "The value loss is no longer clipped around the rollout's values: the config still asks for "
+        "clip_vloss, but the code reads the switch from a key the rewritten config no longer has.",
+        "000",
+        "code",
+        "learning",
+        ppo={"ignore_clip_vloss": True},
+    ),
+    Fault(
+        "loss.value_normalized_returns",
+        "loss",
+        "The advantage-normalization line was applied to the value targets too: the critic regresses onto "
+        "returns normalized per minibatch while GAE reads its outputs as raw returns.",
+        "003",
+        "code",
+        "learning",
+        ppo={"normalize_returns": True},
+    ),
     # --- spaces
     Fault(
         "spaces.frame_stack",
@@ -260,6 +290,16 @@ _FAULTS: list[Fault] = [
         "config",
         "throughput",
         overrides=("env.frame_stack=4",),
+    ),
+    Fault(
+        "spaces.obs_dtype",
+        "spaces",
+        "The observation buffer is allocated without its dtype, so the environment emits float64 observations "
+        "against its declared float32 Box.",
+        "-",
+        "code",
+        "none",
+        arena={"obs_default_dtype": True},
     ),
     # --- rewards
     Fault(

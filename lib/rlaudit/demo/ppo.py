@@ -83,6 +83,15 @@ class PPOImpl:
             a checkpoint or resuming (case 002's normalization mismatch).
         minibatch_no_shuffle: The minibatch order is an index range where the per-epoch permutation was: every
             minibatch is a block of consecutive time steps (correlated samples), the same blocks in every epoch.
+        value_loss_huber: The value loss is ``F.smooth_l1_loss`` (Huber, β = 1), taken for ½·MSE in a refactor:
+            equal below an error of 1, linear above it (Stable-Baselines3's DQN regresses its TD target with
+            ``F.smooth_l1_loss``; a value loss copied from there is no longer PPO's).
+        ignore_clip_vloss: The value loss is never clipped around the rollout's values although the config asks
+            for it (the switch is read from a key the rewritten config no longer has; case 000 lost its value-clip
+            schedule in the same way).
+        normalize_returns: The value targets are normalized per minibatch like the advantages, ``(R - mean) /
+            std`` (the advantage-normalization line applied to the returns too), while GAE keeps reading the
+            critic's outputs as raw returns (case 003's return normalization, done on the wrong tensor).
     """
 
     ignore_lr_schedule: bool = False
@@ -98,6 +107,9 @@ class PPOImpl:
     checkpoint_sort_lexicographic: bool = False
     restore_obs_normalizer: bool = True
     minibatch_no_shuffle: bool = False
+    value_loss_huber: bool = False
+    ignore_clip_vloss: bool = False
+    normalize_returns: bool = False
 
     def replace(self, **changes: Any) -> PPOImpl:
         return dataclasses.replace(self, **changes)
@@ -273,8 +285,13 @@ def ppo_loss(
     norm_adv: bool,
     *,
     value_loss_floor: float | None = None,
+    value_loss_huber: bool = False,
+    normalize_returns: bool = False,
 ) -> dict[str, torch.Tensor]:
     """The PPO-clip loss on one minibatch (all inputs (B,)).
+
+    ``value_loss_huber`` and ``normalize_returns`` are the fault catalog's regressed value losses (see
+    :class:`PPOImpl`).
 
     Returns:
         ``loss`` (what to minimize), ``policy_loss``, ``value_loss`` (0.5 * MSE, clipped when
@@ -297,7 +314,18 @@ def ppo_loss(
     pg_loss2 = -advantages * torch.clamp(ratio, 1 - clip_coef, 1 + clip_coef)
     pg_loss = torch.max(pg_loss1, pg_loss2).mean()
 
-    if clip_vloss:
+    if normalize_returns:
+        returns = (returns - returns.mean()) / (returns.std() + 1e-8)
+
+    if value_loss_huber:
+        # smooth_l1 is 0.5 x² below |x| = 1, so it reads as ½·MSE on small errors; above it, |x| - 0.5
+        huber = torch.nn.functional.smooth_l1_loss
+        v_loss = huber(new_value, returns, reduction="none")
+        if clip_vloss:
+            v_clipped = old_value + torch.clamp(new_value - old_value, -clip_coef, clip_coef)
+            v_loss = torch.max(v_loss, huber(v_clipped, returns, reduction="none"))
+        v_loss = v_loss.mean()
+    elif clip_vloss:
         v_loss_unclipped = (new_value - returns) ** 2
         v_clipped = old_value + torch.clamp(new_value - old_value, -clip_coef, clip_coef)
         v_loss_clipped = (v_clipped - returns) ** 2
@@ -497,9 +525,11 @@ def compute_loss(
         clip_coef=schedule(tc.clip_schedule, tc.clip_coef, tc.clip_coef_final, progress),
         vf_coef=tc.vf_coef,
         ent_coef=schedule(tc.ent_schedule, tc.ent_coef, tc.ent_coef_final, progress),
-        clip_vloss=tc.clip_vloss,
+        clip_vloss=tc.clip_vloss and not impl.ignore_clip_vloss,
         norm_adv=tc.norm_adv,
         value_loss_floor=impl.value_loss_floor,
+        value_loss_huber=impl.value_loss_huber,
+        normalize_returns=impl.normalize_returns,
     )
 
 
@@ -903,9 +933,11 @@ def train(
                             clip_coef=clip_coef,
                             vf_coef=tc.vf_coef,
                             ent_coef=ent_coef,
-                            clip_vloss=tc.clip_vloss,
+                            clip_vloss=tc.clip_vloss and not impl.ignore_clip_vloss,
                             norm_adv=tc.norm_adv,
                             value_loss_floor=impl.value_loss_floor,
+                            value_loss_huber=impl.value_loss_huber,
+                            normalize_returns=impl.normalize_returns,
                         )
                         optimizer.zero_grad(set_to_none=True)
                         out["loss"].backward()

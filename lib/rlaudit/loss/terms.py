@@ -7,7 +7,11 @@ amounts, other advantages, behaviour log-probabilities and observations) lets th
 weight of each term by least squares, on each side separately, so a verdict names the changed quantity:
 "value-loss coefficient 0.5 → 5", "entropy coefficient 0.01 → -0.01: the sign flipped". The shifted targets
 also give the scale of the value loss against the squared error (½ in CleanRL-style trainers; 1 in
-Stable-Baselines3, whose value loss has no ½: a known factor 2 between the two styles, not a regression).
+Stable-Baselines3, whose value loss has no ½: a known factor 2 between the two styles, not a regression), or
+show it has none (a Huber loss grows linearly there; one on per-batch normalized targets does not move), and a
+last batch with the behaviour values moved shows whether the value loss is clipped around them. On the shared
+batch a Huber or unclipped value loss equals the reference's, so only these forms tell them apart; a form
+measured on one side only is a difference, never a clearance (:func:`rlaudit.evidence.coverage`).
 """
 
 from __future__ import annotations
@@ -41,6 +45,12 @@ bite)."""
 FIT_BATCHES = 6
 """Further sweep batches with their own observations, actions, advantages, behaviour log-probabilities and
 value targets, so that the terms vary independently."""
+VALUE_OFFSET = 3.0
+"""The last sweep batch is the shared batch with its behaviour values moved by this much and its targets kept: a
+value loss clipped around the behaviour values (PPO's ``clip_vloss``, clip range ε well below 3) grows to about
+½(3 - ε)², above any loss floor worth the name; an unclipped one does not move at all."""
+OFFSET_BATCH = 1 + len(TARGET_SHIFTS) + FIT_BATCHES
+"""Index of that batch in :func:`sweep_batches`."""
 TERM_NAMES = {"policy_loss": "policy-loss", "value_loss": "value-loss", "entropy": "entropy"}
 
 
@@ -107,8 +117,9 @@ def make_batch(
 
 
 def sweep_batches(batch: Mapping[str, np.ndarray], n_actions: int, seed: int) -> dict[str, np.ndarray]:
-    """The shared batch (0), its value targets shifted by :data:`TARGET_SHIFTS` (1-4), and
-    :data:`FIT_BATCHES` independent batches, as staged arrays ``b<k>_<name>``.
+    """The shared batch (0), its value targets shifted by :data:`TARGET_SHIFTS` (1-4), :data:`FIT_BATCHES`
+    independent batches, and the shared batch with its behaviour values moved by :data:`VALUE_OFFSET`
+    (:data:`OFFSET_BATCH`), as staged arrays ``b<k>_<name>``.
 
     The independent batches draw observations N(0, s²) with s from 0.5 to 16 (so the policy's entropy
     moves), behaviour log-probabilities off by N(0, σ²) (so the importance ratio, and the policy loss, moves),
@@ -136,6 +147,10 @@ def sweep_batches(batch: Mapping[str, np.ndarray], n_actions: int, seed: int) ->
         out[f"b{k}_advantages"] = rng.normal(0.2 * j, adv_scales[j], size).astype(np.float32)
         out[f"b{k}_returns"] = rng.normal(0.0, target_scales[j], size).astype(np.float32)
         out[f"b{k}_values"] = rng.normal(0.0, 1.0, size).astype(np.float32)
+    for k, v in batch.items():
+        out[f"b{OFFSET_BATCH}_{k}"] = (
+            (np.asarray(v) + np.float32(VALUE_OFFSET)) if k == "values" else np.asarray(v)
+        )
     return out
 
 
@@ -251,6 +266,9 @@ class Weights:
         missing: Core terms the subject does not report (their share cannot be solved).
         value_scale: ``value_loss`` / mean squared error (0.5: ½·MSE; 1: MSE); None when not measurable.
         value_form: The value loss in words (``"½·MSE"``, ``"MSE (no ½, as in SB3)"``, ...).
+        value_clip: The value loss is clipped around the behaviour values (True), does not depend on them
+            (False), or None when not measurable.
+        value_clip_form: How it depends on them, in words.
         reason: Why nothing could be solved (empty when solved).
     """
 
@@ -260,6 +278,8 @@ class Weights:
     missing: list[str] = field(default_factory=list)
     value_scale: float | None = None
     value_form: str = "unknown"
+    value_clip: bool | None = None
+    value_clip_form: str = "unknown"
     reason: str = ""
 
     @property
@@ -289,6 +309,7 @@ def solve_weights(rows: list[Mapping[str, float]]) -> Weights:
     """
     out = Weights()
     out.value_scale, out.value_form = value_scale(rows)
+    out.value_clip, out.value_clip_form = value_clipping(rows)
     if not rows or any("loss" not in r for r in rows):
         out.reason = "no total loss in every batch"
         return out
@@ -339,10 +360,23 @@ def value_scale(rows: list[Mapping[str, float]]) -> tuple[float | None, str]:
     if len(rows) < n + 1 or any("value_loss" not in r for r in rows[1 : n + 1]):
         return None, "unknown (no value_loss reported)"
     losses = [float(r["value_loss"]) for r in rows[1 : n + 1]]
+    first = [losses[i + 1] - losses[i] for i in range(n - 1)]
     second = [losses[i + 2] - 2 * losses[i + 1] + losses[i] for i in range(n - 2)]
-    if not all(math.isfinite(v) for v in second) or abs(second[0] - second[1]) > 1e-3 * max(
-        abs(second[0]), 1e-9
-    ):
+    if not all(math.isfinite(v) for v in losses):
+        return None, "not a squared error (not finite on the shifted targets)"
+    # float32 rounding of losses of this size; a squared error's differences are of order 1
+    noise = 1e-4 * max(max(abs(v) for v in losses), 1e-6)
+    if all(abs(v) <= noise for v in first):
+        return None, (
+            "not a squared error: it does not move when the targets shift (the targets are normalized per batch, "
+            "e.g. (R - mean R) / std R)"
+        )
+    if all(abs(v) <= noise for v in second):
+        return None, (
+            "not a squared error: it grows linearly with a large target error (a Huber / smooth-L1 or absolute "
+            "error)"
+        )
+    if abs(second[0] - second[1]) > 1e-3 * max(abs(second[0]), 1e-9):
         return None, "not a plain squared error (its second difference changes with the target)"
     s = second[0] / 2
     if abs(s - 0.5) <= 1e-3:
@@ -350,6 +384,32 @@ def value_scale(rows: list[Mapping[str, float]]) -> tuple[float | None, str]:
     if abs(s - 1.0) <= 1e-3:
         return 1.0, "MSE (no ½, as in SB3)"
     return s, f"{fmt(s)}·MSE"
+
+
+def value_clipping(rows: list[Mapping[str, float]]) -> tuple[bool | None, str]:
+    """Whether the value loss is clipped around the behaviour values, from the shared batch (0) and the same
+    batch with its behaviour values moved by :data:`VALUE_OFFSET` (:data:`OFFSET_BATCH`).
+
+    An unclipped value loss does not read the behaviour values at all; PPO's clipped one,
+    ``max((V - R)², (V_old + clip(V - V_old, ±ε) - R)²)``, grows when they move away from the targets.
+
+    Returns:
+        ``(clipped, words)``; ``(None, ...)`` when the batches or the value loss are missing.
+    """
+    if len(rows) <= OFFSET_BATCH or any("value_loss" not in rows[i] for i in (0, OFFSET_BATCH)):
+        return None, "unknown (no value_loss on the moved batch)"
+    at, moved = float(rows[0]["value_loss"]), float(rows[OFFSET_BATCH]["value_loss"])
+    if not (math.isfinite(at) and math.isfinite(moved)):
+        return None, "unknown (not finite)"
+    if abs(moved - at) <= 1e-5 * max(abs(at), abs(moved)) + 1e-7:
+        return (
+            False,
+            f"unclipped (it stays at {fmt(at, 3)} when the behaviour values move by {fmt(VALUE_OFFSET)})",
+        )
+    return True, (
+        f"clipped around the behaviour values (it moves {fmt(at, 3)} → {fmt(moved, 3)} when they move by "
+        f"{fmt(VALUE_OFFSET)})"
+    )
 
 
 def same_coefficient(a: float, b: float) -> bool:
@@ -365,8 +425,9 @@ def coefficient_changes(weights: Mapping[str, Weights]) -> list[str]:
         if wb is None or wc is None:
             continue
         if term == "value_loss" and _scales_differ(weights):
-            # the value losses are on different scales (½·MSE vs MSE): what counts is the squared error's weight
-            if same_value_weight(weights):
+            # the value losses are on different scales (½·MSE vs MSE): what counts is the squared error's weight;
+            # where one side's has no scale (Huber), value_form_change names the form instead
+            if same_value_weight(weights) or b.value_weight is None or c.value_weight is None:
                 continue
             out.append(
                 f"weight of the squared value error {fmt(b.value_weight)} → {fmt(c.value_weight)} (value-loss "
@@ -395,15 +456,26 @@ def same_value_weight(weights: Mapping[str, Weights] | None) -> bool:
 
 
 def _scales_differ(weights: Mapping[str, Weights]) -> bool:
+    """The value losses' scales differ, or one side has a scale and the other none (another form)."""
     b, c = weights["baseline"].value_scale, weights["candidate"].value_scale
-    return b is not None and c is not None and not same_coefficient(b, c)
+    if b is None or c is None:
+        return (b is None) != (c is None)
+    return not same_coefficient(b, c)
 
 
 def value_form_change(weights: Mapping[str, Weights]) -> str:
-    """A sentence when the two sides define the value loss on different scales (empty when they do not)."""
+    """A sentence when the two sides define the value loss on different scales or in different forms (empty when
+    they do not)."""
     b, c = weights["baseline"], weights["candidate"]
+    clip = value_clip_change(weights)
     if not _scales_differ(weights):
-        return ""
+        return clip
+    if b.value_scale is None or c.value_scale is None:
+        text = (
+            f"the value loss differs in form: baseline {b.value_form}; candidate {c.value_form} (no common scale, "
+            "so its weight in the total cannot be compared)"
+        )
+        return text + (f"; {clip}" if clip else "")
     wb, wc = b.value_weight, c.value_weight
     text = (
         f"the value loss is {b.value_form} on the baseline and {c.value_form} on the candidate (SB3's value "
@@ -413,7 +485,33 @@ def value_form_change(weights: Mapping[str, Weights]) -> str:
         text += f"; the weight of the squared value error in the total is {fmt(wb)} vs {fmt(wc)}" + (
             " — the same, so the setups train the critic alike" if same_value_weight(weights) else ""
         )
-    return text
+    return text + (f"; {clip}" if clip else "")
+
+
+def value_clip_change(weights: Mapping[str, Weights]) -> str:
+    """A sentence when one side clips the value loss around the behaviour values and the other does not."""
+    b, c = weights["baseline"], weights["candidate"]
+    if b.value_clip is None or c.value_clip is None or b.value_clip == c.value_clip:
+        return ""
+    return f"the baseline's value loss is {b.value_clip_form}, the candidate's {c.value_clip_form}"
+
+
+def measured_quantities(
+    weights: Mapping[str, Weights],
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, str]]]:
+    """What the loss-terms check compares beyond the terms, per side, for :func:`rlaudit.evidence.coverage`:
+    the value loss's scale and clipping and every solved coefficient, with their words."""
+    values: dict[str, dict[str, Any]] = {}
+    words: dict[str, dict[str, str]] = {}
+    for s in SIDES:
+        w = weights[s]
+        values[s] = {
+            "value-loss scale": w.value_scale,
+            "value-loss clipping": w.value_clip,
+            **{f"{TERM_NAMES.get(t, t)} coefficient": v for t, v in w.coefficients.items()},
+        }
+        words[s] = {"value-loss scale": w.value_form, "value-loss clipping": w.value_clip_form}
+    return values, words
 
 
 def _weights_of(shared: SharedBatch) -> dict[str, Weights] | None:
@@ -528,11 +626,26 @@ def loss_terms(c: Check, shared: SharedBatch, seed: int = 0) -> Section:
         finding = _terms_differ(c, differing, terms, changed, form, weights, info, common)
     elif len(differing) or changed:
         finding = _networks_differ(c, changed, form, info, common)
+    elif form:
+        # identical terms on the shared batch (small errors, behaviour values the network's own), yet the value
+        # loss takes another form where the sweep moved the targets or the behaviour values
+        finding = c.finding(
+            Status.SUSPECT,
+            Severity.HIGH,
+            **common,
+            summary=f"same terms on the shared batch, but {form}",
+            remediation="Restore the baseline's value loss in the candidate's compute_loss (its form: squared "
+            "error, clipping around the behaviour values, raw returns as targets).",
+            figures=["loss terms"],
+        )
     else:
+        quantities, words = measured_quantities(weights) if weights else (None, None)
         finding = c.finding(
             Status.CLEARED,
             values=common,
             details=common["details"],
+            measured=quantities,
+            measured_words=words,
             summary="identical terms on the shared batch: "
             + ", ".join(f"{r['term']} {fmt(r['baseline'], 4)}" for r in core.to_dict("records"))
             + (f"; the same coefficients: {weights['baseline'].text()}" if weights and not changed else ""),

@@ -11,7 +11,7 @@ import pandas as pd
 
 from rlaudit.checks import SIDES, Check, check
 from rlaudit.evidence import fmt, pct
-from rlaudit.findings import Severity, Status
+from rlaudit.findings import Finding, Severity, Status
 from rlaudit.notebook import Section
 from rlaudit.spaces.observations import obs_pair
 from rlaudit.workbench import Pair
@@ -52,6 +52,79 @@ def _sides_text(info: dict[str, Any]) -> dict[str, str]:
     }
 
 
+def emitted_mismatch(info: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """Where one side's environment emits observations other than its Box space declares.
+
+    Args:
+        info: The side's ``spaces.json`` (``observation_space``, and ``obs_shape``/``obs_dtype`` of an
+            observation the environment returned).
+
+    Returns:
+        ``[(field, emitted, declared), ...]`` for ``shape`` and ``dtype``; empty when they match, or when the
+        space is not a Box (a Dict or Discrete observation has no single array shape to compare).
+    """
+    declared = info.get("observation_space") or {}
+    if declared.get("class") != "Box":
+        return []
+    out = []
+    for field, emitted in (("shape", info.get("obs_shape")), ("dtype", info.get("obs_dtype"))):
+        want = declared.get(field)
+        if (
+            emitted is not None
+            and want is not None
+            and list(np.atleast_1d(emitted)) != list(np.atleast_1d(want))
+        ):
+            out.append((field, emitted, want))
+    return out
+
+
+def _emitted_text(info: dict[str, Any]) -> str:
+    """``"observations of shape [5] int64 against its declared Box [4] float32"``."""
+    declared = info["observation_space"]
+    shape = info.get("obs_shape") or []
+    return (
+        f"observations of shape {shape} {info.get('obs_dtype')} against its declared Box "
+        f"{declared.get('shape')} {declared.get('dtype')}"
+    )
+
+
+def _emitted_finding(c: Check, infos: dict[str, dict[str, Any]], sides: dict[str, Any]) -> Finding | None:
+    """The finding when an environment's observations are not what its own space declares (None when both
+    conform). SUSPECT when the candidate's break its declaration and the baseline's do not; NOTED when only the
+    baseline's do, or both alike."""
+    wrong = {s: emitted_mismatch(infos[s]) for s in SIDES}
+    if not wrong["baseline"] and not wrong["candidate"]:
+        return None
+    details = {"emitted vs declared": {s: [list(map(str, w)) for w in wrong[s]] for s in SIDES}}
+    remediation = (
+        "Make the environment return what its observation space declares (the shape and dtype of its Box: "
+        "cast with .astype(space.dtype), drop the extra feature), or declare what it really returns; Gymnasium's "
+        "env checker (gymnasium.utils.env_checker.check_env) reports the same mismatch."
+    )
+    if wrong["baseline"] and wrong["candidate"] and wrong["baseline"] == wrong["candidate"]:
+        return c.finding(
+            Status.NOTED,
+            Severity.LOW,
+            **sides,
+            summary=f"both environments emit {_emitted_text(infos['candidate'])}: not a difference between them",
+            details=details,
+            remediation=remediation,
+        )
+    side = "candidate" if wrong["candidate"] else "baseline"
+    other = "baseline" if side == "candidate" else "candidate"
+    fields = " and ".join(f for f, _, _ in wrong[side])
+    return c.finding(
+        Status.SUSPECT if side == "candidate" else Status.NOTED,
+        Severity.HIGH if "shape" in fields else Severity.MEDIUM,
+        **sides,
+        summary=f"the {side}'s environment emits {_emitted_text(infos[side])}: the {fields} of its observations "
+        f"{'differ' if ' and ' in fields else 'differs'} from its declared space"
+        + ("" if wrong[other] else f"; the {other}'s match its own"),
+        details=details,
+        remediation=remediation,
+    )
+
+
 @check("spaces/definitions", title="Observation and action spaces", **DECLARED)
 def definitions(c: Check, pair: Pair) -> Section:
     """Both setups define the same observation and action spaces.
@@ -87,7 +160,19 @@ def definitions(c: Check, pair: Pair) -> Section:
             "same": ia["num_envs"] == ib["num_envs"],
         }
     )
+    for field, key in (("shape", "obs_shape"), ("dtype", "obs_dtype")):
+        va, vb = ia.get(key), ib.get(key)
+        rows.append(
+            {
+                "space": "observation emitted",
+                "field": field,
+                "baseline": str(va),
+                "candidate": str(vb),
+                "same": va == vb,
+            }
+        )
     sides = {"baseline": _sides_text(ia), "candidate": _sides_text(ib)}
+    emitted = _emitted_finding(c, {"baseline": ia, "candidate": ib}, sides)
     if diffs:
         structural = [d for d in diffs if d[1] in ("class", "shape", "n", "nvec", "dtype")]
         size_a, size_b = ia["observation_space"].get("size"), ib["observation_space"].get("size")
@@ -104,14 +189,26 @@ def definitions(c: Check, pair: Pair) -> Section:
             remediation="Make the candidate's environment produce the baseline's observation and action spaces "
             "(undo the wrapper or setting that changed them), or confirm the change is intended.",
         )
+    elif emitted is not None:
+        finding = emitted
     else:
         finding = c.finding(
             Status.CLEARED,
             **sides,
             summary=f"same spaces: observation {sides['baseline']['observation']}, action "
             f"{sides['baseline']['action']}",
+            measured={
+                s: {
+                    "emitted observation shape": info.get("obs_shape"),
+                    "emitted dtype": info.get("obs_dtype"),
+                }
+                for s, info in (("baseline", ia), ("candidate", ib))
+            },
         )
-    return c.section(finding, tables={"spaces": pd.DataFrame(rows)})
+    if diffs and emitted is not None:  # both: the declared spaces differ, and one side breaks its own
+        emitted.id = f"{c.id}-emitted"
+    findings = [finding] + ([emitted] if diffs and emitted is not None else [])
+    return c.section(findings, tables={"spaces": pd.DataFrame(rows)})
 
 
 def bounds_violations(moments: Any) -> pd.DataFrame:
@@ -162,6 +259,16 @@ def _violation_text(table: pd.DataFrame, limit: int = 4) -> str:
     return ", ".join(parts) + (f" and {more} more feature{'s' if more != 1 else ''}" if more > 0 else "")
 
 
+def _unbounded_reason(info: dict[str, Any]) -> str:
+    """Why a side's observations could not be held against declared bounds."""
+    wrong = emitted_mismatch(info)
+    if any(f == "shape" for f, _, _ in wrong):
+        return f"{_emitted_text(info)}: no bound per feature to hold them to"
+    return (
+        f"a {info.get('observation_space', {}).get('class', 'non-Box')} observation space declares no bounds"
+    )
+
+
 @check("spaces/observation-bounds", title="Observations inside their declared space", **DECLARED)
 def observation_bounds(c: Check, pair: Pair) -> Section:
     """Every observation stays inside its declared observation space, on both sides.
@@ -193,6 +300,7 @@ def observation_bounds(c: Check, pair: Pair) -> Section:
     n_obs = {s: int(moments[s]["n"]) for s in SIDES}
     tables = {f"out of bounds ({s})": seen[s] for s in SIDES if len(seen[s])}
     if not found["baseline"] and not found["candidate"]:
+        infos = {s: pair[s].json("spaces") for s in SIDES}
         finding = c.finding(
             Status.CLEARED,
             values=sides,
@@ -200,6 +308,13 @@ def observation_bounds(c: Check, pair: Pair) -> Section:
             effect_label="features seen outside their declared bounds",
             summary=f"every observation stayed inside its declared bounds ({n_obs['baseline']} | "
             f"{n_obs['candidate']} observations under the same random actions)",
+            # bounds checked on one side only are no agreement: say why the other side's could not be
+            measured={
+                s: {"observations inside the declared bounds": s not in lacking or None} for s in SIDES
+            },
+            measured_words={
+                s: {"observations inside the declared bounds": _unbounded_reason(infos[s])} for s in lacking
+            },
         )
         return c.section(finding, tables=tables)
     # Severity rests on the evidence alone (how far outside), whichever side it is on.
