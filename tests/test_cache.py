@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rlaudit import cache, paths
+from rlaudit import fingerprint, paths
 from rlaudit.cache import (
     ArtifactStore,
     ProbeResult,
@@ -167,7 +167,12 @@ def test_killed_writer_leaves_nothing_that_is_read(tmp_path: Path, toy_subject: 
         release.write_text("go")
         result = wb.run_side("candidate", toy_probes.stall_midwrite, **params)
         assert result.ok and not result.cached and result.result == {"finished": True}
-        assert sorted(p.name for p in result.dir.iterdir()) == ["part.bin", "partial.json", "result.json"]
+        assert sorted(p.name for p in result.dir.iterdir()) == [
+            "checksums.json",
+            "part.bin",
+            "partial.json",
+            "result.json",
+        ]
         assert [p for p in key.parent.iterdir() if p.name.endswith(".tmp")] == []  # swept under the lock
     finally:
         wb.close()
@@ -339,12 +344,12 @@ def test_fingerprint_follows_the_requirements_file(tmp_path: Path, toy_subject: 
 
 def _edited(monkeypatch: pytest.MonkeyPatch, target: Path) -> None:
     """Make the fingerprint see ``target`` with other content, without touching the real file."""
-    real = cache._file_digest
+    real = fingerprint._file_digest
 
-    def digest(path: Path) -> str:
-        return "edited" if Path(path).resolve() == target.resolve() else real(path)
+    def digest(path: Path, *args: object) -> str:
+        return "edited" if Path(path).resolve() == target.resolve() else real(path, *args)
 
-    monkeypatch.setattr(cache, "_file_digest", digest)
+    monkeypatch.setattr(fingerprint, "_file_digest", digest)
 
 
 @pytest.mark.parametrize("source", ["demo/ppo.py", "recorder.py"])
