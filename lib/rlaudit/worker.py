@@ -329,6 +329,7 @@ class _Reads:
         cache = os.environ.get("RLAUDIT_CACHE")
         if cache:
             skip.add(os.path.realpath(cache))
+        skip.update([os.path.realpath(root) for root in skip if root])
         roots = tuple(root.rstrip(os.sep) + os.sep for root in skip if root and root != os.sep)
         kept = []
         for path in sorted(self.read - self.written):
