@@ -389,7 +389,7 @@ def _git_hash(directory: Path) -> dict[str, Any] | None:
     root = Path(top.strip())
     head = _git(root, "rev-parse", "--verify", "--quiet", "HEAD")
     diff_args = ("--binary", "--no-ext-diff", "--no-textconv", "--no-color", "--full-index")
-    excluded = _excluded_roots()
+    excluded = _excluded_roots(root)
     # The report being written and the cache, when they sit inside the checkout, are not its code.
     pathspec = ["--", "."] + [
         f":(exclude,top){Path(p).relative_to(root).as_posix()}"
@@ -447,8 +447,15 @@ def _cache_root() -> Path | None:
         return None
 
 
-def _excluded_roots() -> tuple[str, ...]:
-    """Resolved paths never part of a fingerprint: the cache, and the report being written."""
+def _excluded_roots(inside: Path | None = None) -> tuple[str, ...]:
+    """Resolved paths never part of a fingerprint: the cache, and the report being written.
+
+    Args:
+        inside: The tree being hashed; a root that contains it is left out (a subject materialized in the
+            cache, such as a hybrid of two revisions, is hashed like any other).
+    """
+    if inside is not None:
+        return tuple(r for r in _excluded_roots() if not _under(str(inside), (r,)))
     found = []
     cache = _cache_root()
     if cache is not None:
@@ -475,8 +482,8 @@ def _walk_hash(directory: Path) -> dict[str, Any]:
     """
     digest = hashlib.sha256()
     count = 0
-    excluded = _excluded_roots()
     directory = directory.resolve() if directory.exists() else directory
+    excluded = _excluded_roots(directory)
     index = _DigestIndex.open(directory)
     for current, dirnames, filenames in os.walk(directory):
         here = Path(current)
