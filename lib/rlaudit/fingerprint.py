@@ -484,26 +484,31 @@ def _walk_hash(directory: Path) -> dict[str, Any]:
     count = 0
     directory = directory.resolve() if directory.exists() else directory
     excluded = _excluded_roots(directory)
+    excluded_files = set(excluded)  # excluded directories are pruned below; a file (audit --json) is not
     index = _DigestIndex.open(directory)
-    for current, dirnames, filenames in os.walk(directory):
-        here = Path(current)
+    top = str(directory)
+    # Plain strings, not Path objects: this loop runs once per file of trees of 100k files.
+    for current, dirnames, filenames in os.walk(top):
         dirnames[:] = sorted(
             d
             for d in dirnames
             if not d.startswith(".")
             and d not in SKIP_DIRS
-            and not (here / d / "pyvenv.cfg").exists()  # a virtualenv by another name
-            and not (d == "cache" and here.name == "data")
+            and not os.path.exists(os.path.join(current, d, "pyvenv.cfg"))  # a virtualenv by another name
+            and not (d == "cache" and os.path.basename(current) == "data")
             and not _under(os.path.join(current, d), excluded)
         )
+        relative = current[len(top) + 1 :] if current != top else ""
         for name in sorted(filenames):
             if not name.endswith(CODE_SUFFIXES):
                 continue
-            path = here / name
-            if excluded and _under(str(path), excluded):
+            path = os.path.join(current, name)
+            if path in excluded_files:
                 continue
-            digest.update(str(path.relative_to(directory)).encode("utf-8", "surrogateescape") + b"\0")
-            digest.update(_file_digest(path, index).encode() + b"\0")
+            digest.update(
+                (os.path.join(relative, name) if relative else name).encode("utf-8", "surrogateescape")
+            )
+            digest.update(b"\0" + _file_digest(path, index).encode() + b"\0")
             count += 1
     index.save()
     # "truncated" stays (always False: nothing is cut off) so that fingerprints made before stay valid.
@@ -514,23 +519,29 @@ def _walk_hash(directory: Path) -> dict[str, Any]:
 # File digests, incremental
 
 
-def _file_digest(path: Path, index: _DigestIndex | None = None) -> str:
+def _file_digest(path: str | Path, index: _DigestIndex | None = None) -> str:
     """SHA-256 of a file (size and mtime above :data:`MAX_HASH_BYTES`); ``unreadable:<error>`` when it
     cannot be read. With ``index``, an unchanged file (same size and mtime) is not read again."""
     try:
-        stat = path.stat()
+        stat = os.stat(path)
         if stat.st_size > MAX_HASH_BYTES:
             return f"size={stat.st_size},mtime={stat.st_mtime_ns}"
         if index is not None:
             known = index.get(path, stat)
             if known is not None:
                 return known
-        found = hashlib.sha256(path.read_bytes()).hexdigest()
+        found = _content_digest(path)
     except OSError as exc:
         return f"unreadable:{type(exc).__name__}"
     if index is not None:
         index.put(path, stat, found)
     return found
+
+
+def _content_digest(path: str | Path) -> str:
+    """SHA-256 of a file's bytes (the one place a fingerprint reads a file's content)."""
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
 
 
 class _DigestIndex:
@@ -560,11 +571,11 @@ class _DigestIndex:
         entries = data.get("entries") if isinstance(data, dict) and data.get("root") == str(root) else None
         return cls(root, file, entries if isinstance(entries, dict) else {})
 
-    def _name(self, path: Path) -> str:
-        text = str(path)
+    def _name(self, path: str | Path) -> str:
+        text = os.fspath(path)
         return text[len(self.root) + 1 :] if text.startswith(self.root + os.sep) else text
 
-    def get(self, path: Path, stat: os.stat_result) -> str | None:
+    def get(self, path: str | Path, stat: os.stat_result) -> str | None:
         name = self._name(path)
         self.seen.add(name)
         entry = self.entries.get(name)
@@ -572,7 +583,7 @@ class _DigestIndex:
             return str(entry[2])
         return None
 
-    def put(self, path: Path, stat: os.stat_result, digest: str) -> None:
+    def put(self, path: str | Path, stat: os.stat_result, digest: str) -> None:
         if self.now_ns - stat.st_mtime_ns < RACY_SECONDS * 1e9:
             return  # racily clean: a write in the same clock tick would go unseen
         self.entries[self._name(path)] = [stat.st_size, stat.st_mtime_ns, digest]
