@@ -644,6 +644,53 @@ def test_a_gitignored_file_read_by_config_is_part_of_the_fingerprint(tmp_path: P
     assert back == first and reused.cached and reused.result["lr"] == 0.1
 
 
+_READS_LEVEL = """
+from pathlib import Path
+
+LEVEL = Path(__file__).resolve().parent / "levels" / "start.txt"
+
+
+def config() -> dict:
+    return {"lr": 0.1}
+
+
+class _Fixed:
+    def __init__(self, start: int) -> None:
+        self.start = start
+
+    def reset(self) -> int:
+        return self.start
+
+
+def make_env(config: dict, seed: int) -> _Fixed:
+    return _Fixed(int(LEVEL.read_text()))  # a data file, not code: only the worker's record knows it
+"""
+
+
+def test_a_file_read_by_make_env_is_part_of_the_fingerprint(tmp_path: Path, tmp_cache: Path) -> None:
+    import toy_probes
+
+    from rlaudit.workbench import Workbench
+
+    project = tmp_path / "levels_subject"
+    (project / "levels").mkdir(parents=True)
+    (project / "subject.py").write_text(_READS_LEVEL)
+    (project / "levels" / "start.txt").write_text("3")
+    subject = str(project / "subject.py")
+
+    def run() -> tuple[str, ProbeResult]:
+        with Workbench(subject, subject, profile="smoke", jobs=1) as wb:
+            return wb.fingerprints["candidate"], wb.run_side("candidate", toy_probes.first_observation)
+
+    first, computed = run()
+    assert computed.ok and computed.result["obs"] == 3
+    again, cached = run()
+    assert again == first and cached.cached
+    (project / "levels" / "start.txt").write_text("5")
+    edited, recomputed = run()
+    assert edited != first and not recomputed.cached and recomputed.result["obs"] == 5
+
+
 def test_the_worker_records_what_it_reads_not_what_it_writes(tmp_path: Path) -> None:
     from rlaudit import worker
 

@@ -226,6 +226,10 @@ def _execute(job: ProbeJob, subject: _Subject) -> ProbeResult:
             subject.release(client)
         if not reply.get("ok"):
             raise _Missing(reply.get("missing") or ["(unknown)"])
+        if reply.get("reads"):
+            # Files the subject's make_env opened: part of its fingerprint from now on (fingerprint.py).
+            with contextlib.suppress(OSError):
+                store.record_reads(job.fingerprint, reply["reads"])
 
     start = time.perf_counter()
     try:
