@@ -10,8 +10,9 @@ fingerprint misses a change. It hashes:
 - for a subject built from a requirements file: that file's content and ``system_site_packages``;
 - the rlaudit code that shapes its artifacts: ``demo/`` and ``recorder.py`` for the built-ins; the SB3
   adapter, ``safeload.py``, ``recorder.py`` and the installed stable-baselines3 version for ``sb3:``;
-- every file the subject's worker opened while loading the subject and resolving its ``config()``, even when
-  git ignores it (a ``local.yaml`` beside a config loader): see *Files the subject read* below.
+- every file the subject's worker opened while loading the subject, resolving its ``config()`` and building
+  its environment (``make_env``), even when git ignores it (a ``local.yaml`` beside a config loader): see
+  *Files the subject read* below.
 
 The cache and the report being written (``--out``, passed on as :data:`EXCLUDE_VARIABLE`) are never part of a
 fingerprint: a report must not change the fingerprint of the subject it is writing about.
@@ -23,7 +24,8 @@ would keep size and mtime), the way git treats "racily clean" entries.
 
 **Files the subject read.** Which files a subject reads is known only once a worker has loaded it, but the
 fingerprint is needed before (a fully cached notebook starts no worker). So the worker reports the files it
-opened, and :func:`record_reads` keeps their digests with the fingerprint they were read under
+opened (:mod:`rlaudit.worker`: an audit hook on ``open``; ``make_env``'s with the first probe that calls it),
+and :meth:`rlaudit.cache.ArtifactStore.record_reads` keeps their digests with the fingerprint they were read under
 (``<cache>/<fingerprint>/subject.json``). Computing a fingerprint starts from the *base* fingerprint (all the
 above but the read files) and checks the files recorded for it: when they all still hash the same, the base
 fingerprint stands; when one changed, the fingerprint is the base plus the current digests of the recorded
