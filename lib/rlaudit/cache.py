@@ -363,7 +363,12 @@ class ArtifactStore:
         problem = self.invalid.pop(key, None)
         result = self.read(key, side=side, spec=spec, fingerprint=fingerprint)
         if result is None:
-            raise RuntimeError(f"artifact {key} vanished right after it was committed")
+            why = self.invalid.get(key)
+            raise RuntimeError(
+                f"artifact {key} was unreadable right after it was committed ({why})"
+                if why
+                else f"artifact {key} vanished right after it was committed"
+            )
         result.cached = False
         if problem is not None:
             result.notes.append(f"The cached result of {probe} was invalid ({problem}); it was recomputed.")
