@@ -726,6 +726,7 @@ def test_the_report_being_written_is_not_fingerprinted(
     spec = parse_spec(str(toy_subject))
     monkeypatch.setenv(EXCLUDE_VARIABLE, str(out))
     before = subject_fingerprint(spec)
+    assert ("git" in fingerprint_details(spec)["code"]) is in_git  # git's view, not a fallback walk
     (out / "findings").mkdir(parents=True)
     (out / "findings" / "01_agents.json").write_text("{}")
     (out / "costs.json").write_text("{}")
