@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rlaudit import cache, paths
+from rlaudit import fingerprint, paths
 from rlaudit.cache import (
     ArtifactStore,
     ProbeResult,
@@ -167,7 +169,12 @@ def test_killed_writer_leaves_nothing_that_is_read(tmp_path: Path, toy_subject: 
         release.write_text("go")
         result = wb.run_side("candidate", toy_probes.stall_midwrite, **params)
         assert result.ok and not result.cached and result.result == {"finished": True}
-        assert sorted(p.name for p in result.dir.iterdir()) == ["part.bin", "partial.json", "result.json"]
+        assert sorted(p.name for p in result.dir.iterdir()) == [
+            "checksums.json",
+            "part.bin",
+            "partial.json",
+            "result.json",
+        ]
         assert [p for p in key.parent.iterdir() if p.name.endswith(".tmp")] == []  # swept under the lock
     finally:
         wb.close()
@@ -339,12 +346,12 @@ def test_fingerprint_follows_the_requirements_file(tmp_path: Path, toy_subject: 
 
 def _edited(monkeypatch: pytest.MonkeyPatch, target: Path) -> None:
     """Make the fingerprint see ``target`` with other content, without touching the real file."""
-    real = cache._file_digest
+    real = fingerprint._file_digest
 
-    def digest(path: Path) -> str:
-        return "edited" if Path(path).resolve() == target.resolve() else real(path)
+    def digest(path: Path, *args: object) -> str:
+        return "edited" if Path(path).resolve() == target.resolve() else real(path, *args)
 
-    monkeypatch.setattr(cache, "_file_digest", digest)
+    monkeypatch.setattr(fingerprint, "_file_digest", digest)
 
 
 @pytest.mark.parametrize("source", ["demo/ppo.py", "recorder.py"])
@@ -436,3 +443,321 @@ def test_busy_says_whether_someone_holds_a_keys_lock(tmp_path: Path) -> None:
     release.set()
     thread.join()
     assert not store.busy(key)
+
+
+# --- corrupt entries -------------------------------------------------------------------------------------
+
+
+def _truncate(path: Path) -> None:
+    """Cut a file to half its length, as a full disk or a killed copy would."""
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def _artifacts(out: Path) -> None:
+    from rlaudit.io import write_table
+
+    write_table(out / "table", {"step": np.arange(50), "value": np.linspace(0.0, 1.0, 50)})
+    np.savez(out / "arrays.npz", weights=np.arange(64.0))
+    atomic_write_json(out / "meta.json", {"x": list(range(50))})
+    _result_json(out, {"x": 1})
+
+
+@pytest.mark.parametrize("name", ["table.parquet", "arrays.npz", "meta.json", "result.json"])
+def test_a_corrupt_cached_file_is_recomputed_once_naming_it(tmp_path: Path, name: str) -> None:
+    store = ArtifactStore(tmp_path)
+    calls = []
+
+    def produce(out: Path) -> None:
+        calls.append(out)
+        _artifacts(out)
+
+    first = store.compute("fp", "m:p", 1, {}, produce)
+    assert (first.dir / "checksums.json").is_file() and first.notes == []
+    _truncate(first.dir / name)
+    again = store.compute("fp", "m:p", 1, {}, produce)
+    assert len(calls) == 2 and not again.cached
+    assert (
+        len(again.notes) == 1 and str(first.dir / name) in again.notes[0] and "recomputed" in again.notes[0]
+    )
+    # the recomputed entry is whole: its artifacts read, and the next call is a plain hit
+    assert again.table("table")["step"].tolist() == list(range(50))
+    assert again.npz("arrays")["weights"].shape == (64,) and again.json("meta")["x"][-1] == 49
+    third = store.compute("fp", "m:p", 1, {}, produce)
+    assert len(calls) == 2 and third.cached and third.notes == []
+
+
+def test_an_edit_that_keeps_the_size_is_caught_by_the_checksum(tmp_path: Path) -> None:
+    store = ArtifactStore(tmp_path)
+    first = store.compute("fp", "m:p", 1, {}, _artifacts)
+    meta = first.dir / "meta.json"
+    meta.write_text(meta.read_text().replace("49", "48"))  # same length, other content
+    assert store.get("fp", "m:p", 1, {}) is None
+    assert "meta.json does not match its checksum" in store.invalid[first.dir]
+
+
+def test_a_workbench_prints_and_keeps_the_note(
+    toy_subject: Path, tmp_cache: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import toy_probes
+
+    from rlaudit.workbench import Workbench
+
+    with Workbench(str(toy_subject), str(toy_subject), profile="smoke", jobs=1) as wb:
+        first = wb.run_side("candidate", toy_probes.artifacts, x=3)
+        assert first.ok and not first.cached
+        damaged = next(p for p in first.dir.iterdir() if p.name.startswith("table."))
+        _truncate(damaged)
+    with Workbench(str(toy_subject), str(toy_subject), profile="smoke", jobs=1) as wb:
+        again = wb.run_side("candidate", toy_probes.artifacts, x=3)
+        assert again.ok and not again.cached and again.table("table")["value"].tolist() == [0.0, 3.0, 6.0]
+        assert len(wb.cache_notes) == 1 and str(damaged) in wb.cache_notes[0]
+        assert str(damaged) in capsys.readouterr().out  # a log line in the notebook's output
+        assert wb.run_side("candidate", toy_probes.artifacts, x=3).cached and len(wb.cache_notes) == 1
+
+
+def test_a_check_puts_the_cache_note_on_its_findings_and_page() -> None:
+    from types import SimpleNamespace
+
+    from rlaudit.checks import Check, check
+    from rlaudit.findings import Severity, Status
+
+    wb = SimpleNamespace(cache_notes=["candidate: earlier note"], profile=SimpleNamespace(name="smoke"))
+
+    def needs(wb: SimpleNamespace) -> None:
+        wb.cache_notes.append("candidate: The cached result of m:p was invalid (/c/t.parquet: ...)")
+
+    @check("config/test-cache-note", needs=needs)
+    def noted(c: Check, evidence: None) -> object:
+        """The cache note reaches the finding."""
+        return c.finding(Status.CLEARED, Severity.INFO, summary="fine")
+
+    section = noted(wb)
+    assert section.notes == ["candidate: The cached result of m:p was invalid (/c/t.parquet: ...)"]
+    assert section.findings[0].evidence.details["cache_notes"] == section.notes
+
+
+@pytest.mark.parametrize("name", ["table.parquet", "arrays.npz", "meta.json"])
+def test_reading_a_damaged_artifact_names_the_file(tmp_path: Path, name: str) -> None:
+    from rlaudit.findings import Finding
+    from rlaudit.io import ArtifactReadError
+
+    store = ArtifactStore(tmp_path)
+    result = store.compute("fp", "m:p", 1, {}, _artifacts)
+    _truncate(result.dir / name)  # damaged after the entry was verified: the read itself must say which file
+    read = {"table.parquet": result.table, "arrays.npz": result.npz, "meta.json": result.json}[name]
+    with pytest.raises(ArtifactReadError, match=re.escape(str(result.dir / name))) as caught:
+        read(name.split(".")[0])
+    finding = Finding.error("x/y", "config", "h", "audit", caught.value)
+    assert str(result.dir / name) in finding.remediation and "timeout" not in finding.remediation
+    assert "BadZipFile" in str(caught.value) if name.endswith(".npz") else True
+
+
+# --- fingerprints: large trees, files the subject reads, the report's own output ------------------------
+
+
+def _age(root: Path, seconds: float = 60.0) -> None:
+    """Date every file under ``root`` back, as files of a real project are (fresh ones are not indexed)."""
+    past = time.time() - seconds
+    for path in root.rglob("*"):
+        os.utime(path, (past, past))
+
+
+def test_a_large_tree_has_no_file_cap_and_is_indexed(
+    tmp_path: Path, toy_subject: Path, tmp_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = toy_subject.parent
+    (project / "src").mkdir()
+    trainer = project / "src" / "trainer.py"  # walked after logs/: past a cap of 5,000 files
+    trainer.write_text("VF_COEF = 0.5\n")
+    logs = project / "logs"
+    logs.mkdir()
+    for i in range(5001):
+        (logs / f"{i:05d}.json").write_text(f'{{"step": {i}}}')
+    _age(project)
+    spec = parse_spec(str(toy_subject))
+    first = subject_fingerprint(spec)
+    assert fingerprint_details(spec)["code"]["files"]["n_files"] == 5003  # subject, trainer, 5,001 logs
+    # warm: nothing is read again; the index in the cache answers by size and mtime
+    reads: list[str | Path] = []
+    real = fingerprint._content_digest
+
+    def counting(path: str | Path) -> str:
+        reads.append(path)
+        return real(path)
+
+    monkeypatch.setattr(fingerprint, "_content_digest", counting)
+    assert subject_fingerprint(spec) == first and reads == []
+    trainer.write_text("VF_COEF = 0.9\n")
+    edited = subject_fingerprint(spec)
+    assert edited != first and reads == [str(trainer.resolve())]  # only the edited file is read again
+    # the same content again gives the same fingerprint
+    trainer.write_text("VF_COEF = 0.5\n")
+    assert subject_fingerprint(spec) == first
+
+
+_READS_CONFIG = """
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+
+
+def config() -> dict:
+    # a machine-local override, ignored by git, read when the config is resolved
+    text = (HERE / "local.yaml").read_text()
+    return {"lr": float(text.split(":")[1]), "hidden": [8], "env": {"size": 3}}
+"""
+
+
+def test_a_gitignored_file_read_by_config_is_part_of_the_fingerprint(tmp_path: Path, tmp_cache: Path) -> None:
+    import toy_probes
+
+    from rlaudit.workbench import Workbench
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "subject.py").write_text(_READS_CONFIG)
+    (repo / "local.yaml").write_text("lr: 0.1\n")
+    (repo / ".gitignore").write_text("local.yaml\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "base")
+    subject = str(repo / "subject.py")
+
+    def run() -> tuple[str, ProbeResult]:
+        with Workbench(subject, subject, profile="smoke", jobs=1) as wb:
+            return wb.fingerprints["candidate"], wb.run_side("candidate", toy_probes.echo)
+
+    first, computed = run()
+    assert computed.ok and computed.result["lr"] == 0.1 and not computed.cached
+    recorded = json.loads((tmp_cache / first / "subject.json").read_text())["reads"]
+    assert str(repo / "local.yaml") in recorded  # the worker saw config() open it
+    again, cached = run()
+    assert again == first and cached.cached  # nothing changed: the cache is reused
+    (repo / "local.yaml").write_text("lr: 0.7\n")
+    edited, recomputed = run()
+    assert edited != first and not recomputed.cached and recomputed.result["lr"] == 0.7
+    (repo / "local.yaml").write_text("lr: 0.1\n")
+    back, reused = run()
+    assert back == first and reused.cached and reused.result["lr"] == 0.1
+
+
+_READS_LEVEL = """
+from pathlib import Path
+
+LEVEL = Path(__file__).resolve().parent / "levels" / "start.txt"
+
+
+def config() -> dict:
+    return {"lr": 0.1}
+
+
+class _Fixed:
+    def __init__(self, start: int) -> None:
+        self.start = start
+
+    def reset(self) -> int:
+        return self.start
+
+
+def make_env(config: dict, seed: int) -> _Fixed:
+    return _Fixed(int(LEVEL.read_text()))  # a data file, not code: only the worker's record knows it
+"""
+
+
+def test_a_file_read_by_make_env_is_part_of_the_fingerprint(tmp_path: Path, tmp_cache: Path) -> None:
+    import toy_probes
+
+    from rlaudit.workbench import Workbench
+
+    project = tmp_path / "levels_subject"
+    (project / "levels").mkdir(parents=True)
+    (project / "subject.py").write_text(_READS_LEVEL)
+    (project / "levels" / "start.txt").write_text("3")
+    subject = str(project / "subject.py")
+
+    def run() -> tuple[str, ProbeResult]:
+        with Workbench(subject, subject, profile="smoke", jobs=1) as wb:
+            return wb.fingerprints["candidate"], wb.run_side("candidate", toy_probes.first_observation)
+
+    first, computed = run()
+    assert computed.ok and computed.result["obs"] == 3
+    again, cached = run()
+    assert again == first and cached.cached
+    (project / "levels" / "start.txt").write_text("5")
+    edited, recomputed = run()
+    assert edited != first and not recomputed.cached and recomputed.result["obs"] == 5
+
+
+def test_the_worker_records_what_it_reads_not_what_it_writes(tmp_path: Path) -> None:
+    from rlaudit import worker
+
+    config, output = tmp_path / "local.yaml", tmp_path / "out.txt"
+    config.write_text("a: 1\n")
+    with worker._recording_reads() as reads:
+        config.read_text()
+        output.write_text("x")
+        output.read_text()  # written by the process itself: not an input
+        import json as _json  # noqa: F401  (already imported: opens nothing)
+
+        (Path(np.__file__).parent / "version.py").read_text()  # an installed package: not the subject's
+        os.close(os.open(tmp_path / "missing.yaml", os.O_RDONLY | os.O_CREAT))
+        missing = tmp_path / "optional.yaml"
+        with pytest.raises(FileNotFoundError):
+            missing.read_text()
+    config.read_text()  # after the recording: not recorded
+    assert reads.files() == [str(config), str(missing)]
+
+
+@pytest.mark.parametrize("in_git", [False, True])
+def test_the_report_being_written_is_not_fingerprinted(
+    tmp_path: Path, toy_subject: Path, tmp_cache: Path, monkeypatch: pytest.MonkeyPatch, in_git: bool
+) -> None:
+    from rlaudit.fingerprint import EXCLUDE_VARIABLE
+
+    project = toy_subject.parent
+    if in_git:
+        _git(project, "init", "-q")
+        _git(project, "add", "-A")
+        _git(project, "commit", "-q", "-m", "base")
+    out = project / "report"
+    spec = parse_spec(str(toy_subject))
+    monkeypatch.setenv(EXCLUDE_VARIABLE, str(out))
+    before = subject_fingerprint(spec)
+    assert ("git" in fingerprint_details(spec)["code"]) is in_git  # git's view, not a fallback walk
+    (out / "findings").mkdir(parents=True)
+    (out / "findings" / "01_agents.json").write_text("{}")
+    (out / "costs.json").write_text("{}")
+    assert subject_fingerprint(spec) == before
+    monkeypatch.delenv(EXCLUDE_VARIABLE)
+    assert subject_fingerprint(spec) != before  # the same files, not excluded, would count
+
+
+def test_a_report_passes_its_out_to_the_notebooks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import argparse
+
+    from rlaudit.fingerprint import EXCLUDE_VARIABLE
+    from rlaudit.report import commands
+
+    seen: list[str] = []
+
+    def fake_execute(run: object, parameters: object, cwd: object, env: dict, lanes: object = None) -> object:
+        seen.append(env.get(EXCLUDE_VARIABLE, ""))
+        run.returncode, run.seconds, run.cpu_seconds = 0, 0.0, 0.0  # type: ignore[attr-defined]
+        return run
+
+    monkeypatch.setattr(commands, "execute", fake_execute)
+    monkeypatch.setattr(commands, "shared_kernels", lambda: False)
+    monkeypatch.setattr(commands, "settle", lambda run, parameters: None)
+    monkeypatch.setattr(commands, "render", lambda run: None)
+    monkeypatch.setattr(commands, "write_index", lambda *a, **k: tmp_path / "index.html")
+    out = tmp_path / "subject" / "report"
+    args = argparse.Namespace(
+        baseline="builtin:reference", candidate="builtin:reference", pair="", profile="smoke", fresh=False,
+        jobs=1, executor="local", ray_address="auto", out=str(out), notebooks="01_agents",
+    )  # fmt: skip
+    with contextlib.suppress(Exception):
+        commands.run_report(args)
+    assert seen and all(str(out.resolve()) in value.split(os.pathsep) for value in seen)

@@ -446,6 +446,7 @@ def check(
         def run(wb: Any, /, **kwargs: Any) -> Section:
             c = Check(spec, wb, dict(kwargs))
             before = open_figure_numbers()
+            noted = len(getattr(wb, "cache_notes", ()))
             try:
                 if takes_evidence:
                     evidence = gather(wb, kwargs)
@@ -460,6 +461,7 @@ def check(
                 section = as_section(result, c.title)
                 for finding in section.findings:
                     c._stamp(finding)
+                _attach_cache_notes(section, getattr(wb, "cache_notes", ())[noted:])
                 return section
             except Missing as gap:
                 _close_new_figures(before)
@@ -478,6 +480,15 @@ def check(
         return run
 
     return decorate
+
+
+def _attach_cache_notes(section: Section, notes: Sequence[str]) -> None:
+    """Say on the page, and in each finding's evidence, that the cache repaired what this check read."""
+    if not notes:
+        return
+    section.notes.extend(notes)
+    for finding in section.findings:
+        finding.evidence.details.setdefault("cache_notes", []).extend(notes)
 
 
 def _close_new_figures(before: set[int]) -> None:

@@ -240,7 +240,9 @@ class Finding:
             Status.ERROR,
             f"{side}: {kind}: {message}"[:500],
             details,
-            "Read the traceback in the evidence; fix the subject or raise the probe's timeout "
+            # An error that knows its remedy (a damaged artifact file) says it; else the generic advice.
+            getattr(error, "remediation", None)
+            or "Read the traceback in the evidence; fix the subject or raise the probe's timeout "
             "or memory limit, then rerun this notebook.",
         )
 

@@ -21,6 +21,26 @@ from typing import Any
 import numpy as np
 
 
+class ArtifactReadError(ValueError):
+    """An artifact file that is there but cannot be read (truncated, corrupt, or not the format it claims).
+
+    The message names the file; :attr:`remediation` says what to do (a finding built from this error shows
+    it instead of the generic advice about probe limits).
+
+    Attributes:
+        path: The file.
+        remediation: What to do about it.
+    """
+
+    def __init__(self, path: str | Path, cause: BaseException) -> None:
+        self.path = Path(path)
+        self.remediation = (
+            f"The file {self.path} is damaged or not what its name says. Rerun: a cached entry whose checksums "
+            "no longer match is recomputed; if it persists, delete that directory or rerun with --fresh."
+        )
+        super().__init__(f"could not read {self.path}: {type(cause).__name__}: {cause}")
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -168,11 +188,41 @@ def read_table(path_stem: str | Path):  # -> pandas.DataFrame (pandas is importe
     path = table_path(path_stem)
     if path is None:
         raise FileNotFoundError(f"no table at {path_stem} (.parquet or .npz); was the probe run?")
-    if path.suffix == ".parquet":
-        return pd.read_parquet(path)
-    with np.load(path, allow_pickle=False) as data:
-        return pd.DataFrame({k: data[k] for k in data.files})
+    try:
+        if path.suffix == ".parquet":
+            return pd.read_parquet(path)
+        with np.load(path, allow_pickle=False) as data:
+            return pd.DataFrame({k: data[k] for k in data.files})
+    except Exception as exc:  # pyarrow, zipfile and numpy raise many types; each must name the file
+        raise ArtifactReadError(path, exc) from exc
+
+
+def read_npz(path: str | Path) -> dict[str, Any]:
+    """The arrays of an ``.npz`` file, loaded into memory.
+
+    Raises:
+        FileNotFoundError: No such file.
+        ArtifactReadError: The file is there but unreadable (truncated, not a zip), naming it.
+    """
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {key: data[key] for key in data.files}
+    except FileNotFoundError:
+        raise
+    except Exception as exc:
+        raise ArtifactReadError(path, exc) from exc
 
 
 def read_json(path: str | Path) -> Any:
-    return json.loads(Path(path).read_text())
+    """A JSON file, parsed.
+
+    Raises:
+        FileNotFoundError: No such file.
+        ArtifactReadError: The file is there but not valid JSON (e.g. truncated), naming it.
+    """
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise ArtifactReadError(path, exc) from exc

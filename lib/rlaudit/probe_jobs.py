@@ -55,7 +55,11 @@ class _Subject:
         self.side = side
         self.store = store
         self.details = fingerprint_details(spec) if fingerprint is None else None
-        self.fingerprint = fingerprint if fingerprint is not None else subject_fingerprint(spec)
+        self.fingerprint = (
+            fingerprint
+            if fingerprint is not None
+            else subject_fingerprint(spec, details=self.details, cache_root=store.root)
+        )
         self.client_options = dict(client_options or {})
         self.on_release = on_release
         self.lock = threading.Lock()
@@ -63,6 +67,7 @@ class _Subject:
         self.idle: list[WorkerClient] = []
         self.last_used: dict[int, float] = {}
         self.load_error: ProbeError | None = None
+        self.reads_recorded: set[int] = set()  # clients whose reads were recorded (once per load)
         self._capabilities: frozenset[str] | None = None
 
     @property
@@ -80,11 +85,19 @@ class _Subject:
         """Remember what a freshly loaded worker told us (capabilities, or an import failure)."""
         if client.load_error is not None:
             self.load_error = client.load_error
-        elif client.capabilities is not None and self._capabilities != client.capabilities:
+            return
+        reads = client.info.get("reads")
+        if isinstance(reads, list) and id(client) not in self.reads_recorded:
+            # The files the subject opened while loading: its next fingerprint checks them (fingerprint.py).
+            self.reads_recorded.add(id(client))
+            with contextlib.suppress(OSError):
+                self.store.record_reads(self.fingerprint, reads)
+        if client.capabilities is not None and self._capabilities != client.capabilities:
             self._capabilities = client.capabilities
             with contextlib.suppress(OSError):
+                load_info = {k: v for k, v in client.info.items() if k != "reads"}  # recorded apart
                 self.store.save_subject(
-                    self.fingerprint, self.spec, client.capabilities, client.info, self.details
+                    self.fingerprint, self.spec, client.capabilities, load_info, self.details
                 )
 
     @property
@@ -213,6 +226,10 @@ def _execute(job: ProbeJob, subject: _Subject) -> ProbeResult:
             subject.release(client)
         if not reply.get("ok"):
             raise _Missing(reply.get("missing") or ["(unknown)"])
+        if reply.get("reads"):
+            # Files the subject's make_env opened: part of its fingerprint from now on (fingerprint.py).
+            with contextlib.suppress(OSError):
+                store.record_reads(job.fingerprint, reply["reads"])
 
     start = time.perf_counter()
     try:

@@ -173,6 +173,9 @@ class Workbench:
         self._declarations: dict[str, dict[str, Any]] | None = None
         self._declarations_error: ProbeError | None = None
         self.metric_notes: list[str] = []
+        # What the cache had to repair (an invalid entry recomputed), naming the file: printed as it happens,
+        # and attached by each check to its findings and section (rlaudit.checks).
+        self.cache_notes: list[str] = []
         self.profile: Profile = profile if isinstance(profile, Profile) else get_profile(profile)
         if pair_file:
             base_spec, cand_spec = load_pair_file(pair_file)
@@ -463,6 +466,9 @@ class Workbench:
                         outcome.traceback,
                     )
                 outcome = _failed(job, subject, error=error)
+            for note in outcome.notes:
+                print(f"rlaudit: {outcome.side}: {note}", flush=True)
+                self.cache_notes.append(f"{outcome.side}: {note}")
             results.append(outcome)
         return results
 

@@ -8,10 +8,12 @@ Protocol: JSON lines over two private pipes (requests in, responses out), never 
 moves the pipes to fresh non-inheritable descriptors and points fd 1 at stderr, so nothing the subject prints
 can corrupt the protocol; stderr goes to a log file whose tail is attached to errors. Requests::
 
-    {"id": 1, "op": "load", "spec": {...}}      -> {"id": 1, "ok": true, "capabilities": [...], "pid": ...}
+    {"id": 1, "op": "load", "spec": {...}}      -> {"id": 1, "ok": true, "capabilities": [...], "pid": ...,
+                                                    "reads": [files opened while loading, see _recording_reads]}
     {"id": 2, "op": "probe", "probe": "m:f", "root": "/x", "params": {...}, "out": "/dir"}
                                                 -> {"id": 2, "ok": true, "result": {...}, "seconds": 1.2}
-                                                   (progress lines {"id": 2, "progress": [i, n]} may come first)
+                                                   (progress lines {"id": 2, "progress": [i, n]} may come first;
+                                                    "reads": files make_env opened, the first time only)
     {"id": 3, "op": "ping"}                     -> {"id": 3, "ok": true, "pid": ...}
     {"id": 4, "op": "shutdown"}                 -> {"id": 4, "ok": true}, then the worker exits
 
@@ -36,7 +38,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -114,6 +116,9 @@ class _Server:
         self.load_error: dict[str, str] | None = None
         self._config: dict[str, Any] | None = None
         self._probes: dict[str, Callable[..., Any]] = {}
+        # Files the subject's make_env opened (its environment's inputs), and those already reported.
+        self._env_reads: set[str] = set()
+        self._env_reads_sent: set[str] = set()
         self._torch_threads_applied = False
 
     def send(self, message: Mapping[str, Any]) -> None:
@@ -149,9 +154,16 @@ class _Server:
 
         info = {"pid": os.getpid(), "python": platform.python_version(), "executable": sys.executable}
         try:
-            self.spec = subjects.SubjectSpec.from_dict(spec_data)
-            self.subject = subjects.load_subject(self.spec)
-            self.capabilities = frozenset(subjects.capabilities(self.subject))
+            # The files opened while loading and resolving the config are part of the subject's fingerprint
+            # (a gitignored local.yaml that config() reads): the client records them with the cache entry.
+            with _recording_reads() as reads:
+                self.spec = subjects.SubjectSpec.from_dict(spec_data)
+                self.subject = subjects.load_subject(self.spec)
+                self.capabilities = frozenset(subjects.capabilities(self.subject))
+                with contextlib.suppress(Exception):  # a failing config() fails the probes that ask for it
+                    self._config_copy()
+            info["reads"] = reads.files()
+            _record_make_env(self.subject, self._env_reads)
         except BaseException as exc:  # the subject's import may raise anything, even SystemExit
             from rlaudit.validate import memory_cap_hint
 
@@ -253,7 +265,13 @@ class _Server:
                 ),
                 "seconds": time.perf_counter() - start,
             }
-        return {"ok": True, "result": result, "seconds": seconds}
+        reply: dict[str, Any] = {"ok": True, "result": result, "seconds": seconds}
+        new_reads = self._env_reads - self._env_reads_sent
+        if new_reads:
+            # Reported once: the client records them with the subject's fingerprint, as it does the load's.
+            reply["reads"] = sorted(new_reads)
+            self._env_reads_sent |= new_reads
+        return reply
 
     # --- helpers --------------------------------------------------------------------------------------
 
@@ -299,6 +317,122 @@ class _Server:
         with contextlib.suppress(Exception):
             torch.set_num_threads(int(threads))
             self._torch_threads_applied = True
+
+
+class _Reads:
+    """Files opened for reading while recording (see :func:`_recording_reads`)."""
+
+    def __init__(self) -> None:
+        self.read: set[str] = set()
+        self.written: set[str] = set()
+
+    def files(self) -> list[str]:
+        """The files read, less what the process wrote itself and what is not the subject's: the
+        interpreter's and installed packages' files, rlaudit's own, the artifact cache, the kernel's virtual
+        files and regenerable user caches."""
+        roots = _not_the_subjects()
+        kept = []
+        for path in sorted(self.read - self.written):
+            real = os.path.realpath(path)
+            if path.endswith(".pyc") or "/__pycache__/" in path:
+                continue
+            if any(p.startswith(roots) for p in (path + os.sep, real + os.sep)):
+                continue
+            kept.append(path)
+        return kept
+
+
+def _not_the_subjects() -> tuple[str, ...]:
+    """Directories whose files are never the subject's inputs (each ending in a separator)."""
+    global _SKIP_ROOTS
+    if _SKIP_ROOTS is None:
+        import site
+        import sysconfig
+
+        skip = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, "/proc", "/sys", "/dev"}
+        skip.update(p for p in sysconfig.get_paths().values() if p)
+        with contextlib.suppress(Exception):
+            skip.update(site.getsitepackages())
+            skip.add(site.getusersitepackages())
+        skip.add(str(Path(__file__).resolve().parent))  # rlaudit (a scheme's own code is hashed by name)
+        skip.add(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"))
+        cache = os.environ.get("RLAUDIT_CACHE")
+        if cache:
+            skip.add(os.path.realpath(cache))
+        skip.update([os.path.realpath(root) for root in skip if root])
+        _SKIP_ROOTS = tuple(root.rstrip(os.sep) + os.sep for root in skip if root and root != os.sep)
+    return _SKIP_ROOTS
+
+
+_SKIP_ROOTS: tuple[str, ...] | None = None
+_READS: _Reads | None = None  # the recording in progress, if any
+_HOOKED = False
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    # Runs on every audited operation of the process: cheap, and never raises (that would fail the open).
+    if event != "open" or _READS is None:
+        return
+    try:
+        path, mode, flags = args
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        if not isinstance(path, str):
+            return  # a file descriptor
+        path = os.path.abspath(path)
+        writing = (mode is not None and any(c in mode for c in "wax+")) or (
+            mode is None and isinstance(flags, int) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT)
+        )
+        (_READS.written if writing else _READS.read).add(path)
+    except Exception:
+        return
+
+
+@contextlib.contextmanager
+def _recording_reads() -> Iterator[_Reads]:
+    """Record the files this process opens inside the block (``sys.addaudithook`` on ``open``).
+
+    The hook stays installed for the life of the process (audit hooks cannot be removed) and does nothing
+    outside a recording.
+    """
+    global _READS, _HOOKED
+    if not _HOOKED:
+        sys.addaudithook(_audit)
+        _HOOKED = True
+    reads = _Reads()
+    _READS = reads
+    try:
+        yield reads
+    finally:
+        _READS = None
+
+
+def _record_make_env(subject: Any, sink: set[str]) -> None:
+    """Make the subject's ``make_env`` record the files it opens into ``sink``.
+
+    Building the environment reads the subject's inputs too (a level file, a map): they belong in its
+    fingerprint like its config files. The attribute is replaced on the subject object itself, so the
+    subject's own calls (its ``train`` building envs) are recorded as the probes' are, and the object keeps
+    its type. A subject whose attribute cannot be replaced is left as it is.
+    """
+    import functools
+
+    fn = getattr(subject, "make_env", None)
+    if not callable(fn) or getattr(fn, "_rlaudit_records_reads", False):
+        return
+
+    @functools.wraps(fn)
+    def make_env(*args: Any, **kwargs: Any) -> Any:
+        if _READS is not None:  # already recording (make_env called while loading): that recording has it
+            return fn(*args, **kwargs)
+        with _recording_reads() as reads:
+            env = fn(*args, **kwargs)
+        sink.update(reads.files())
+        return env
+
+    make_env._rlaudit_records_reads = True  # type: ignore[attr-defined]
+    with contextlib.suppress(Exception):
+        subject.make_env = make_env
 
 
 def _error(kind: str, message: str, tb: str = "") -> dict[str, str]:

@@ -28,6 +28,7 @@ from rlaudit.findings import (
     save_findings,
     sort_findings,
 )
+from rlaudit.fingerprint import EXCLUDE_VARIABLE
 from rlaudit.report.costs import expected_costs, save_costs, schedule
 from rlaudit.report.execution import NotebookRun, discover_notebooks, execute, notebook_environment, settle
 from rlaudit.report.index import write_index
@@ -108,6 +109,11 @@ def _print(line: str = "") -> None:
         print(line, flush=True)
 
 
+def _excluding(current: str, path: Path) -> str:
+    """``current`` (an ``os.pathsep`` list) with ``path`` added."""
+    return os.pathsep.join(p for p in (current, str(path)) if p)
+
+
 def run_report(args: Any) -> int:
     """``rlaudit report``: execute the notebooks, render the pages, write ``index.html``.
 
@@ -143,6 +149,9 @@ def run_report(args: Any) -> int:
         jobs, executor, ray_address, probe_jobs=1 if jobs > 1 else None, fresh_since=fresh_since
     )
     env_last = notebook_environment(jobs, executor, ray_address, probe_jobs=jobs, fresh_since=fresh_since)
+    for notebook_env in (env, env_last):
+        # The report it writes is never part of a subject's fingerprint, even inside the subject's directory.
+        notebook_env[EXCLUDE_VARIABLE] = _excluding(notebook_env.get(EXCLUDE_VARIABLE, ""), out)
 
     runs = [
         NotebookRun(
@@ -419,6 +428,10 @@ def run_audit(args: Any) -> int:
     started = time.perf_counter()
     _print(
         f"rlaudit audit: {parameters['baseline']} vs {parameters['candidate']} · profile {parameters['profile']}"
+    )
+    # The findings file it writes is never part of a subject's fingerprint (see rlaudit.fingerprint).
+    os.environ[EXCLUDE_VARIABLE] = _excluding(
+        os.environ.get(EXCLUDE_VARIABLE, ""), Path(args.json_out).expanduser().resolve()
     )
     executor = getattr(args, "executor", "local")
     if executor != "local":  # the workbench reads these, as the notebooks of `rlaudit report` do
