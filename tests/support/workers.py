@@ -48,9 +48,10 @@ STARTERS = frozenset(
         "run_command",
         "make_report",
         "report",
-        # Ray clusters
+        # Ray clusters: the backend, ray.init, and Ray itself used in a test or fixture (``import ray``)
         "RayBackend",
         "init",  # ray.init (only as an attribute of the ``ray`` module, see _starts)
+        "ray",
     }
 )
 # Command-line fragments of the processes a worker-free test must not start (see Guard).
@@ -108,6 +109,10 @@ def _starts(node: ast.expr, obj: Any, imported: dict[str, str]) -> bool:
         return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "ray"
     if name not in STARTERS:
         return False
+    if name == "ray":  # the module, imported at the top or in the function; not an attribute named ray
+        return isinstance(node, ast.Name) and (
+            getattr(obj, "__name__", None) == "ray" or (obj is None and imported.get(name) == "ray")
+        )
     if obj is None:
         # Not a module-level name: one imported inside the function counts when it comes from rlaudit or a
         # test helper; a local variable that merely shares a starter's name (``report = ...``) does not.
@@ -117,13 +122,14 @@ def _starts(node: ast.expr, obj: Any, imported: dict[str, str]) -> bool:
 
 
 def _local_imports(tree: ast.AST) -> dict[str, str]:
-    """Names bound by ``from module import name`` inside a function: name -> module."""
-    return {
-        alias.asname or alias.name: node.module or ""
-        for node in ast.walk(tree)
-        if isinstance(node, ast.ImportFrom)
-        for alias in node.names
-    }
+    """Names bound by imports inside a function: name -> module (``import a.b`` binds ``a``)."""
+    bound: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            bound.update({alias.asname or alias.name: node.module or "" for alias in node.names})
+        elif isinstance(node, ast.Import):
+            bound.update({alias.asname or alias.name.split(".")[0]: alias.name for alias in node.names})
+    return bound
 
 
 def _names(tree: ast.AST) -> Iterable[ast.expr]:
