@@ -165,16 +165,29 @@ def item_starts_workers(item: Any) -> bool:
     function = getattr(item, "function", None)
     if function is None:  # a notebook cell under nbval, a doctest: not a python test function
         return False
-    seen: set[int] = set()
-    if starts_workers(function, seen):
+    if _read(function):
         return True
     info = getattr(item, "_fixtureinfo", None)
     for defs in (getattr(info, "name2fixturedefs", None) or {}).values():
         for fixture in defs:
             func = getattr(fixture, "func", None)
-            if func is not None and _ours(func) and starts_workers(func, seen):
+            if func is not None and _ours(func) and _read(func):
                 return True
     return False
+
+
+_READ: dict[Any, bool] = {}
+
+
+def _read(obj: Any) -> bool:
+    """:func:`starts_workers`, once per function (parametrized tests and shared fixtures repeat)."""
+    try:
+        return _READ[obj]
+    except KeyError:
+        _READ[obj] = result = starts_workers(obj)
+        return result
+    except TypeError:  # not hashable
+        return starts_workers(obj)
 
 
 class Guard:
@@ -208,6 +221,7 @@ GUARD = Guard()
 
 
 def explain(nodeid: str, launched: list[str]) -> str:
+    """The failure of an unmarked test that launched ``launched``: what it started and what to do."""
     return (
         f"{nodeid} is not marked workbench but started {len(launched)} worker/kernel/report process(es), "
         f"first: {launched[0]!r}. Add the entry point it called to STARTERS in tests/support/workers.py "
