@@ -29,7 +29,7 @@ CHANGES ?= auto
 export JUPYTER_PREFER_ENV_PATH := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: help setup report test test-unit test-notebooks lab lint format bench clean
+.PHONY: help setup report test test-fast test-unit test-notebooks lab lint format bench clean
 
 help: ## list the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  \033[36m%-15s\033[0m %s\n", $$1, $$2}'
@@ -62,8 +62,11 @@ test: setup ## unit tests, the fault-detection matrix, and every notebook under 
 	$(TEST_ENV) $(BIN)/python -m pytest tests notebooks --nbval-lax -p no:cacheprovider -q --durations=40 \
 		-n $(TEST_JOBS) --dist loadscope --no-loadscope-reorder
 
-test-unit: setup ## unit tests only
-	$(BIN)/python -m pytest tests -q
+test-fast: setup ## the fast loop (< 2 min on 2 cores): every test that starts no worker, kernel, report or Ray
+	$(TEST_ENV) $(BIN)/python -m pytest tests -m "not workbench and not expensive" -p no:cacheprovider -q \
+		--durations=10 -n $(TEST_JOBS)
+
+test-unit: test-fast ## the same as test-fast (tests marked workbench run in make test)
 
 test-notebooks: setup ## notebooks only, under nbval at the smoke profile
 	$(TEST_ENV) $(BIN)/python -m pytest notebooks --nbval-lax -p no:cacheprovider -q

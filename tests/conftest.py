@@ -7,6 +7,10 @@
 
 Under pytest-xdist the tests are handed to workers in the groups of ``support.groups``.
 
+A test that starts worker processes (through a fixture such as ``make_wb``, a helper, or in its body) is marked
+``workbench`` at collection, and an unmarked test that starts one fails (``support.workers``):
+``make test-fast`` runs the others.
+
 ``tests/fixtures`` is put on ``sys.path`` so tests can ``import toy_probes``, and ``tests/`` so that the
 helpers the test modules share are importable as ``support`` (never copied into a test module).
 """
@@ -16,7 +20,7 @@ from __future__ import annotations
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -29,10 +33,54 @@ for _path in (FIXTURES, TESTS):
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The longest group, the whole reports, goes first (pytest-xdist hands out groups in this order)."""
-    from support.groups import first_in_line
+    """Mark the tests that start workers ``workbench`` (:mod:`support.workers`), then put the longest group,
+    the whole reports, first (pytest-xdist hands out groups in this order).
 
+    Marks are applied before ``-m`` deselects: pytest's own deselection hook runs after conftest hooks.
+    """
+    from support.groups import first_in_line
+    from support.workers import mark_items
+
+    # notebooks under nbval start a kernel and the workers it asks for
+    nbval = [item for item in items if type(item).__module__.startswith("nbval")]
+    for item in nbval:
+        item.add_marker(pytest.mark.workbench)
+    mark_items(
+        (item for item in items if item not in nbval), lambda item: item.add_marker(pytest.mark.workbench)
+    )
     items.sort(key=lambda item: not first_in_line(item.nodeid))  # stable: the rest keep their order
+
+
+def _guarded(item: pytest.Item) -> bool:
+    return item.get_closest_marker("workbench") is None and item.get_closest_marker("expensive") is None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    """An unmarked test's fixtures must not start workers either (see :func:`pytest_runtest_call`)."""
+    return (yield from _watched(item))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """Fail a test that started a worker, kernel, report or Ray without the ``workbench`` mark: the static
+    reading of :mod:`support.workers` missed it, and ``make test-fast`` would run it."""
+    return (yield from _watched(item))
+
+
+def _watched(item: pytest.Item) -> Iterator[None]:
+    from support.workers import GUARD, explain
+
+    if not _guarded(item):
+        return (yield)
+    GUARD.watch()
+    try:
+        result = yield
+    finally:
+        launched = GUARD.stop()
+    if launched:
+        pytest.fail(explain(item.nodeid, launched), pytrace=False)
+    return result
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from support.markdown import FENCE
 from support.reports import ROOT, environment, run_command
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "data" / "examples").glob("*/README.md"))]
@@ -22,7 +23,6 @@ COMMAND = re.compile(
     r"^(?:make report\b|(?:\.venv/bin/)?rlaudit (?:report|audit|train|faults|new-subject)\b)"
 )
 SYNTAX = re.compile(r"<[^>]*>|\[[^\]]*\]|\||…|\.\.\.|\bDIR\b|\bSPEC\b|\bFILE\b|\$\w")
-FENCE = re.compile(r"^```(\w*)\s*$")
 INLINE = re.compile(r"`([^`]+)`")
 
 

@@ -33,3 +33,37 @@ def test_the_golden_file_covers_the_whole_catalog() -> None:
 @pytest.mark.parametrize("fault", sorted(set(golden.pairs()) - {"builtin"}))
 def test_fault_pair_matches_the_golden_findings(fault: str, audit_cache: str) -> None:
     _compare(fault)
+
+
+def test_a_timing_finding_may_move_only_within_its_verdict_class() -> None:
+    speed = ["trainer/speed", "CLEARED", "INFO"]
+    assert golden.is_timing("trainer/speed") and golden.is_timing("env/throughput-reset")
+    # a loaded machine widens the interval: CLEARED -> NOTED, SUSPECT -> CONFIRMED are tolerated
+    assert golden.differences([speed], [["trainer/speed", "NOTED", "LOW"]]) == []
+    assert (
+        golden.differences(
+            [["env/reset-cost", "SUSPECT", "MEDIUM"]], [["env/reset-cost", "CONFIRMED", "HIGH"]]
+        )
+        == []
+    )
+    # a quiet timing that becomes a flag, or one that is skipped or fails, is a change
+    assert golden.differences([speed], [["trainer/speed", "SUSPECT", "MEDIUM"]]) == [
+        "missing:    trainer/speed CLEARED INFO",
+        "unexpected: trainer/speed SUSPECT MEDIUM",
+    ]
+    assert golden.differences([speed], [["trainer/speed", "ERROR", "HIGH"]])
+    assert golden.differences([speed], [["trainer/speed", "SKIPPED", "INFO"]])
+
+
+def test_every_other_finding_is_compared_exactly() -> None:
+    learning = ["trainer/learning", "CLEARED", "INFO"]
+    assert not golden.is_timing("trainer/learning") and not golden.is_timing("trainer/speedy")
+    assert golden.differences([learning], [["trainer/learning", "NOTED", "LOW"]])
+    assert golden.differences([learning], [["trainer/learning", "CLEARED", "LOW"]])
+    assert golden.differences([learning], []) == ["missing:    trainer/learning CLEARED INFO"]
+
+
+def test_every_timing_check_has_findings_in_the_golden_file() -> None:
+    ids = {finding[0] for findings in golden.load().values() for finding in findings}
+    for check in golden.TIMING_CHECKS:
+        assert any(i == check or i.startswith(check + "-") for i in ids), f"{check} is in no golden pair"

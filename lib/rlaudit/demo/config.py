@@ -8,7 +8,8 @@ PPO field names and defaults follow CleanRL's ``ppo.py`` where it has them. Two 
 2-core CPU: the rollout shape (256 environments x 16 steps, a 4096-step batch in 4 minibatches; CleanRL's
 4 x 128 leaves the per-step Python and inference overhead unamortized) and the learning rate (5e-3 annealed
 linearly to 0; 2.5e-4 and 1e-3 learn far too slowly within the report's 1M-step runs). With them the
-reference passes half of the scripted expert's heart.get at about 200k steps (see ``bench_trainer.py``).
+reference passes half of the scripted expert's heart.get at about 200k steps (see
+:mod:`rlaudit.bench.trainer`).
 """
 
 from __future__ import annotations

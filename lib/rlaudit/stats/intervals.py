@@ -1,5 +1,6 @@
-"""Bootstrap intervals: the resampling engine (percentile and BCa), intervals of one sample, of a difference
-(unpaired and paired by seed) and of a ratio, the interquartile mean, and the share of a gap a variant restores.
+"""Bootstrap intervals: of one sample, of a difference (unpaired and paired by seed) and of a ratio, the
+interquartile mean, and the share of a gap a variant restores. The resampling (percentile and BCa) is
+``scipy.stats.bootstrap``'s; the pooled shares restored (:func:`fractions_restored_pooled`) are our own.
 
 Every random draw takes an explicit ``seed`` (an int or a ``np.random.Generator``), so every interval
 reproduces to the last digit. Intervals come back as :class:`Interval` ``(point, low, high)``.
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Required, TypedDict, Unpack
 
@@ -121,7 +123,14 @@ def _bootstrap(
     method: Method = "percentile",
     seed: Seed,
 ) -> Interval:
-    """Bootstrap a statistic of one or more samples.
+    """Bootstrap a statistic of one or more samples with ``scipy.stats.bootstrap``.
+
+    scipy resamples the row indices of each sample (so samples of any shape resample along axis 0) in batches
+    of :data:`_CHUNK_ELEMENTS`, and computes the BCa interval (Efron 1987; for several independent samples the
+    multi-sample jackknife). What scipy does not do is kept here: a sample of one value is held fixed (its
+    resamples are all the same), and resamples whose statistic is not finite (a zero denominator) are dropped,
+    the interval then being the percentile interval of the others; so is a BCa interval that scipy cannot
+    compute (constant resamples).
 
     Args:
         samples: Arrays of shape (n_j, ...); resampling is along axis 0.
@@ -129,9 +138,11 @@ def _bootstrap(
         paired: Resample the same indices in every sample (all must have the same n).
         n_boot: Number of bootstrap resamples.
         level: Coverage of the interval, e.g. 0.95.
-        method: ``"percentile"`` or ``"bca"`` (bias-corrected and accelerated, Efron 1987).
+        method: ``"percentile"`` or ``"bca"`` (bias-corrected and accelerated).
         seed: Seed or generator for the resampling.
     """
+    from scipy.stats import DegenerateDataWarning, bootstrap
+
     rng = as_generator(seed)
     level = _check_level(level)
     if n_boot < 1:
@@ -141,108 +152,51 @@ def _bootstrap(
     sizes = [s.shape[0] for s in samples]
     if paired and len(set(sizes)) > 1:
         raise ValueError(f"paired samples must have equal lengths (one value per seed), got {sizes}")
+    resampled = [j for j, n in enumerate(sizes) if n > 1]  # scipy needs two values to resample
 
     with np.errstate(divide="ignore", invalid="ignore"):
         point = float(combine([s[np.newaxis] for s in samples])[0])
-        per_row = max(1, sum(int(np.prod(s.shape)) for s in samples))
-        chunk = max(1, _CHUNK_ELEMENTS // per_row)
-        boots = []
-        for start in range(0, n_boot, chunk):
-            b = min(chunk, n_boot - start)
-            if paired:
-                idx = rng.integers(0, sizes[0], size=(b, sizes[0]))
-                batch = [s[idx] for s in samples]
-            else:
-                batch = [s[rng.integers(0, n, size=(b, n))] for s, n in zip(samples, sizes, strict=True)]
-            boots.append(np.asarray(combine(batch), dtype=float).reshape(b))
-        theta = np.concatenate(boots)
+        if not resampled:
+            return (
+                Interval(point, point, point) if math.isfinite(point) else Interval(point, math.nan, math.nan)
+            )
 
+        def statistic(*rows: np.ndarray, axis: int = -1) -> np.ndarray:
+            # rows: index arrays (..., n_j) from scipy, one per resampled sample; the statistic of each row
+            lead = np.broadcast_shapes(*(r.shape[:-1] for r in rows))
+            index = {
+                j: np.broadcast_to(r, (*lead, r.shape[-1])).reshape(-1, r.shape[-1])
+                for j, r in zip(resampled, rows, strict=True)
+            }
+            count = int(np.prod(lead))
+            picked = [
+                s[index[j]] if j in index else s[np.zeros((count, 1), int)] for j, s in enumerate(samples)
+            ]
+            return np.asarray(combine(picked), dtype=float).reshape(lead)
+
+        per_row = max(1, sum(int(np.prod(s.shape)) for s in samples))
+        with warnings.catch_warnings():
+            # a degenerate BCa interval (constant resamples) is NaN in scipy; it is handled below
+            warnings.simplefilter("ignore", DegenerateDataWarning)
+            result = bootstrap(
+                tuple(np.arange(sizes[j]) for j in resampled),
+                statistic,
+                paired=paired,
+                vectorized=True,
+                n_resamples=n_boot,
+                batch=max(1, _CHUNK_ELEMENTS // per_row),
+                confidence_level=level,
+                method="BCa" if method == "bca" else "percentile",
+                random_state=rng,
+            )
+        theta = result.bootstrap_distribution
     finite = theta[np.isfinite(theta)]
     if finite.size == 0 or not math.isfinite(point):
         return Interval(point, math.nan, math.nan)
-    if method == "percentile" or np.all(finite == finite[0]):
+    low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
+    if method == "percentile" or finite.size < theta.size or not (math.isfinite(low) and math.isfinite(high)):
         return Interval(point, *_percentiles(finite, level))
-    alpha = 1.0 - level
-    z0 = _bias_correction(finite, point)
-    accel = _acceleration(samples, combine, paired=paired)
-    from scipy.stats import norm
-
-    quantiles = []
-    for z_alpha in (norm.ppf(alpha / 2), norm.ppf(1 - alpha / 2)):
-        shifted = z0 + z_alpha
-        quantiles.append(float(norm.cdf(z0 + shifted / (1 - accel * shifted))))
-    low, high = np.quantile(finite, quantiles)
-    return Interval(point, float(low), float(high))
-
-
-def _bias_correction(theta: np.ndarray, point: float) -> float:
-    from scipy.stats import norm
-
-    b = theta.shape[0]
-    # Ties count half, so discrete statistics (medians of integer data) are not biased by the tie rule.
-    prop = (np.sum(theta < point) + 0.5 * np.sum(theta == point)) / b
-    prop = min(max(prop, 0.5 / b), 1 - 0.5 / b)
-    return float(norm.ppf(prop))
-
-
-def _leave_one_out(n: int, rows: np.ndarray) -> np.ndarray:
-    """Index matrix (len(rows), n - 1): row k lists 0..n-1 without ``rows[k]``."""
-    base = np.arange(n - 1)
-    return base[np.newaxis, :] + (base[np.newaxis, :] >= rows[:, np.newaxis])
-
-
-def _acceleration(
-    samples: Sequence[np.ndarray], combine: Callable[[list[np.ndarray]], np.ndarray], *, paired: bool
-) -> float:
-    """BCa acceleration from jackknife values; several independent samples are jackknifed one at a time.
-
-    For k samples this is the multi-sample formula used by ``scipy.stats.bootstrap``:
-    ``a = sum_j sum_i U_ji^3 / n_j^3 / (6 (sum_j sum_i U_ji^2 / n_j^2)^1.5)``, ``U_ji = (n_j - 1)(mean_j - t_ji)``.
-    """
-    groups: list[np.ndarray] = []
-    sizes: list[int] = []
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if paired:
-            n = samples[0].shape[0]
-            if n < 2:
-                return 0.0
-            values = []
-            per_row = max(1, sum(int(np.prod(s.shape)) for s in samples))
-            step = max(1, _CHUNK_ELEMENTS // per_row)
-            for start in range(0, n, step):
-                idx = _leave_one_out(n, np.arange(start, min(n, start + step)))
-                values.append(combine([s[idx] for s in samples]))
-            groups.append(np.concatenate(values))
-            sizes.append(n)
-        else:
-            for j, sample in enumerate(samples):
-                n = sample.shape[0]
-                if n < 2:
-                    continue
-                step = max(1, _CHUNK_ELEMENTS // max(1, int(np.prod(sample.shape))))
-                values = []
-                for start in range(0, n, step):
-                    idx = _leave_one_out(n, np.arange(start, min(n, start + step)))
-                    k = idx.shape[0]
-                    batch = [
-                        s[idx] if i == j else np.broadcast_to(s[np.newaxis], (k, *s.shape))
-                        for i, s in enumerate(samples)
-                    ]
-                    values.append(combine(batch))
-                groups.append(np.concatenate(values))
-                sizes.append(n)
-    num = 0.0
-    den = 0.0
-    for values, n in zip(groups, sizes, strict=True):
-        values = values[np.isfinite(values)]
-        if values.size == 0:
-            continue
-        u = (n - 1) * (values.mean() - values)
-        num += float(np.sum(u**3)) / n**3
-        den += float(np.sum(u**2)) / n**2
-    if den <= 0.0:
-        return 0.0
-    return num / (6.0 * den**1.5)
+    return Interval(point, low, high)
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -3,6 +3,11 @@
 Each benchmark is a function returning a list of dicts (``name``, ``value``, ``unit``, and for comparisons
 ``baseline``, ``candidate`` and ``ratio``), measured side by side in one run so that a loaded machine slows
 both sides alike. Speed goals live here, never in timed tests.
+
+- :mod:`rlaudit.bench.env`: the arena and its curriculum (``rlaudit bench env``);
+- :mod:`rlaudit.bench.trainer`: the demo trainer, against Stable-Baselines3, and with the recorder
+  (``rlaudit bench trainer|sb3|recorder``);
+- ``report`` and ``attribution``: benchmarks that live beside what they measure.
 """
 
 from __future__ import annotations
@@ -15,10 +20,10 @@ import sys
 import time
 
 BENCHMARKS: dict[str, str] = {
-    "env": "rlaudit.demo.bench_env:bench_env",
-    "trainer": "rlaudit.demo.bench_trainer:bench_trainer",
-    "recorder": "rlaudit.demo.bench_trainer:bench_recorder",
-    "sb3": "rlaudit.demo.bench_trainer:bench_sb3",
+    "env": "rlaudit.bench.env:bench_env",
+    "trainer": "rlaudit.bench.trainer:bench_trainer",
+    "recorder": "rlaudit.bench.trainer:bench_recorder",
+    "sb3": "rlaudit.bench.trainer:bench_sb3",
     "report": "rlaudit.report:bench_report",
     "attribution": "rlaudit.attribution:bench_attribution",
 }
