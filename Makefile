@@ -23,6 +23,7 @@ RAY_ADDR ?= auto
 METRIC ?=
 VARIANTS ?=
 CHANGES ?= auto
+FAIL_ON ?=
 
 # Prefer the venv's kernelspec over any user-level "python3" kernel, so papermill and nbval run the
 # notebooks with this environment's interpreter.
@@ -37,6 +38,7 @@ help: ## list the targets
 	@echo "             METRIC=NAME[:lower] (primary metric) VARIANTS='name=spec, ...' (extra attribution arms)"
 	@echo "             CHANGES=auto|off (culprit commit and hunk search between two versions of one source)"
 	@echo "             FRESH=1 (recompute) EXECUTOR=local|ray RAY_ADDR=auto|host:port|ray://host:port (docs/RAY.md)"
+	@echo "             FAIL_ON=none|error|confirmed|suspect (what makes the exit code non-zero; rlaudit report --help)"
 	@echo "             TEST_JOBS=2 (make test's pytest workers; 0 runs every test in one process)"
 
 $(STAMP): pyproject.toml
@@ -53,7 +55,7 @@ report: setup ## run every audit on BASELINE vs CANDIDATE and render reports/ind
 	$(BIN)/rlaudit report --baseline "$(BASELINE)" --candidate "$(CANDIDATE)" $(if $(PAIR),--pair "$(PAIR)") \
 		$(if $(METRIC),--metric "$(METRIC)") $(if $(VARIANTS),--variants "$(VARIANTS)") --changes $(CHANGES) \
 		--profile $(PROFILE) -j $(JOBS) --out $(OUT) $(if $(FRESH),--fresh) \
-		--executor $(EXECUTOR) --ray-address "$(RAY_ADDR)"
+		--executor $(EXECUTOR) --ray-address "$(RAY_ADDR)" $(if $(FAIL_ON),--fail-on $(FAIL_ON))
 
 TEST_ENV := RLAUDIT_PROFILE=smoke RLAUDIT_REPORTS=$(CURDIR)/.pytest-reports RLAUDIT_CACHE=$(CURDIR)/.pytest-cache \
 	RLAUDIT_TEST_CACHE=$(CURDIR)/.pytest-cache

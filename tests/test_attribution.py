@@ -122,7 +122,7 @@ def test_effect_verdicts():
     assert Effect(0.12, 0.07, 0.18, 1).verdict(0.2) == "minor"
     assert Effect(0.07, 0.01, 0.13, 1).verdict(0.2) == "no effect"  # not surely above 5%
     assert Effect(0.02, -0.05, 0.1, 1).verdict(0.2) == "no effect"
-    assert Effect(0.18, 0.1, 0.25, 1).verdict(0.2) == "unclear"
+    assert Effect(0.18, 0.1, 0.25, 1).verdict(0.2) == "undecided"
 
 
 def test_effect_decisions():

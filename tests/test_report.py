@@ -159,7 +159,7 @@ def test_summary_runs_last_after_every_other_notebook_finished(
     monkeypatch.delenv("RLAUDIT_JOBS", raising=False)
     monkeypatch.setattr(commands, "execute", fake_execute)
     code = commands.run_report(_args(home / "reports", jobs=3))
-    assert code == 1  # 05_env saved no findings
+    assert code == 3  # 05_env saved no findings (rlaudit.exits.NOTEBOOK_FAILED)
     assert events[-2:] == [("start", "15_summary"), ("end", "15_summary")]
     env_findings, _ = load_findings(home / "reports" / "findings" / "05_env.json")
     assert [f.id for f in env_findings] == ["env/findings-missing"]
@@ -227,7 +227,7 @@ def test_lanes_share_a_kernel_reset_between_notebooks_and_replace_a_dead_one(
     monkeypatch.delenv("RLAUDIT_JOBS", raising=False)
     monkeypatch.delenv(lanes.KERNELS_VARIABLE, raising=False)
     out = home / "reports"
-    assert commands.run_report(_args(out, jobs=1, metric="heart.get", variants="fix=builtin:reference")) == 1
+    assert commands.run_report(_args(out, jobs=1, metric="heart.get", variants="fix=builtin:reference")) == 3
     rec = {name: json.loads((out / f"{name}.record.json").read_text()) for name in cells}
     # One lane: the notebooks ran in the order of their expected costs, in one kernel until it died.
     assert rec["02_trainer"]["pid"] == rec["04_checkpointing"]["pid"] == rec["01_agents"]["pid"]
@@ -503,7 +503,7 @@ def test_every_subsystem_is_registered() -> None:
     assert audits.AUDITS == {s: f"rlaudit.{s}:audit_all" for s in SUBSYSTEMS}
 
 
-def test_run_audit_writes_json_and_fails_only_when_everything_errored(
+def test_run_audit_writes_json_and_exits_4_on_error_findings(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
     from rlaudit import audits
@@ -518,13 +518,14 @@ def test_run_audit_writes_json_and_fails_only_when_everything_errored(
     monkeypatch.setitem(audits.AUDITS, "trainer", "rlaudit.no_such_room:audit_all")
     out = tmp_path / "audit.json"
     args = _args(tmp_path, subsystems="agents,trainer", json_out=str(out))
-    assert commands.run_audit(args) == 0
+    assert commands.run_audit(args) == 4  # the trainer room is an ERROR finding
     findings, meta = load_findings(out)
     assert [f.status for f in findings] == [Status.SUSPECT, Status.ERROR]
     assert meta["fingerprints"] == {"baseline": "f1", "candidate": "f2"}
     assert "SUSPECT" in capsys.readouterr().out
 
-    assert commands.run_audit(_args(tmp_path, subsystems="trainer", json_out=str(out))) == 1
+    assert commands.run_audit(_args(tmp_path, subsystems="trainer", json_out=str(out))) == 4
+    assert commands.run_audit(_args(tmp_path, subsystems="agents", json_out=str(out))) == 0
     with pytest.raises(ValueError, match="unknown optimiser"):
         commands.run_audit(_args(tmp_path, subsystems="optimiser", json_out=str(out)))
 
@@ -544,3 +545,98 @@ def test_a_pair_file_names_the_subjects_of_the_report(tmp_path: Path) -> None:
     parameters = _parameters(args)
     assert (parameters["baseline"], parameters["candidate"]) == ("old trainer", "new trainer")
     assert parameters["pair_file"] == str(tmp_path / "pair.yaml")
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Exit codes a CI job can act on (rlaudit.exits)
+# ------------------------------------------------------------------------------------------------------------
+
+
+def _fake_report(home: Path, monkeypatch: pytest.MonkeyPatch, statuses: dict[str, list[str]]) -> None:
+    """Notebooks that "run" without a kernel and save findings with ``statuses``; a notebook mapped to
+    ``["FAILS"]`` exits non-zero without saving any (papermill's failed execution)."""
+    for name in statuses:
+        nbformat.write(_notebook("pass"), home / "notebooks" / f"{name}.ipynb")
+
+    def fake_execute(run, parameters, cwd, env, lanes=None):
+        if statuses[run.name] == ["FAILS"]:
+            run.returncode, run.error = 1, "PapermillExecutionError"
+            return run
+        findings = [
+            Finding(id=f"{run.subsystem}/check-{i}", subsystem=run.subsystem, hypothesis="h", status=status)
+            for i, status in enumerate(statuses[run.name])
+        ]
+        save_findings(run.findings_path, findings, {"parameters": parameters})
+        run.returncode = 0
+        return run
+
+    monkeypatch.setattr(commands, "execute", fake_execute)
+
+
+@pytest.mark.parametrize(
+    ("statuses", "fail_on", "code"),
+    [
+        ({"01_agents": ["CLEARED"], "05_env": ["NOTED"]}, "error", 0),
+        ({"01_agents": ["CLEARED"], "05_env": ["FAILS"]}, "error", 3),
+        ({"01_agents": ["ERROR"], "05_env": ["FAILS"]}, "suspect", 3),  # a failed run outranks the rest
+        ({"01_agents": ["ERROR", "ERROR"], "05_env": ["CLEARED"]}, "error", 4),  # never trained: not 0
+        ({"01_agents": ["ERROR"], "05_env": ["CONFIRMED"]}, "confirmed", 4),
+        ({"01_agents": ["ERROR"], "05_env": ["CLEARED"]}, "none", 0),
+        ({"01_agents": ["SUSPECT"], "05_env": ["CONFIRMED"]}, "error", 0),
+        ({"01_agents": ["SUSPECT"], "05_env": ["CONFIRMED"]}, "confirmed", 5),
+        ({"01_agents": ["SUSPECT"], "05_env": ["CONFIRMED"]}, "suspect", 5),
+        ({"01_agents": ["SUSPECT"], "05_env": ["CLEARED"]}, "confirmed", 0),
+        ({"01_agents": ["SUSPECT"], "05_env": ["CLEARED"]}, "suspect", 6),
+    ],
+)
+def test_report_exit_codes_tell_a_ci_job_what_happened(
+    home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture,
+    statuses: dict[str, list[str]],
+    fail_on: str,
+    code: int,
+) -> None:
+    _fake_report(home, monkeypatch, statuses)
+    assert commands.run_report(_args(home / "reports", jobs=1, fail_on=fail_on)) == code
+    printed = capsys.readouterr().out
+    assert (f"exit {code}:" in printed) == (code != 0)
+
+
+def test_report_exit_codes_read_only_this_run_and_count_the_summarys_decided_causes(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = home / "reports"
+    # a CONFIRMED finding left from an earlier run of another notebook does not fail this run
+    stale = [Finding(id="loss/old", subsystem="loss", hypothesis="h", status="CONFIRMED")]
+    save_findings(out / "findings" / "06_loss.json", stale, {"parameters": {}})
+    _fake_report(home, monkeypatch, {"01_agents": ["CLEARED"]})
+    assert commands.run_report(_args(out, jobs=1, fail_on="confirmed", notebooks="01_agents")) == 0
+    # the summary's own finding for a decided cause is a confirmed regression
+    _fake_report(home, monkeypatch, {"01_agents": ["NOTED"], "15_summary": ["CONFIRMED"]})
+    assert commands.run_report(_args(out, jobs=1, fail_on="confirmed")) == 5
+
+
+def test_audit_exit_codes_follow_fail_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rlaudit import audits
+    from rlaudit import notebook as rn
+
+    monkeypatch.setattr(rn, "_new_workbench", lambda *args: _Workbench())
+    monkeypatch.setitem(
+        audits.AUDITS,
+        "agents",
+        _room(monkeypatch, "fake_agents_room3", lambda wb: [_finding("agents", "SUSPECT", "")]),
+    )
+    monkeypatch.setitem(
+        audits.AUDITS,
+        "env",
+        _room(monkeypatch, "fake_env_room3", lambda wb: [_finding("env", "CONFIRMED", "")]),
+    )
+    out = str(tmp_path / "audit.json")
+    codes = {
+        level: commands.run_audit(_args(tmp_path, subsystems="agents", json_out=out, fail_on=level))
+        for level in ("none", "error", "confirmed", "suspect")
+    }
+    assert codes == {"none": 0, "error": 0, "confirmed": 0, "suspect": 6}
+    both = _args(tmp_path, subsystems="agents,env", json_out=out, fail_on="confirmed")
+    assert commands.run_audit(both) == 5

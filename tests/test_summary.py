@@ -111,7 +111,7 @@ def test_an_undecided_share_and_recovery_are_stated_as_undecided_with_their_inte
     row = {
         "arm": "restore loss config",
         "single": True,
-        "verdict": "unclear",
+        "verdict": "undecided",
         "point": -0.66,
         "low": -3.6,
         "high": 0.96,

@@ -3,10 +3,12 @@
 rlaudit faults [--json]                       the built-in fault catalog
 rlaudit train SPEC --steps N --seed S --out DIR
 rlaudit bench env|trainer|recorder|sb3|report
-rlaudit audit --baseline A --candidate B [--subsystems a,b] [--profile P] --json FILE
+rlaudit audit --baseline A --candidate B [--subsystems a,b] [--profile P] --json FILE [--fail-on LEVEL]
 rlaudit report [--baseline A] [--candidate B] [--metric M] [--variants V] [--changes auto|off] [--profile P]
-               [--out DIR] [-j N] [--fresh]
+               [--out DIR] [-j N] [--fresh] [--fail-on none|error|confirmed|suspect]
 rlaudit new-subject DIR
+
+``report`` and ``audit`` exit with a distinct code per outcome (:mod:`rlaudit.exits`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+
+from rlaudit import exits
 
 DEFAULT_BASELINE = "builtin:reference"
 DEFAULT_CANDIDATE = "builtin:regressed"
@@ -52,6 +56,17 @@ def _pair_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _fail_on_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--fail-on",
+        default=exits.DEFAULT_FAIL_ON,
+        choices=exits.FAIL_ON,
+        help="what makes the exit code non-zero beyond a failed run: none, error (default: a check that "
+        "could not run), confirmed (also a confirmed regression: fail a CI job when the candidate "
+        "regresses), suspect (also a suspected one); see the exit codes below",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rlaudit", description="Investigate why RL training got worse or slower after a change."
@@ -73,13 +88,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("what", choices=["env", "trainer", "recorder", "sb3", "report", "attribution"])
     p.add_argument("--quick", action="store_true", help="fewer repeats, for a fast look")
 
-    p = sub.add_parser("audit", help="run audits without notebooks; print and save findings")
+    p = sub.add_parser(
+        "audit",
+        help="run audits without notebooks; print and save findings",
+        epilog=exits.HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     _pair_arguments(p)
+    _fail_on_argument(p)
     p.add_argument("--subsystems", default="", help="comma-separated subset (default: all)")
     p.add_argument("--json", dest="json_out", required=True, help="file to write the findings to")
 
-    p = sub.add_parser("report", help="execute every notebook and render the HTML report")
+    p = sub.add_parser(
+        "report",
+        help="execute every notebook and render the HTML report",
+        epilog=exits.HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     _pair_arguments(p)
+    _fail_on_argument(p)
     p.add_argument("--out", default=None, help="report directory (default: reports/)")
     p.add_argument("--notebooks", default="", help="comma-separated subset, e.g. 07_optimizer,15_summary")
     p.add_argument(

@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rlaudit.attribution.arms import DEFAULT_DELTA, Attribution
+from rlaudit.attribution.arms import DEFAULT_DELTA, Attribution, ci_label
 from rlaudit.attribution.figures import curves_plot, forest_plot, sps_waterfall
 from rlaudit.attribution.pair import attribute
-from rlaudit.attribution.ranking import Cause, attribution_findings, gap_label, owner, rank_causes
+from rlaudit.attribution.ranking import Cause, attribution_findings, gap_label, overlap, owner, rank_causes
 from rlaudit.display import figure_png
 from rlaudit.findings import SUBSYSTEMS, Finding, Status
 from rlaudit.io import atomic_write_bytes, atomic_write_json
@@ -38,8 +38,13 @@ def _seeds(n: int) -> str:
     return f"{n} seed" if n == 1 else f"{n} seeds"
 
 
-def _effect_text(e: dict[str, float]) -> str:
-    return f"{_pct(e['point'])} (95% CI {_pct(e['low'])}..{_pct(e['high'])}, {_seeds(int(e['n']))})"
+def _ci(e: dict[str, Any]) -> str:
+    """``95% CI 12%..40%``, naming the family of arms the interval accounts for (Holm) when it has one."""
+    return f"{ci_label(e.get('family'))} {_pct(e['low'])}..{_pct(e['high'])}"
+
+
+def _effect_text(e: dict[str, Any]) -> str:
+    return f"{_pct(e['point'])} ({_ci(e)}, {_seeds(int(e['n']))})"
 
 
 def _value(x: float | None) -> str:
@@ -87,6 +92,7 @@ def _recovery(result: Attribution) -> dict[str, dict[str, Any]]:
                 "low": e.low,
                 "high": e.high,
                 "n": e.n,
+                "family": e.family,
                 "arm": "every suspect restored together",
             }
     return recovery
@@ -98,8 +104,30 @@ def _seeds_to_decide(rows: list[dict[str, Any]]) -> str:
     return f", and about {max(needed)} seeds per arm would" if needed else ""
 
 
+def _overlap_sentence(result: Attribution, metric: str) -> str:
+    """One sentence when the named singles overlap (:func:`overlap`): they are not added up; the total is their
+    joint restore."""
+    found = overlap(result, metric)
+    if found is None:
+        return ""
+    head = (
+        f" The single restores named add up to {_pct(found['singles'])} of {gap_label(metric)}, more than all "
+        "of it: they overlap (undoing one also removes part of what another costs), so they are not added up"
+    )
+    together = found["together"]
+    if together is None:
+        return head + "; their joint restore was not measured, so the total is not established."
+    return head + f"; restored together they restore {_pct(together['point'])} ({_ci(together)})."
+
+
+def _undecided_text(rows: list[dict[str, Any]]) -> str:
+    """``restore lr 24% (95% CI over 6 arms (Holm) -4%..52%, 1 seed); ...`` for undecided singles."""
+    return "; ".join(f"{r['arm']} {_effect_text(r)}" for r in rows)
+
+
 def _gap_sentence(result: Attribution, metric: str, recovery: dict[str, dict[str, Any]]) -> str:
-    """One sentence per metric: the gap, its primary cause, the reverse check, the others, the recovery."""
+    """One sentence per metric: the gap, its primary cause, the reverse check, the others, what stays
+    undecided, whether the singles overlap, the recovery."""
     gap = result.gaps.get(metric, {})
     label = result.label(metric)
     if not gap.get("measurable"):
@@ -107,11 +135,12 @@ def _gap_sentence(result: Attribution, metric: str, recovery: dict[str, dict[str
     head = f"{label}: baseline {_value(gap.get('baseline'))}, candidate {_value(gap.get('candidate'))}."
     ranking = result.ranking.get(metric, [])
     singles = [r for r in ranking if r["single"] and r["verdict"] == "cause"]
+    undecided = [r for r in ranking if r["single"] and r["verdict"] == "undecided"]
     if singles:
         top = singles[0]
         head += (
             f" Primary cause: {top['arm']} ({', '.join(top['subsystems'])}) restores "
-            f"{_pct(top['point'])} of {gap_label(metric)} (95% CI {_pct(top['low'])}..{_pct(top['high'])})."
+            f"{_pct(top['point'])} of {gap_label(metric)} ({_ci(top)})."
         )
         inj = result.injected.get(top["suspects"][0], {}).get(metric)
         if inj is not None:
@@ -130,25 +159,29 @@ def _gap_sentence(result: Attribution, metric: str, recovery: dict[str, dict[str
                 )
                 + "."
             )
+        if undecided:
+            head += (
+                " Undecided, so not named as causes: "
+                + _undecided_text(undecided[:3])
+                + "; their intervals, which account for every arm tried, decide neither way"
+                + _seeds_to_decide(undecided[:3])
+                + "."
+            )
     else:
-        unclear = [r for r in ranking if r["single"] and r["verdict"] == "unclear"]
-        if unclear:
+        if undecided:
             head += (
                 " No single change is shown to restore a meaningful share at the seeds spent: "
-                + "; ".join(
-                    f"{r['arm']} {_pct(r['point'])} (95% CI {_pct(r['low'])}..{_pct(r['high'])}, "
-                    f"{r['n']} seed{'s' if r['n'] != 1 else ''})"
-                    for r in unclear[:3]
-                )
+                + _undecided_text(undecided[:3])
                 + "; the runs vary too much from seed to seed to decide"
-                + _seeds_to_decide(unclear[:3])
+                + _seeds_to_decide(undecided[:3])
                 + "."
             )
         else:
             head += " No single change restores a meaningful share on its own."
+    head += _overlap_sentence(result, metric)
     if metric in recovery:
         r = recovery[metric]
-        where = f"{_pct(r['point'])} of it (95% CI {_pct(r['low'])}..{_pct(r['high'])})"
+        where = f"{_pct(r['point'])} of it ({_ci(r)})"
         if r["low"] > 0.0:
             head += f" Fixing them all is expected to recover {where}."
         else:
@@ -187,7 +220,7 @@ def executive_summary(findings: list[Finding], result: Attribution | None, delta
             }
         )
     order = [r["subsystem"] for r in rows if r["verdict"] in ("primary", "secondary", "minor")] + [
-        r["subsystem"] for r in rows if r["verdict"] in ("flagged (unmeasured)", "unclear")
+        r["subsystem"] for r in rows if r["verdict"] in ("flagged (unmeasured)", "undecided")
     ]
     flagged = {c.subsystem for c in causes}
     cleared = [s for s in verified(findings) if s not in flagged]

@@ -225,7 +225,7 @@ def test_a_changed_config_value_counts_once_for_the_subsystem_that_owns_it():
     assert order([f("config/override-ignored", SUSPECT, HIGH)]) == ["config"]
 
 
-def test_an_unclear_restore_says_how_many_seeds_would_decide_it():
+def test_an_undecided_restore_says_how_many_seeds_would_decide_it():
     from rlaudit.attribution.arms import Arm, Effect
     from rlaudit.attribution.ranking import attribution_findings
     from rlaudit.attribution.suspects import Suspect
@@ -240,4 +240,4 @@ def test_an_unclear_restore_says_how_many_seeds_would_decide_it():
     )
     (finding,) = attribution_findings(result)
     assert finding.status is Status.SUSPECT
-    assert finding.evidence.summary.endswith("— unclear: about 8 seeds per arm would decide it")
+    assert finding.evidence.summary.endswith("— undecided: about 8 seeds per arm would decide it")

@@ -80,13 +80,19 @@ def test_seeds_are_added_only_where_an_interval_straddles_delta(example, tmp_cac
     oracle.harm.update({harmful.id: {"return": 0.4}, small.id: {"return": 0.6}})
     result = _search(cs, oracle).run_changes()
     seeds = {a["name"]: a["seeds"] for a in result.arms}
-    (grown,) = [line for line in result.log if line.startswith("commit bisection: one more seed")]
-    names = grown.removeprefix("commit bisection: one more seed for ").split(" (")[0].split(", ")
-    assert names and all(seeds[n] >= 2 for n in names)
-    # the straddling range was decided with the added seed; the others on their first
-    after = [r for r in result.ranges if set(r["between"]) & set(names) and r["effects"]["return"]["n"] == 2]
-    assert len(after) == 1 and after[0]["verdict"] in ("cleared", "culprit")
-    assert all(r["effects"]["return"]["n"] == 1 for r in result.ranges if r is not after[0])
+    # (intervals account for every view tried, Holm, so a range may take more than one round, or be left
+    # unclear when even max_seeds could not settle it)
+    grown = [
+        line.split("one more seed for ", 1)[1].split(" (")[0]
+        for line in result.log
+        if line.startswith("commit bisection:") and "one more seed for " in line
+    ]
+    names = {n for line in grown for n in line.split(", ")}
+    assert names and all(seeds[n] >= 2 for n in names), result.log
+    # a checkout no bisection round named stays at its first seed unless it frames a hunk arm that grew
+    framed = {n for n in seeds if n.startswith("commit ") and any(f"from {n[7:]}" in a for a in seeds)}
+    assert all(seeds[n] == 1 for n in seeds if n.startswith("commit ") and n not in names | framed), seeds
+    assert all(r["verdict"] in ("culprit", "cleared", "unclear") for r in result.ranges)
 
 
 def test_priors_choose_where_the_bisection_looks_first(example, tmp_cache):

@@ -26,6 +26,9 @@ SPS = "sps"
 """The throughput metric every search attributes beside the primary metric: steps per CPU-second."""
 DEFAULT_DELTA = 0.2
 """A restore "matters" when it closes at least this fraction of a gap (20%)."""
+OVERLAP_MARGIN = 0.2
+"""Single restores "add up to well over" a gap when their sum passes 100% by more than this (20 points): they
+overlap, and the joint restore, not their sum, is the total."""
 
 
 @dataclass
@@ -97,6 +100,11 @@ def run_sps(run: RunData) -> float:
     return float(value) if value else math.nan
 
 
+def ci_label(family: int | None) -> str:
+    """``95% CI``, or ``95% CI over 6 arms (Holm)``: the name of a share's interval in sentences."""
+    return "95% CI" if not family or family <= 1 else f"95% CI over {family} arms (Holm)"
+
+
 def minor_floor(delta: float) -> float:
     """The smallest share a "minor" contributor must surely restore: a quarter of ``delta``."""
     return delta / 4.0
@@ -104,12 +112,30 @@ def minor_floor(delta: float) -> float:
 
 @dataclass
 class Effect:
-    """Fraction of one metric's gap that an arm restores, paired by seed."""
+    """Fraction of one metric's gap that an arm restores, paired by seed.
+
+    Attributes:
+        point: The share restored.
+        low, high: Its interval. Within a search the interval accounts for every arm the search tried
+            (:func:`rlaudit.stats.fractions_restored_holm`): it covers this arm at ``level``, Holm's level
+            for its place in the family, so that every decision read from it (a cause, a minor contributor,
+            no effect) holds for the family at 95%.
+        n: Seeds the arm rests on.
+        level: Coverage of this arm's own interval (0.95 for a family of one).
+        family: Arms the decision accounts for (1: this arm alone).
+    """
 
     point: float
     low: float
     high: float
     n: int
+    level: float = 0.95
+    family: int = 1
+
+    def ci_text(self) -> str:
+        """How the interval is named in a sentence: ``95% CI``, or ``95% CI over 6 arms (Holm)`` when it
+        accounts for a family of arms."""
+        return ci_label(self.family)
 
     def decided(self, delta: float) -> bool:
         return self.low > delta or self.high < delta
@@ -134,12 +160,13 @@ class Effect:
 
     def verdict(self, delta: float) -> str:
         """``cause`` (a meaningful share), ``minor`` (surely above :func:`minor_floor`, surely below
-        ``delta``), ``no effect`` (surely below ``delta``, not surely above the floor), or ``unclear``."""
+        ``delta``), ``no effect`` (surely below ``delta``, not surely above the floor), or ``undecided`` (the
+        interval, which accounts for every arm of the search, decides none of these)."""
         if self.matters(delta):
             return "cause"
         if self.high < delta:
             return "minor" if self.contributes(delta) else "no effect"
-        return "unclear"
+        return "undecided"
 
 
 @dataclass

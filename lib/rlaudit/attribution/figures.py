@@ -13,13 +13,13 @@ import numpy as np
 import pandas as pd
 
 from rlaudit.attribution.arms import DEFAULT_DELTA, SPS, Attribution
-from rlaudit.attribution.ranking import gap_label
+from rlaudit.attribution.ranking import gap_label, overlap
 from rlaudit.trainer.runs import RunData
 
 LABEL_WIDTH = 34
 """Characters per line of an arm's name on an axis (longer names wrap onto more lines, never cut)."""
 
-_VERDICT_COLOR = {"cause": "#c0392b", "minor": "#d98880", "no effect": "#7f8c8d", "unclear": "#e67e22"}
+_VERDICT_COLOR = {"cause": "#c0392b", "minor": "#d98880", "no effect": "#7f8c8d", "undecided": "#e67e22"}
 
 
 def wrap(text: str, width: int = LABEL_WIDTH) -> str:
@@ -253,12 +253,19 @@ def curves_plot(result: Attribution, top: int = 2, bins: int = 20):  # -> Figure
 
 def sps_waterfall(result: Attribution):  # -> Figure
     """From the candidate's SPS to the baseline's: what each single cause restores, and what is left
-    (negative when the causes restore more than the gap)."""
+    (negative when the causes restore more than the gap). When the singles overlap (they add up to well over
+    the gap, :func:`~rlaudit.attribution.ranking.overlap`), one bar shows what they restore together instead
+    of stacking them."""
     import matplotlib.pyplot as plt
 
     gap = result.gaps.get(SPS, {})
     base, cand = gap.get("baseline"), gap.get("candidate")
     rows = [r for r in result.ranking.get(SPS, []) if r["single"] and r["verdict"] in ("cause", "minor")]
+    overlapping = overlap(result, SPS)
+    if overlapping is not None and overlapping["together"] is not None:
+        rows = [
+            {"arm": "together (overlapping): " + " + ".join(overlapping["arms"]), **overlapping["together"]}
+        ]
     rest = "unexplained" if gap.get("measurable") else "not attributed"
     labels = ["candidate", *(wrap(r["arm"]) for r in rows), rest, "baseline"]
     lines = sum(label.count("\n") + 1 for label in labels)

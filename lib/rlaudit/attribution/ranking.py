@@ -16,9 +16,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from rlaudit.attribution.arms import DEFAULT_DELTA, SPS, minor_floor
+from rlaudit.attribution.arms import DEFAULT_DELTA, OVERLAP_MARGIN, SPS, minor_floor
 from rlaudit.findings import SUBSYSTEMS, Evidence, Finding, Severity, Status
 
 if TYPE_CHECKING:
@@ -48,6 +48,20 @@ def gap_label(metric: str) -> str:
     """What a share of ``metric`` is a share of, for sentences and axes (see
     :func:`~rlaudit.attribution.arms.attribution_scale`)."""
     return "the CPU time per step lost" if metric == SPS else "the gap"
+
+
+def overlap(result: Attribution, metric: str) -> dict[str, Any] | None:
+    """The named single restores of ``metric`` (causes and minor contributors) when they add up to well over
+    the whole gap (by more than
+    :data:`~rlaudit.attribution.arms.OVERLAP_MARGIN`): they overlap, each one alone also removing part of
+    what another costs, so their sum is no total. Returns ``singles`` (their sum), ``arms`` and ``together``
+    (the joint restore of the causes, when it was measured, else None); None when they do not overlap."""
+    rows = [r for r in result.ranking.get(metric, []) if r["single"] and r["verdict"] in ("cause", "minor")]
+    total = sum(r["point"] for r in rows)
+    if len(rows) < 2 or not total > 1.0 + OVERLAP_MARGIN:
+        return None
+    together = (result.together.get("effects") or {}).get(metric)
+    return {"singles": total, "arms": [r["arm"] for r in rows], "together": together}
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -227,7 +241,7 @@ class Cause:
             ``n``).
         findings: Its flagged audit findings, strongest first (mechanisms that echo nothing, then echoes, then
             symptoms).
-        verdict: ``primary``, ``secondary``, ``minor``, ``unclear``, ``flagged (unmeasured)``, ``symptom``
+        verdict: ``primary``, ``secondary``, ``minor``, ``undecided``, ``flagged (unmeasured)``, ``symptom``
             (flagged only for a gap every cause produces) or ``red herring``.
         strength: The audit evidence against it (:class:`Strength`).
     """
@@ -238,6 +252,9 @@ class Cause:
     findings: list[Finding]
     verdict: str
     strength: Strength = Strength()
+
+
+_SHARE_KEYS = ("point", "low", "high", "n", "family")
 
 
 def _measured(result: Attribution) -> dict[str, dict[str, dict[str, float]]]:
@@ -251,13 +268,11 @@ def _measured(result: Attribution) -> dict[str, dict[str, dict[str, float]]]:
                 sub = r["subsystems"][0]
                 prev = measured.setdefault(sub, {}).get(m)
                 if prev is None or r["point"] > prev["point"]:
-                    measured[sub][m] = {k: r[k] for k in ("point", "low", "high", "n")}
+                    measured[sub][m] = {k: r[k] for k in _SHARE_KEYS if k in r}
         for r in rows:
             if not r["single"] and r["verdict"] == "no effect":
                 for sub in r["subsystems"]:
-                    measured.setdefault(sub, {}).setdefault(
-                        m, {k: r[k] for k in ("point", "low", "high", "n")}
-                    )
+                    measured.setdefault(sub, {}).setdefault(m, {k: r[k] for k in _SHARE_KEYS if k in r})
     return measured
 
 
@@ -306,7 +321,7 @@ def rank_causes(
         elif not eff and evidence == 0.0:
             verdict, score = "symptom", 0.0
         else:
-            verdict, score = "flagged (unmeasured)" if not eff else "unclear", evidence / (1.0 + evidence)
+            verdict, score = "flagged (unmeasured)" if not eff else "undecided", evidence / (1.0 + evidence)
         causes.append(Cause(sub, score, eff, flagged.get(sub, []), verdict, st))
     # identical evidence (rare) falls back to the name, for a stable order; never to the notebook order
     causes.sort(key=lambda c: (-c.rank_score, *c.strength.key(), -c.strength.symptoms, c.subsystem))
@@ -320,7 +335,10 @@ def rank_causes(
 
 def attribution_findings(result: Attribution, delta: float = DEFAULT_DELTA) -> list[Finding]:
     """One finding per single suspect measured: CONFIRMED when its restore closes a meaningful share of a
-    gap, NOTED when it measurably does not (a red herring if the audits flagged it)."""
+    gap, NOTED when it measurably does not (a red herring if the audits flagged it), SUSPECT while it is
+    undecided (with the seeds per arm that would likely decide it). Intervals account for every arm the
+    search tried (Holm), so a share that excludes zero by the luck of one arm among many is undecided, never
+    CONFIRMED."""
     out = []
     by_name = {s.name: s for s in result.suspects}
     for name, per in result.effects.items():
@@ -335,7 +353,7 @@ def attribution_findings(result: Attribution, delta: float = DEFAULT_DELTA) -> l
             seeds = "1 seed" if e.n == 1 else f"{e.n} seeds"
             parts.append(
                 f"{result.label(m)}: restores {e.point:.0%} of {gap_label(m)} "
-                f"(95% CI {e.low:.0%}..{e.high:.0%}, {seeds})"
+                f"({e.ci_text()} {e.low:.0%}..{e.high:.0%}, {seeds})"
             )
             matters |= e.matters(delta)
             none &= e.high < delta
@@ -369,7 +387,7 @@ def attribution_findings(result: Attribution, delta: float = DEFAULT_DELTA) -> l
                             if none and some
                             else " — measurably no cause"
                             if none
-                            else " — unclear"
+                            else " — undecided"
                             + (f": about {max(needed)} seeds per arm would decide it" if needed else "")
                         )
                     ),

@@ -51,6 +51,7 @@ from scipy.stats import t as scipy_t
 from rlaudit import stats
 from rlaudit.attribution.arms import (
     DEFAULT_DELTA,
+    OVERLAP_MARGIN,
     SPS,
     Arm,
     Attribution,
@@ -289,14 +290,17 @@ class Search:
         return f"No measurable {label} gap between baseline and candidate (the candidate is {where}); not attributed."
 
     def _fractions(self, metric: str, arms: dict[str, Arm]) -> dict[str, Effect]:
-        """The share of ``metric``'s gap each arm restores, computed together (they share the pooled
-        noise). Throughput is attributed as CPU time per step (:func:`attribution_scale`)."""
+        """The share of ``metric``'s gap each arm restores, computed together: they share the pooled noise,
+        and they are one family, so each interval accounts for every arm tried (Holm,
+        :func:`rlaudit.stats.fractions_restored_holm`): among several arms, one interval that barely excludes
+        zero is what chance alone produces. Throughput is attributed as CPU time per step
+        (:func:`attribution_scale`)."""
         b, c = self._base_arms()
         values = {k: attribution_scale(metric, a.values(metric)) for k, a in arms.items() if a.n}
         if not values:
             return {}
         try:
-            iv = stats.fractions_restored_pooled(
+            iv = stats.fractions_restored_holm(
                 attribution_scale(metric, b.values(metric)),
                 attribution_scale(metric, c.values(metric)),
                 values,
@@ -304,10 +308,7 @@ class Search:
             )
         except ValueError:
             return {}
-        return {
-            k: Effect(point=i.point, low=i.low, high=i.high, n=int((~np.isnan(values[k])).sum()))
-            for k, i in iv.items()
-        }
+        return {k: family_effect(i, int((~np.isnan(values[k])).sum())) for k, i in iv.items()}
 
     def _effects_for(self, metric: str) -> dict[str, Effect]:
         """Effects of every variant arm on ``metric`` (cached until the next runs)."""
@@ -323,7 +324,7 @@ class Search:
         """Per injected suspect: the share of ``metric``'s gap its change reproduces in the baseline alone,
         ``(baseline - injected) / (baseline - candidate)``: one minus the share it "restores"."""
         return {
-            n: Effect(1.0 - e.point, 1.0 - e.high, 1.0 - e.low, e.n)
+            n: Effect(1.0 - e.point, 1.0 - e.high, 1.0 - e.low, e.n, e.level, e.family)
             for n, e in self._fractions(metric, self.injections).items()
         }
 
@@ -342,7 +343,7 @@ class Search:
     def _futile(self, e: Effect) -> bool:
         """Seeds up to ``max_seeds`` would still leave the interval straddling ``delta``: the effect sits on
         the threshold. Its half-width shrinks as 1/sqrt(seeds) at best, so when even that leaves ``delta``
-        inside, the arm stays "unclear" instead of spending the budget on it."""
+        inside, the arm stays "undecided" instead of spending the budget on it."""
         needed = e.seeds_to_decide(self.delta)
         return e.n >= self.max_seeds or needed is None or needed > self.max_seeds
 
@@ -676,6 +677,8 @@ class Search:
                         "low": e.low,
                         "high": e.high,
                         "n": e.n,
+                        "family": e.family,
+                        "level": e.level,
                         "verdict": e.verdict(self.delta),
                         "needed": e.seeds_to_decide(self.delta),
                     }
@@ -758,12 +761,24 @@ class Search:
                     f"{m}: the causes found close {e['point']:.0%} of the gap together; "
                     f"{1 - e['point']:.0%} stays unexplained"
                 )
-            if abs(singles - e["point"]) > max(0.25, e["high"] - e["low"]):
+            # singles well over the whole gap overlap: the summary says so in the metric's own sentence and
+            # takes the joint restore as the total (rlaudit.summary.overlap), so it is not said twice here
+            if (
+                abs(singles - e["point"]) > max(0.25, e["high"] - e["low"])
+                and singles <= 1.0 + OVERLAP_MARGIN
+            ):
                 notes.append(
                     f"{m}: the single restores add up to {singles:.0%} but together restore "
                     f"{e['point']:.0%}: the causes interact"
                 )
         return {"suspects": [m.name for m in members], "effects": effects, "note": "; ".join(notes)}
+
+
+def family_effect(share: stats.FamilyShare, n: int) -> Effect:
+    """An :class:`Effect` from a share whose interval accounts for its family of arms (Holm)."""
+    return Effect(
+        point=share.point, low=share.low, high=share.high, n=n, level=share.level, family=share.family
+    )
 
 
 def _mean(values: np.ndarray) -> float:

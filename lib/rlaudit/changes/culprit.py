@@ -2,11 +2,11 @@
 
 It runs on the attribution search's machinery (:class:`rlaudit.attribution.search.Search`): the same arms
 (training runs over shared seeds), the same shares of each gap (the primary metric, and steps per second as
-CPU time per step) with intervals that pool run-to-run noise over all arms
-(:func:`rlaudit.stats.fractions_restored_pooled`), the same decisions (a share *matters* when its interval is
-above zero and its point reaches ``delta``; it is *cleared* when its interval is below ``delta``) and the same
-rule for seeds (an arm starts with one and gains more only while an interval straddles ``delta`` and more seeds
-could settle it). What it adds:
+CPU time per step) with intervals that pool run-to-run noise over all arms and account for every view the
+search tried (Holm, :func:`rlaudit.stats.fractions_restored_holm`), the same decisions (a share *matters* when
+its interval is above zero and its point reaches ``delta``; it is *cleared* when its interval is below
+``delta``) and the same rule for seeds (an arm starts with one and gains more only while an interval straddles
+``delta`` and more seeds could settle it). What it adds:
 
 **Commits first: a noisy bisection with priors.** Every commit of the history is a real subject (the
 ``git:`` ref at that commit), and the checkout of commit ``j`` is the candidate with commits ``j+1..N``
@@ -60,7 +60,7 @@ import numpy as np
 
 from rlaudit import stats
 from rlaudit.attribution.arms import Arm, Effect, attribution_scale
-from rlaudit.attribution.search import Search
+from rlaudit.attribution.search import Search, family_effect
 from rlaudit.changes.arms import ChangeArm, Targets
 from rlaudit.changes.changeset import ChangeSet
 from rlaudit.changes.grouping import chunks, components, connected, flat, halves, label
@@ -207,7 +207,8 @@ class ChangeSearch(Search):
     def _effects_for(self, metric: str) -> dict[str, Effect]:
         """Every view's share of ``metric``'s gap, computed together (the contrasts share the pooled noise):
         a contrast ``top - bottom``, paired by seed, enters the pooled computation as the candidate plus that
-        difference, so its share is ``share(top) - share(bottom)``."""
+        difference, so its share is ``share(top) - share(bottom)``. The views are one family: each interval
+        accounts for every view the search tried (Holm)."""
         if metric in self._effects:
             return self._effects[metric]
         b, c = self._base_arms()
@@ -227,13 +228,10 @@ class ChangeSearch(Search):
         out: dict[str, Effect] = {}
         if values:
             try:
-                iv = stats.fractions_restored_pooled(vb, vc, values, seed=self.seed)
+                iv = stats.fractions_restored_holm(vb, vc, values, seed=self.seed)
             except ValueError:
                 iv = {}
-            out = {
-                k: Effect(point=i.point, low=i.low, high=i.high, n=int((~np.isnan(values[k])).sum()))
-                for k, i in iv.items()
-            }
+            out = {k: family_effect(i, int((~np.isnan(values[k])).sum())) for k, i in iv.items()}
         self._effects[metric] = out
         return out
 
@@ -531,7 +529,7 @@ class ChangeSearch(Search):
                     else:
                         found.append(g[0])
                 elif state in ("unclear", "undecided") and len(g) == 1 and self._contributes(arm.name):
-                    found.append(g[0])  # a small share, surely there: reported (as minor or unclear)
+                    found.append(g[0])  # a small share, surely there: reported (as minor or undecided)
                 elif state == "unresolved":
                     inside = {h.id for h in flat(g)}
                     named = [
@@ -860,11 +858,11 @@ class ChangeSearch(Search):
             inj = self._inject_name(c.applied)
             c.reproduced = {m: e for m in active if inj and (e := self.effect_of(inj, m)) is not None}
             verdicts = [e.verdict(self.delta) for e in c.effects.values()]
-            c.verdict = next((v for v in ("cause", "minor", "unclear") if v in verdicts), "no effect")
+            c.verdict = next((v for v in ("cause", "minor", "undecided") if v in verdicts), "no effect")
         primary = self.metric.name
 
         def rank(c: Culprit) -> tuple[int, int, float]:
-            order = {"cause": 0, "minor": 1, "unclear": 2}.get(c.verdict, 3)
+            order = {"cause": 0, "minor": 1, "undecided": 2}.get(c.verdict, 3)
             e = c.effects.get(primary)
             on_primary = e is not None and e.matters(self.delta)
             return (order, 0 if on_primary else 1, -(e.point if on_primary and e else c.best()))

@@ -16,7 +16,7 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
-from rlaudit.attribution.arms import DEFAULT_DELTA
+from rlaudit.attribution.arms import DEFAULT_DELTA, ci_label
 from rlaudit.changes.priors import hunk_table
 from rlaudit.changes.results import ChangeResult, Culprit
 
@@ -31,7 +31,7 @@ def _share(e: Any) -> str:
     if e is None:
         return "not measured"
     seeds = "1 seed" if e.n == 1 else f"{e.n} seeds"
-    return f"{_pct(e.point)} (95% CI {_pct(e.low)}..{_pct(e.high)}, {seeds})"
+    return f"{_pct(e.point)} ({ci_label(getattr(e, 'family', 1))} {_pct(e.low)}..{_pct(e.high)}, {seeds})"
 
 
 def _label(metric: str) -> str:

@@ -33,7 +33,7 @@ class Culprit:
             applies them with it.
         scope: The hunks searched with it (its commits' hunks).
         frame: ``(base, frame)``: the tree it is reverted from and the arm its share is measured against.
-        verdict: ``"cause"``, ``"minor"`` or ``"unclear"`` (on its strongest metric).
+        verdict: ``"cause"``, ``"minor"`` or ``"undecided"`` (on its strongest metric).
         note: What the reader should know (``"only imports with ..."``, ``"matters only together"``).
     """
 
@@ -43,7 +43,7 @@ class Culprit:
     effects: dict[str, Effect] = field(default_factory=dict)
     reproduced: dict[str, Effect] = field(default_factory=dict)
     together: dict[str, Effect] = field(default_factory=dict)
-    verdict: str = "unclear"
+    verdict: str = "undecided"
     note: str = ""
     partners: list[Hunk] = field(default_factory=list)
     needs: list[Hunk] = field(default_factory=list)
@@ -112,7 +112,7 @@ class ChangeResult:
         commits: One row per commit: its verdict (``culprit``, ``cleared``, ``unclear``, ``unresolved``,
             ``not searched``), prior, and the range that decided it.
         ranges: Every commit range decided: ``first``..``last`` (1-based), ``effects`` per metric, ``verdict``.
-        culprits: Strongest first (the primary metric's causes, then throughput's, then minor and unclear).
+        culprits: Strongest first (the primary metric's causes, then throughput's, then minor and undecided).
         arms: Every arm: name, kind, hunks, seeds, measured values, ``unresolved``, and its shares.
         unresolved: Hybrids or checkouts that could not be built or run: ``arm``, ``hunks``, ``reason``.
         spent: Runs (cached included), and a per-commit and a per-hunk sweep at ``max_seeds`` for comparison.

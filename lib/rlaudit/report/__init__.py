@@ -4,8 +4,8 @@
 kernel each), then the summary (``15_summary``) once they have all finished, renders every executed
 notebook to HTML with the code hidden, and writes ``<out>/index.html``: the executive summary, the status
 grid of the fourteen subsystems, every finding ranked, links to the pages, and the run's metadata. A notebook
-that fails is still rendered with its error and counts as ERROR; the command finishes the rest and exits
-non-zero.
+that fails is still rendered with its error and counts as ERROR; the command finishes the rest and exits 3
+(:mod:`rlaudit.exits` lists every exit code).
 
 The modules, in the order a report uses them:
 

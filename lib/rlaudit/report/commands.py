@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
+from rlaudit import exits
 from rlaudit.findings import (
     SUBSYSTEMS,
     Evidence,
@@ -122,7 +123,9 @@ def run_report(args: Any) -> int:
             executor, ray_address, out, notebooks).
 
     Returns:
-        0 when every notebook ran and saved its findings, 1 otherwise (the report is written either way).
+        The exit code (:mod:`rlaudit.exits`): 3 when a notebook did not run or save its findings, else 4 for
+        ERROR findings, 5 for a CONFIRMED one, 6 for a SUSPECT one, as far as ``args.fail_on`` looks; 0
+        otherwise. The report is written either way.
     """
     from rlaudit.display import versions
     from rlaudit.paths import notebooks_dir, reports_dir
@@ -259,7 +262,14 @@ def run_report(args: Any) -> int:
         f"summed over {jobs} job{'s' if jobs != 1 else ''}, cpu {format_seconds(sum(r.cpu_seconds for r in runs))}, "
         f"rendering {format_seconds(sum(r.render_seconds for r in runs))})"
     )
-    return 1 if failed else 0
+    code = exits.exit_code(
+        [f for r in runs for f in r.findings],
+        fail_on=getattr(args, "fail_on", exits.DEFAULT_FAIL_ON),
+        notebooks_failed=len(failed),
+    )
+    if code:
+        _print(exits.describe(code))
+    return code
 
 
 _BENCH_CELLS = (
@@ -407,7 +417,8 @@ def run_audit(args: Any) -> int:
     """``rlaudit audit``: run the audits without notebooks, print the findings, save them as JSON.
 
     Returns:
-        0 normally; 1 when every audit errored (nothing was actually checked).
+        The exit code (:mod:`rlaudit.exits`): 4 for ERROR findings, 5 for a CONFIRMED one, 6 for a SUSPECT
+        one, as far as ``args.fail_on`` looks; 0 otherwise.
 
     Raises:
         ValueError: Unknown subsystem names.
@@ -468,5 +479,7 @@ def run_audit(args: Any) -> int:
     _print(f"\nwrote {len(findings)} findings to {path} ({format_seconds(time.perf_counter() - started)})")
     if findings and all(f.status is Status.ERROR for f in findings):
         _print("every audit errored: nothing was checked")
-        return 1
-    return 0
+    code = exits.exit_code(findings, fail_on=getattr(args, "fail_on", exits.DEFAULT_FAIL_ON))
+    if code:
+        _print(exits.describe(code))
+    return code

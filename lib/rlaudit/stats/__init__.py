@@ -13,7 +13,8 @@ Conventions:
       into :attr:`rlaudit.findings.Evidence.test`.
 
 Modules, each re-exported here (``from rlaudit import stats; stats.bootstrap_ci(...)``):
-    - :mod:`~rlaudit.stats.intervals`: the bootstrap engine and intervals, the share of a gap restored.
+    - :mod:`~rlaudit.stats.intervals`: the bootstrap engine and intervals, the share of a gap restored
+      (one arm, or a family of arms with Holm's adjustment).
     - :mod:`~rlaudit.stats.effects`: probability of improvement, two-sample tests, effect sizes, chi-square.
     - :mod:`~rlaudit.stats.trends`: scaling exponents, growth slopes, trend tests.
     - :mod:`~rlaudit.stats.power`: seeds needed to detect a difference.
@@ -30,6 +31,7 @@ from rlaudit.stats.effects import (
     two_sample_test,
 )
 from rlaudit.stats.intervals import (
+    FamilyShare,
     Interval,
     Method,
     Resampling,
@@ -39,7 +41,10 @@ from rlaudit.stats.intervals import (
     bootstrap_diff,
     bootstrap_ratio_ci,
     fraction_restored,
+    fractions_restored_holm,
     fractions_restored_pooled,
+    holm_adjust,
+    holm_levels,
     iqm,
     iqm_ci,
     paired_bootstrap_diff,
@@ -49,6 +54,7 @@ from rlaudit.stats.power import power_seeds, power_table
 from rlaudit.stats.trends import growth_slope, loglog_slope, trend_test
 
 __all__ = [
+    "FamilyShare",
     "Interval",
     "Method",
     "Resampling",
@@ -60,8 +66,11 @@ __all__ = [
     "chi_square_distributions",
     "cohens_d",
     "fraction_restored",
+    "fractions_restored_holm",
     "fractions_restored_pooled",
     "growth_slope",
+    "holm_adjust",
+    "holm_levels",
     "iqm",
     "iqm_ci",
     "loglog_slope",

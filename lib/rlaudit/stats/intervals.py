@@ -448,6 +448,9 @@ def fractions_restored_pooled(
     pooled noise carries everything the other arms learned about run-to-run variation. It assumes the noise
     of a paired difference is similar across arms (one trainer, one machine, one metric).
 
+    Each interval covers its own arm at ``level``; with several arms one of them excludes zero by chance
+    more often than ``1 - level``. :func:`fractions_restored_holm` accounts for the number of arms.
+
     Args:
         baseline: Metric of the baseline per seed, shape (N,).
         candidate: Metric of the candidate per seed, shape (N,), same seeds in the same order.
@@ -463,6 +466,174 @@ def fractions_restored_pooled(
             is no gap (``mean(g) == 0``).
     """
     level = _check_level(level)
+    draws = _pooled_share_draws(baseline, candidate, variants, n_boot=n_boot, seed=seed)
+    return {name: Interval(point, *_percentiles(ratio, level)) for name, (point, ratio) in draws.items()}
+
+
+class FamilyShare(NamedTuple):
+    """The share of a gap one arm restores, with an interval that accounts for every arm of its family.
+
+    Attributes:
+        point: The estimate, ``mean(d) / mean(g)``.
+        low, high: The interval at ``level``, this arm's Holm level (:func:`holm_levels`): it excludes zero
+            exactly when Holm's step-down procedure rejects "this arm restores nothing" at the family's
+            level.
+        level: The coverage of this arm's own interval (``0.95`` for a family of one; up to
+            ``1 - 0.05 / family``).
+        p: The bootstrap p-value of "this arm restores nothing" (two-sided, before adjustment).
+        p_holm: ``p`` adjusted for the family (Holm): below ``1 - family level`` means decided non-zero.
+        family: The number of arms the decision accounts for.
+    """
+
+    point: float
+    low: float
+    high: float
+    level: float
+    p: float
+    p_holm: float
+    family: int
+
+
+def fractions_restored_holm(
+    baseline: Any,
+    candidate: Any,
+    variants: dict[str, Any],
+    *,
+    n_boot: int = 4000,
+    level: float = 0.95,
+    seed: Seed,
+) -> dict[str, FamilyShare]:
+    """:func:`fractions_restored_pooled` for a family of arms: each interval widened to its Holm level.
+
+    A search that tries ``m`` arms and calls every arm whose 95% interval excludes zero a cause finds one by
+    chance far more often than 5% of the time (about ``1 - 0.95**m``). Here the arms are one family: each
+    arm's two-sided bootstrap p-value of "restores nothing" (the share of resamples on the other side of
+    zero) ranks them, and the arm ranked ``i``-th (from 1) gets an interval at level ``1 - alpha / (m - i +
+    1)`` (``alpha = 1 - level``), Holm's step-down levels; from the first arm that step does not decide,
+    every later arm keeps that arm's level. So an interval excludes zero exactly when Holm rejects "restores
+    nothing" for that arm, and the chance that any arm that restores nothing is called a cause stays below
+    ``alpha``. The other readings of the interval (below a threshold, above a floor) use the same, widened,
+    interval. Resamples grow with the family so that the tail quantiles rest on at least 25 resamples.
+
+    Each arm's mean is drawn from a normal with the pooled variance (a parametric bootstrap) rather than from
+    the residuals themselves: one seed's draw from a pool of five residuals takes five values, so its tails
+    are a few atoms that do not move with the level (the interval at 99% is the one at 95%, and a share whose
+    lowest atom is above zero would look certain at any level). The pooled variance is the residual
+    bootstrap's, so at one arm the interval is close to :func:`fractions_restored_pooled`'s.
+
+    Args:
+        baseline, candidate, variants: As in :func:`fractions_restored_pooled`.
+        n_boot: Resamples at least (more for a large family).
+        level: The family-wise level, e.g. 0.95.
+        seed: Seeds the resampling.
+
+    Returns:
+        Name -> :class:`FamilyShare`; variants with no usable seed are left out (and are not in the family).
+    """
+    level = _check_level(level)
+    alpha = 1.0 - level
+    usable = _usable_variants(candidate, variants)
+    n_boot = max(n_boot, math.ceil(50 * max(1, usable) / alpha))
+    draws = _pooled_share_draws(baseline, candidate, variants, n_boot=n_boot, seed=seed, parametric=True)
+    names = list(draws)
+    pvalues = [_bootstrap_p(ratio) for _, ratio in draws.values()]
+    levels = holm_levels(pvalues, level)
+    adjusted = holm_adjust(pvalues)
+    out: dict[str, FamilyShare] = {}
+    for name, p, lv, p_adj in zip(names, pvalues, levels, adjusted, strict=True):
+        point, ratio = draws[name]
+        out[name] = FamilyShare(point, *_percentiles(ratio, lv), lv, p, p_adj, len(names))
+    return out
+
+
+def _bootstrap_p(draws: np.ndarray) -> float:
+    """Two-sided bootstrap p-value of "the statistic is zero": twice the share of resamples on the far side of
+    zero (the smaller side), each side counting one more resample so that it is never exactly 0. It is below
+    ``alpha`` when, up to that one resample, the percentile interval at ``1 - alpha`` excludes zero. NaN
+    without resamples."""
+    if draws.size == 0:
+        return math.nan
+    b = draws.size
+    below = (float(np.sum(draws <= 0.0)) + 1.0) / (b + 1.0)
+    above = (float(np.sum(draws >= 0.0)) + 1.0) / (b + 1.0)
+    return min(1.0, 2.0 * min(below, above))
+
+
+def holm_adjust(pvalues: Sequence[float]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values, in the order given: the ``i``-th smallest ``p`` (from 1) becomes
+    ``max over j <= i of min(1, (m - j + 1) p_(j))``. A hypothesis is rejected at family-wise level
+    ``alpha`` when its adjusted p-value is below ``alpha``. NaN p-values rank last and stay NaN (they
+    count in ``m``).
+
+    Example: ``[0.01, 0.04, 0.03, 0.005]`` -> ``[0.03, 0.06, 0.06, 0.02]``.
+    """
+    p = np.asarray(pvalues, dtype=float)
+    m = p.size
+    order = np.argsort(np.where(np.isnan(p), np.inf, p), kind="stable")
+    out = np.full(m, math.nan)
+    running = 0.0
+    for rank, i in enumerate(order):
+        if math.isnan(p[i]):
+            continue
+        running = max(running, min(1.0, (m - rank) * float(p[i])))
+        out[i] = running
+    return [float(x) for x in out]
+
+
+def holm_levels(pvalues: Sequence[float], level: float = 0.95) -> list[float]:
+    """Per hypothesis, the coverage of the interval that decides it under Holm's step-down procedure.
+
+    With ``m`` hypotheses sorted by p-value, the ``i``-th (from 1) is tested at ``alpha / (m - i + 1)``,
+    ``alpha = 1 - level``, while every earlier one was rejected; from the first that is not, Holm rejects
+    nothing more, so that one's level holds for all after it (their larger p-values cannot pass it). The
+    interval at ``1 - alpha / (m - i + 1)`` excludes the null value exactly when its test rejects.
+
+    Example, four arms at 0.95: p-values ``[0.0001, 0.0002, 0.04, 0.5]`` give levels ``[0.9875, 0.98333,
+    0.975, 0.975]``: the third arm's 0.04 would pass alone (below 0.05) but not at its Holm level (0.025), so
+    it and the fourth stay undecided.
+    """
+    level = _check_level(level)
+    alpha = 1.0 - level
+    p = np.asarray(pvalues, dtype=float)
+    m = p.size
+    order = np.argsort(np.where(np.isnan(p), np.inf, p), kind="stable")
+    out = np.empty(m)
+    stopped: float | None = None
+    for rank, i in enumerate(order):
+        this = 1.0 - alpha / (m - rank)
+        if stopped is not None:
+            out[i] = stopped
+            continue
+        out[i] = this
+        if not (p[i] < alpha / (m - rank)):  # NaN or too large: Holm stops here
+            stopped = this
+    return [float(x) for x in out]
+
+
+def _usable_variants(candidate: Any, variants: dict[str, Any]) -> int:
+    """How many variants have at least one seed paired with a finite candidate run."""
+    c = np.asarray(candidate, dtype=float).reshape(-1)
+    count = 0
+    for values in variants.values():
+        v = np.asarray(values, dtype=float).reshape(-1)
+        k = min(v.size, c.size)
+        count += bool(np.any(~np.isnan(v[:k] - c[:k])))
+    return count
+
+
+def _pooled_share_draws(
+    baseline: Any,
+    candidate: Any,
+    variants: dict[str, Any],
+    *,
+    n_boot: int,
+    seed: Seed,
+    parametric: bool = False,
+) -> dict[str, tuple[float, np.ndarray]]:
+    """Per variant: the share restored and its finite bootstrap resamples (the engine of
+    :func:`fractions_restored_pooled`, which documents the method). ``parametric`` draws each mean from a
+    normal with the pooled residual variance instead of resampling the residuals (smooth tails for one- and
+    two-seed arms, see :func:`fractions_restored_holm`)."""
     b = _as_1d(baseline, "baseline")
     c = _as_1d(candidate, "candidate")
     if b.shape != c.shape:
@@ -488,14 +659,16 @@ def fractions_restored_pooled(
         [(x - x.mean()) * np.sqrt(x.size / (x.size - 1)) for x in pool if x.size >= 2] or [np.zeros(1)]
     )
     rng = as_generator(seed)
+    sd = float(np.sqrt(np.mean(residuals**2)))
 
     def mean_draws(center: float, n: int) -> np.ndarray:
+        if parametric:
+            return center + rng.normal(0.0, sd / math.sqrt(n), size=n_boot)
         return center + rng.choice(residuals, size=(n_boot, n)).mean(axis=1)
 
     gap_star = mean_draws(float(g.mean()), g.size)
-    out: dict[str, Interval] = {}
+    out: dict[str, tuple[float, np.ndarray]] = {}
     for name, d in diffs.items():
         ratio = mean_draws(float(d.mean()), d.size) / gap_star
-        ratio = ratio[np.isfinite(ratio)]
-        out[name] = Interval(float(d.mean() / g.mean()), *_percentiles(ratio, level))
+        out[name] = (float(d.mean() / g.mean()), ratio[np.isfinite(ratio)])
     return out
