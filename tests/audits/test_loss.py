@@ -574,3 +574,34 @@ def test_a_rollout_batch_that_was_not_measured_is_named_not_read() -> None:
     )
     lacking = ProbeResult("candidate", "s", "p", {}, False, missing=["compute_loss"])
     assert _rollout_unmeasured(Pair(measured, lacking)) == "candidate lacks compute_loss"
+
+
+def test_a_dict_observation_space_gets_no_shared_batch_and_says_why(tmp_path: Path) -> None:
+    """The shared batch is an array of observations drawn for the snapshot's ``obs_shape``: fed to a policy
+    built for a Dict space it raised in the subject's loss (loss/terms and loss/gradient-flow were ERROR)."""
+    from rlaudit.cache import ProbeResult
+    from rlaudit.loss.probes import policy_snapshot
+    from rlaudit.loss.terms import shared_batch
+    from support.probing import probe_context
+
+    ctx = probe_context(_shape_subject(None), tmp_path / "out", ROLLOUT_CAPABILITIES)
+    snapshot = policy_snapshot(ctx, seed=0)
+    assert snapshot["obs_array"] is False
+
+    class Bench:
+        """Answers the snapshot probe with the Dict subject's result on both sides."""
+
+        def run(self, probe: Any, **params: Any) -> Any:
+            from rlaudit.workbench import Pair
+
+            assert probe is policy_snapshot, "nothing past the snapshot may run on a Dict observation space"
+            return Pair(
+                *(
+                    ProbeResult(side, "s", "p", params, True, result=snapshot)
+                    for side in ("baseline", "candidate")
+                )
+            )
+
+    info = shared_batch(Bench(), seed=0).info
+    assert info["batch"] is None
+    assert info["reason"].startswith("the baseline and candidate observations are not one array (a Dict")

@@ -49,6 +49,7 @@ def env_spaces(subject: Any, config: dict[str, Any], seed: int) -> tuple[Any, An
 
 def space_info(obs_space: Any, act_space: Any) -> dict[str, Any]:
     return {
+        "obs_array": array_space(obs_space),
         "obs_shape": [int(s) for s in getattr(obs_space, "shape", ()) or ()],
         "n_actions": int(act_space.n) if hasattr(act_space, "n") else None,
         "obs_space": repr(obs_space),
@@ -291,7 +292,7 @@ def advantages(ctx: ProbeContext, *, inputs: str) -> dict:
 # -------------------------------------------------------------------------------------------------------------
 
 
-@probe(requires=("config", "make_env", "make_policy"), version=1)
+@probe(requires=("config", "make_env", "make_policy"), version=2)
 def policy_snapshot(ctx: ProbeContext, *, seed: int = 0) -> dict:
     """The subject's freshly initialized network (``torch.manual_seed(seed)``): weights and parameter table.
 
