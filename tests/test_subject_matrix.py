@@ -116,10 +116,10 @@ def _ran(run: ReportRun) -> dict[str, str]:
 
 def test_a_plain_env_with_dict_observations_gets_every_check(cache: str, tmp_path: Path) -> None:
     """``make_env`` returns one ``gymnasium.Env`` (no vector env) whose observations are a Dict (a Box and a
-    Discrete); every capability but a curriculum, ``env_fn`` and ``config(overrides=)`` is there. The checks
-    that feed the network a fixed observation batch, roll out the subject's own env for the loss, or load
-    its checkpoints run on it: before, they raised (TypeError on the dict observations, FileNotFoundError
-    for the gradients of a plain env)."""
+    Discrete), with the network, optimizer, loss, checkpoint and log capabilities (no curriculum, ``env_fn``
+    or ``config(overrides=)``). The checks that feed the network a fixed observation batch, roll out the
+    subject's own env for the loss, or load its checkpoints run on it: before, they raised (TypeError on the
+    dict observations, FileNotFoundError for the gradients of a plain env)."""
     baseline, candidate = _shape_pair(tmp_path, "dict_obs_subject.py")
     run = report(baseline, candidate, tmp_path / "out", cache)
     _assert_clean(run)
