@@ -2,7 +2,7 @@
 everything a subject cannot offer SKIPPED with the missing piece named.
 
 Pairs: the built-in pair, the cartpole example, the SB3 example, a subject with only ``config`` and
-``train``, and one with only ``config``. Reports run at the smoke profile in the shared test cache, so the
+``train``, one with only ``config``, and the subject shapes the contract allows (fixtures at the end). Reports run at the smoke profile in the shared test cache, so the
 runs the notebooks and other tests made are reused.
 """
 
@@ -92,3 +92,63 @@ def test_a_subject_with_only_config_is_skipped_everywhere_else(cache: str, tmp_p
     _assert_skips_name_the_missing_piece(run)
     outside = [f for f in run.all_findings() if f["subsystem"] != "config" and f["status"] != "SKIPPED"]
     assert not outside, "\n".join(f"{f['id']}: {f['status']}" for f in outside)
+
+
+def _shape_pair(tmp: Path, fixture: str) -> tuple[str, str]:
+    """Two versions of a shape fixture in sibling directories; the candidate's learning rate is zeroed."""
+    sides = []
+    for name in ("v1", "v2"):
+        target = tmp / name / "subject.py"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        text = (FIXTURES / fixture).read_text()
+        assert '"learning_rate": 0.01' in text, f"{fixture} must set learning_rate 0.01 for its pair"
+        target.write_text(
+            text.replace('"learning_rate": 0.01', '"learning_rate": 0.0') if name == "v2" else text
+        )
+        sides.append(str(target))
+    return sides[0], sides[1]
+
+
+def _ran(run: ReportRun) -> dict[str, str]:
+    """Finding id -> status, for the findings that are not SKIPPED."""
+    return {f["id"]: f["status"] for f in run.all_findings() if f["status"] != "SKIPPED"}
+
+
+def test_a_plain_env_with_dict_observations_gets_every_check(cache: str, tmp_path: Path) -> None:
+    """``make_env`` returns one ``gymnasium.Env`` (no vector env) whose observations are a Dict (a Box and a
+    Discrete), with the network, optimizer, loss, checkpoint and log capabilities (no curriculum, ``env_fn``
+    or ``config(overrides=)``). The checks that feed the network a fixed observation batch, roll out the
+    subject's own env for the loss, or load its checkpoints run on it: before, they raised (TypeError on the
+    dict observations, FileNotFoundError for the gradients of a plain env)."""
+    baseline, candidate = _shape_pair(tmp_path, "dict_obs_subject.py")
+    run = report(baseline, candidate, tmp_path / "out", cache)
+    _assert_clean(run)
+    _assert_skips_name_the_missing_piece(run)
+    ran = _ran(run)
+    expected = {
+        "agents/architecture",
+        "init/schemes",
+        "checkpointing/round-trip",
+        "checkpointing/loading",
+        "loss/gradient-flow",
+        "spaces/observations",
+        "spaces/network-input",
+    }
+    assert expected <= set(ran), f"not run: {sorted(expected - set(ran))}\n{run.explain()}"
+
+
+def test_continuous_actions_without_checkpoints_get_every_check(cache: str, tmp_path: Path) -> None:
+    """Box actions (a Gaussian policy) on a vector env, and no ``checkpoints``, ``load_checkpoint`` or
+    ``train(resume_from=)``: every check that needs a checkpoint says SKIPPED and names what is missing."""
+    baseline, candidate = _shape_pair(tmp_path, "continuous_subject.py")
+    run = report(baseline, candidate, tmp_path / "out", cache)
+    _assert_clean(run)
+    _assert_skips_name_the_missing_piece(run)
+    ran = _ran(run)
+    assert {"agents/architecture", "loss/terms", "loss/gradient-flow", "spaces/observations"} <= set(ran), (
+        run.explain()
+    )
+    checkpointing = [f for f in run.all_findings() if f["subsystem"] == "checkpointing"]
+    assert checkpointing and all(f["status"] == "SKIPPED" for f in checkpointing), run.explain()
+    said = " ".join(f["evidence"]["summary"] + " " + f["remediation"] for f in checkpointing)
+    assert "checkpoints" in said and "load_checkpoint" in said

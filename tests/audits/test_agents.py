@@ -245,3 +245,27 @@ def test_toy_subject_with_only_a_network_is_audited(make_wb, describe, toy_spec:
     sections = agents.audit_all(make_wb(toy_spec, baseline=toy_spec))
     findings = [f for s in sections for f in s.findings]
     assert all(f.status.value == "CLEARED" for f in findings), describe(findings)
+
+
+def test_a_dict_observation_is_fed_as_a_dict_and_its_input_layers_found() -> None:
+    """A policy for a Dict observation space takes a dict of batched tensors; its first layers receive the
+    encoded observation (one-hot, concatenated), which no module produced: they are its input layers."""
+    import dict_obs_subject as subject  # tests/fixtures is on sys.path
+    import numpy as np
+
+    from rlaudit.agents.nets import as_tensors, call_policy
+
+    env = subject.make_env(subject.config(), 0)
+    policy = subject.make_policy(subject.config(), env.observation_space, env.action_space)
+    obs = as_tensors({"position": np.zeros((5, 1), np.float32), "goal": np.array([0, 1, 1, 0, 1])})
+    assert call_policy(policy, obs) == "get_action_and_value"
+    trace = trace_forward(policy, obs)
+    assert trace.obs_consumers() == []
+    assert sorted(trace.input_layers()) == ["actor.0", "critic.0"]
+    assert trace.inputs["actor.0"].shape == (5, 3)  # the position and the goal one-hot
+
+
+def test_input_layers_are_the_observation_consumers_when_there_are_some() -> None:
+    net = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2))
+    trace = trace_forward(net, torch.zeros(3, 4))
+    assert trace.input_layers() == trace.obs_consumers() == ["0"]

@@ -356,3 +356,24 @@ def test_a_side_without_checkpoints_is_skipped_lost_or_noted() -> None:
     assert "no longer saves checkpoints" in lost.evidence.summary
     gained = guard_sources(_entries(0, 2), "checkpointing/x", "h")
     assert gained is not None and (gained.status.value, gained.severity.value) == ("NOTED", "LOW")
+
+
+def test_load_fidelity_round_trips_a_dict_observation_policy(tmp_path: Path) -> None:
+    """The round trip feeds the loaded and the saved network a fixed observation batch: for a Dict
+    observation space a dict of batched arrays (before: TypeError building a float array of dicts)."""
+    import dict_obs_subject as subject  # tests/fixtures is on sys.path
+
+    from rlaudit.checkpointing import probes
+    from rlaudit.recorder import NullRecorder
+    from support.probing import probe_context
+
+    config = subject.config()
+    subject.train(config, 128, 0, NullRecorder(tmp_path / "run"))
+    checkpoint = subject.checkpoints(config, tmp_path / "run")[0]
+    caps = ("config", "make_env", "make_policy", "load_checkpoint")
+    ctx = probe_context(subject, tmp_path / "out", caps)
+    result = probes.load_fidelity(ctx, path=checkpoint, rollout_steps=64, batch=16)
+    assert result["counts"] == {"loaded": 8} and result["round_trip"] is True
+    fidelity = json.loads((tmp_path / "out" / "fidelity.json").read_text())
+    assert fidelity["round_trip"]["batch"] == 16
+    assert all(h["max_abs_diff"] == 0.0 for h in fidelity["round_trip"]["heads"].values())

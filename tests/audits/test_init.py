@@ -160,3 +160,25 @@ def test_hidden_size_change_keeps_the_init_cleared(make_wb, flagged, describe) -
 
     sections = init.audit_all(make_wb("builtin:reference+agents.hidden_size"))
     assert not flagged(sections), describe(f for s in sections for f in s.findings)
+
+
+def test_policy_outputs_missing_on_both_sides_name_both(tmp_path) -> None:
+    """A continuous-action pair has no discrete policy head on either side: the SKIPPED names both sides (it
+    named the baseline only, as if the candidate had them)."""
+    import json
+
+    from rlaudit.cache import ProbeResult
+    from rlaudit.checks import Check, Missing
+    from rlaudit.init.audit import policy_at_init
+    from rlaudit.workbench import Pair
+
+    results = []
+    for side in ("baseline", "candidate"):
+        (tmp_path / side).mkdir()
+        outputs = {"seed": [0, 1], "value_mean": [0.1, 0.2], "value_std": [0.3, 0.4]}
+        (tmp_path / side / "outputs.json").write_text(json.dumps(outputs))
+        results.append(ProbeResult(side, "s", "init_stats", {}, True, result={}, dir=tmp_path / side))
+    with pytest.raises(Missing) as stopped:
+        policy_at_init.__wrapped__(Check(policy_at_init.spec, wb=None), Pair(*results))
+    assert stopped.value.sides == ("baseline", "candidate")
+    assert "entropy_ratio, logit_std" in stopped.value.what

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -556,3 +557,103 @@ def test_advantages_no_longer_normalized_are_named(make_wb, loss_subjects) -> No
         in summary
     )
     assert "coefficient" not in summary.split(" — ")[0] and "network" not in summary
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Subject shapes the contract allows: a plain gymnasium.Env, a Dict observation space
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _shape_subject(make_env: Any) -> Any:
+    """The Dict-observation fixture subject's policy and loss (its policy encodes any space) on ``make_env``."""
+    from types import SimpleNamespace
+
+    import dict_obs_subject as module  # tests/fixtures is on sys.path
+
+    return SimpleNamespace(
+        config=module.config,
+        make_env=make_env or module.make_env,
+        make_policy=module.make_policy,
+        compute_advantages=module.compute_advantages,
+        compute_loss=module.compute_loss,
+    )
+
+
+ROLLOUT_CAPABILITIES = ("config", "make_env", "make_policy", "compute_advantages", "compute_loss")
+
+
+def test_the_rollout_batch_is_collected_from_a_plain_env(tmp_path: Path) -> None:
+    """A plain ``gymnasium.Env`` (not a vector env) is rolled out as a vector env of one: before, the probe
+    wrote no gradients and ``loss/gradient-flow`` raised FileNotFoundError reading them."""
+    import gymnasium as gym
+
+    from rlaudit.io import read_table
+    from rlaudit.loss.probes import rollout_loss
+    from support.probing import probe_context
+
+    subject = _shape_subject(lambda config, seed: gym.make("CartPole-v1"))
+    ctx = probe_context(subject, tmp_path / "out", ROLLOUT_CAPABILITIES)
+    result = rollout_loss(ctx, seed=0, steps=64)
+    assert result["samples"] == 64 and "unsupported" not in result
+    grads = read_table(tmp_path / "out" / "gradients")
+    assert set(grads["term"]) >= {"loss", "value_loss"} and (grads["grad_norm"] > 0).any()
+
+
+def test_a_dict_observation_space_says_the_rollout_batch_is_unsupported(tmp_path: Path) -> None:
+    from rlaudit.io import table_path
+    from rlaudit.loss.probes import rollout_loss
+    from support.probing import probe_context
+
+    ctx = probe_context(_shape_subject(None), tmp_path / "out", ROLLOUT_CAPABILITIES)
+    result = rollout_loss(ctx, seed=0, steps=64)
+    assert result == {"policy_api": True, "unsupported": "a Dict observation space"}
+    assert table_path(tmp_path / "out" / "gradients") is None
+
+
+def test_a_rollout_batch_that_was_not_measured_is_named_not_read() -> None:
+    from rlaudit.cache import ProbeResult
+    from rlaudit.loss.gradients import _rollout_unmeasured
+    from rlaudit.workbench import Pair
+
+    def result(side: str, **summary: Any) -> ProbeResult:
+        return ProbeResult(side, "s", "rlaudit.loss.probes:rollout_loss", {}, True, result=summary)
+
+    measured = result("baseline", policy_api=True, samples=64)
+    assert _rollout_unmeasured(Pair(measured, result("candidate", policy_api=True, samples=64))) == ""
+    dict_obs = Pair(measured, result("candidate", policy_api=True, unsupported="a Dict observation space"))
+    assert _rollout_unmeasured(dict_obs) == (
+        "candidate: a Dict observation space (the rollout batch holds array observations)"
+    )
+    lacking = ProbeResult("candidate", "s", "p", {}, False, missing=["compute_loss"])
+    assert _rollout_unmeasured(Pair(measured, lacking)) == "candidate lacks compute_loss"
+
+
+def test_a_dict_observation_space_gets_no_shared_batch_and_says_why(tmp_path: Path) -> None:
+    """The shared batch is an array of observations drawn for the snapshot's ``obs_shape``: fed to a policy
+    built for a Dict space it raised in the subject's loss (loss/terms and loss/gradient-flow were ERROR)."""
+    from rlaudit.cache import ProbeResult
+    from rlaudit.loss.probes import policy_snapshot
+    from rlaudit.loss.terms import shared_batch
+    from support.probing import probe_context
+
+    ctx = probe_context(_shape_subject(None), tmp_path / "out", ROLLOUT_CAPABILITIES)
+    snapshot = policy_snapshot(ctx, seed=0)
+    assert snapshot["obs_array"] is False
+
+    class Bench:
+        """Answers the snapshot probe with the Dict subject's result on both sides."""
+
+        def run(self, probe: Any, **params: Any) -> Any:
+            from rlaudit.workbench import Pair
+
+            assert probe is policy_snapshot, "nothing past the snapshot may run on a Dict observation space"
+            return Pair(
+                *(
+                    ProbeResult(side, "s", "p", params, True, result=snapshot)
+                    for side in ("baseline", "candidate")
+                )
+            )
+
+    info = shared_batch(Bench(), seed=0).info
+    assert info["batch"] is None
+    assert info["reason"].startswith("the baseline and candidate observations are not one array (a Dict")

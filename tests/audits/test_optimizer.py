@@ -329,3 +329,18 @@ def test_another_optimizer_class_and_param_groups_are_suspect() -> None:
     assert found["optimizer/class"].severity is Severity.HIGH
     assert found["optimizer/class"].evidence.summary.endswith("→ torch.optim.sgd.SGD")
     assert found["optimizer/param-groups"].evidence.summary == "1 param group(s) → 2"
+
+
+def test_a_frozen_layer_is_counted_once_among_those_that_move_differently() -> None:
+    """A layer the candidate no longer moves is both three-fold off and frozen: the summary said "18 of 9
+    tensors move at a different rate" when every tensor of a zero-learning-rate candidate was both."""
+    from rlaudit.optimizer.updates import different_layers, update_ratio_table
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for layer, candidate_scale in (("actor.weight", 0.0), ("critic.weight", 1.0)):
+        for side, scale in (("baseline", 1.0), ("candidate", candidate_scale)):
+            for value in 0.01 * scale * (1.0 + 0.1 * rng.random(8)):
+                rows.append({"layer": layer, "side": side, "update_ratio": value})
+    table = update_ratio_table(pd.DataFrame(rows))
+    assert different_layers(table) == ["actor.weight"]

@@ -311,3 +311,63 @@ def test_observations_unlike_their_declared_space_are_flagged_never_cleared(
     # the bounds could be held against the baseline's observations only: that is no agreement
     assert bounds.status.value == "SUSPECT", describe([bounds])
     assert "not measured on the candidate" in bounds.evidence.summary, bounds.evidence.summary
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# A Dict observation space from a plain gymnasium.Env (the shape fixture): observations stay a tree
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_a_dict_observation_rollout_keeps_its_keys_and_rows() -> None:
+    """Before, ``np.asarray`` of dict observations made an object array, and the fixed batch fed to the
+    networks raised ``TypeError: float() argument must be ... not 'dict'`` (checkpointing, agents, init and
+    spaces probes all build it)."""
+    import dict_obs_subject as subject  # tests/fixtures is on sys.path
+
+    from rlaudit.spaces.rollout import describe_row, flat_rows, obs_rows, policy_batch
+
+    env = subject.make_env(subject.config(), 0)
+    rollout = random_rollout(env, steps=40, seed=0, action_seed=1)
+    obs = rollout["obs"]
+    assert (
+        set(obs) == {"position", "goal"} and obs["position"].shape == (41, 1) and obs["goal"].shape == (41,)
+    )
+    assert obs_rows(obs) == 41 and flat_rows(obs).shape == (41, 2)
+    assert set(np.unique(obs["goal"])) <= {0, 1}
+    batch = policy_batch(obs, 8)
+    assert batch["position"].shape == (8, 1) and batch["goal"].dtype == np.float32
+    np.testing.assert_array_equal(batch["position"][[0, -1]], obs["position"][[0, -1]])
+    row = describe_row(obs)
+    assert row["shape"] == [2] and row["nbytes"] == 4 + 8 and "goal" in row["dtype"]
+
+
+def test_an_array_observation_rollout_is_unchanged() -> None:
+    from rlaudit.spaces.rollout import describe_row, flat_rows, policy_batch
+
+    obs = np.arange(24, dtype=np.uint8).reshape(6, 2, 2)
+    assert flat_rows(obs).dtype == np.uint8 and flat_rows(obs).shape == (6, 4)
+    np.testing.assert_array_equal(policy_batch(obs, 3), obs[[0, 2, 5]].astype(np.float32))
+    assert describe_row(obs) == {"dtype": "uint8", "shape": [2, 2], "nbytes": 4}
+
+
+def test_the_observation_and_input_probes_read_a_dict_observation_subject(tmp_path: Path) -> None:
+    import json
+
+    import dict_obs_subject as subject
+
+    from rlaudit.recorder import NullRecorder
+    from rlaudit.spaces.probes import network_input, observations
+    from support.probing import probe_context
+
+    caps = ("config", "make_env", "make_policy", "load_checkpoint")
+    observations(probe_context(subject, tmp_path / "obs", caps), rollout_steps=64, keep_rows=16)
+    info = json.loads((tmp_path / "obs" / "spaces.json").read_text())
+    assert info["observation_space"]["class"] == "Dict" and info["obs_shape"] == [2] and info["samples"] == 65
+    config = subject.config()
+    subject.train(config, 128, 0, NullRecorder(tmp_path / "run"))
+    checkpoint = subject.checkpoints(config, tmp_path / "run")[0]
+    network_input(probe_context(subject, tmp_path / "in", caps), path=checkpoint, rollout_steps=64, batch=16)
+    paths = json.loads((tmp_path / "in" / "inputs.json").read_text())["paths"]
+    # the first layers get the one-hot and concatenated observation (computed from it, not the dict itself)
+    assert set(paths) == {"training", "evaluation", "raw"}
+    assert paths["training"]["layer"] in ("actor.0", "critic.0")

@@ -153,16 +153,29 @@ def _overrides_forward(policy: Any) -> bool:
     return type(policy).forward is not torch.nn.Module.forward
 
 
+def as_tensors(obs: Any) -> Any:
+    """A fixed observation batch as the network takes it: a float32 tensor, or for a Dict or Tuple space a
+    dict or tuple of float32 tensors (see :func:`rlaudit.spaces.rollout.policy_batch`)."""
+    import torch
+
+    from rlaudit.spaces.rollout import map_leaves
+
+    return map_leaves(lambda a: torch.as_tensor(a, dtype=torch.float32), obs)
+
+
 def call_policy(policy: Any, obs: Any, n_actions: int | None = None) -> str:
     """Run ``policy`` on ``obs`` (B, ...) float tensor once, without sampling where it can; returns the entry
-    point used (``forward``, ``get_action_and_value``, ``children``).
+    point used (``forward``, ``get_action_and_value``, ``children``). ``obs`` may be a dict or tuple of such
+    tensors (a Dict or Tuple observation space).
 
     Raises:
         TypeError: No way to call the policy was found, naming what was tried.
     """
     import torch
 
-    batch = obs.shape[0]
+    from rlaudit.spaces.rollout import obs_rows
+
+    batch = obs_rows(obs)
     if _overrides_forward(policy):
         policy(obs)
         return "forward"
@@ -227,6 +240,14 @@ class Trace:
         """Modules that received the observation itself (the network's input layers)."""
         return [c["path"] for c in self.calls if "obs" in c["sources"]]
 
+    def input_layers(self) -> list[str]:
+        """The network's input layers: :meth:`obs_consumers`, or when none received the observation itself
+        (it was one-hot encoded, concatenated from a Dict observation's entries, normalized in ``forward``),
+        the modules whose input no module produced."""
+        return self.obs_consumers() or [
+            c["path"] for c in self.calls if c["sources"] and all(s == "op" for s in c["sources"])
+        ]
+
 
 def _storage_key(t: Any) -> tuple[int, int] | None:
     try:
@@ -240,10 +261,12 @@ def trace_forward(policy: Any, obs: Any, *, keep_tensors: bool = True) -> Trace:
 
     Args:
         policy: The network.
-        obs: (B, ...) float32 tensor of observations.
+        obs: (B, ...) float32 tensor of observations (or a dict or tuple of them: :func:`as_tensors`).
         keep_tensors: Keep each module's input and output tensors in the trace (for statistics).
     """
     import torch
+
+    from rlaudit.spaces.rollout import leaves as obs_leaves
 
     trace = Trace()
     leaves = [(p, m) for p, m in policy.named_modules() if not list(m.children())]
@@ -251,16 +274,17 @@ def trace_forward(policy: Any, obs: Any, *, keep_tensors: bool = True) -> Trace:
     by_storage: dict[tuple[int, int], str] = {}
     keep: list[Any] = [obs]  # references keep ids from being reused during the pass
     consumed: set[str] = set()
-    obs_key = _storage_key(obs)
+    obs_ids = {id(t) for t in obs_leaves(obs)}
+    obs_keys = {key for t in obs_leaves(obs) if (key := _storage_key(t)) is not None}
     handles = []
 
     def source_of(t: Any) -> str:
-        if t is obs:
+        if id(t) in obs_ids:
             return "obs"
         if id(t) in by_obj:
             return by_obj[id(t)]
         key = _storage_key(t)
-        if key is not None and key == obs_key:
+        if key is not None and key in obs_keys:
             return "obs"
         if key is not None and key in by_storage:
             return by_storage[key]

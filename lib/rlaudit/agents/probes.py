@@ -14,7 +14,8 @@ def build_policy(ctx: ProbeContext, env_seed: int, rollout_steps: int, batch: in
     """Make the env, play a seeded random rollout, and return spaces and a fixed observation batch.
 
     Returns:
-        ``{"obs_space", "act_space", "obs" (B, *shape) float32 numpy, "rollout" (the raw rollout dict)}``.
+        ``{"obs_space", "act_space", "obs" (B, *shape) float32 numpy, "rollout" (the raw rollout dict)}``;
+        for a Dict or Tuple observation space ``obs`` is a dict or tuple of such arrays, one per subspace.
     """
     from rlaudit.agents.nets import single_spaces
     from rlaudit.spaces.rollout import close_env, policy_batch, random_rollout
@@ -53,22 +54,22 @@ def network(
     Writes ``tree.json`` (modules, parameter counts per block, execution calls with shapes, heads, spaces)
     and ``activations.json`` (columns: seed, path, cls, kind, mean, std, unit_std, dead, saturated, units).
     """
-    import numpy as np
     import torch
 
     from rlaudit.agents.nets import (
         activation_stats,
+        as_tensors,
         block_param_counts,
         describe_modules,
         find_heads,
         n_actions_of,
         trace_forward,
     )
-    from rlaudit.spaces.rollout import describe_space
+    from rlaudit.spaces.rollout import describe_space, flat_rows, obs_rows
 
     seeds = list(seeds) if seeds else [0]
     data = build_policy(ctx, env_seed, rollout_steps, batch)
-    obs = torch.as_tensor(data["obs"], dtype=torch.float32)
+    obs = as_tensors(data["obs"])
     n_actions = n_actions_of(data["act_space"])
     rows: dict[str, list[Any]] = {
         k: []
@@ -101,9 +102,9 @@ def network(
                 "obs_consumers": trace.obs_consumers(),
                 "observation_space": describe_space(data["obs_space"]),
                 "action_space": describe_space(data["act_space"]),
-                "obs_size": int(np.prod(data["obs"].shape[1:])),
+                "obs_size": int(flat_rows(data["obs"]).shape[1]),
                 "n_actions": n_actions,
-                "batch": int(obs.shape[0]),
+                "batch": obs_rows(data["obs"]),
             }
         kinds = {r["path"]: r for r in records}
         for path, out in trace.outputs.items():

@@ -127,8 +127,9 @@ def load_fidelity(
     import numpy as np
     import torch
 
-    from rlaudit.agents.nets import describe_modules, find_heads, n_actions_of, trace_forward
+    from rlaudit.agents.nets import as_tensors, describe_modules, find_heads, n_actions_of, trace_forward
     from rlaudit.checkpointing import reading
+    from rlaudit.spaces.rollout import obs_rows
 
     report: dict[str, Any] = {"path_name": Path(path).name}
     ckpt = reading.read(path, trust=trust)
@@ -154,7 +155,7 @@ def load_fidelity(
         from rlaudit.agents.probes import build_policy
 
         spaces = build_policy(ctx, env_seed, rollout_steps, batch)
-        obs = torch.as_tensor(spaces["obs"], dtype=torch.float32)
+        obs = as_tensors(spaces["obs"])
         torch.manual_seed(int(seed))
         fresh = ctx.subject.make_policy(ctx.config, spaces["obs_space"], spaces["act_space"])
         fresh.eval()
@@ -253,7 +254,7 @@ def load_fidelity(
                             "max_abs_diff": float((x.double() - y.double()).abs().max()),
                             "scale": float(y.double().abs().mean()),
                         }
-            round_trip = {"comparable": bool(diffs), "heads": diffs, "batch": int(obs.shape[0])}
+            round_trip = {"comparable": bool(diffs), "heads": diffs, "batch": obs_rows(obs)}
         else:
             round_trip["reason"] = (
                 "the saved weights do not fit this subject's network (missing keys or shapes)"

@@ -26,7 +26,7 @@ from rlaudit.findings import Finding, Severity, Status
 from rlaudit.init import probes
 from rlaudit.init.schemes import Scheme, infer_scheme, matches_ppo
 from rlaudit.notebook import Section
-from rlaudit.workbench import Pair, Workbench
+from rlaudit.workbench import SIDES, Pair, Workbench
 
 SCALE_RATIO = 2.0
 """Logit or value scales at init differing by more than this factor (and outside the CI of 1) are SUSPECT."""
@@ -357,20 +357,25 @@ def policy_at_init(c: Check, pair: Pair) -> Section:
     """
     oa = pd.DataFrame(pair.baseline.json("outputs")).apply(pd.to_numeric, errors="coerce")
     ob = pd.DataFrame(pair.candidate.json("outputs")).apply(pd.to_numeric, errors="coerce")
-    for side, frame in (("baseline", oa), ("candidate", ob)):
-        absent = [
+    # every side that lacks them is named: a continuous-action pair lacks them on both sides, not just one
+    absent = {
+        side: [
             col
             for col in ("entropy_ratio", "logit_std", "value_std")
             if col not in frame or not frame[col].notna().any()
         ]
-        if absent:
-            c.missing(
-                f"policy outputs at init ({', '.join(absent)})",
-                "rlaudit finds the heads by tracing make_policy's network: a layer with one output per discrete "
-                "action (policy head) and a layer with one output (value head); networks without them (e.g. "
-                "continuous actions) are compared by their schemes only",
-                sides=[side],
-            )
+        for side, frame in (("baseline", oa), ("candidate", ob))
+    }
+    lacking = [side for side in SIDES if absent[side]]
+    if lacking:
+        columns = list(dict.fromkeys(col for side in lacking for col in absent[side]))
+        c.missing(
+            f"policy outputs at init ({', '.join(columns)})",
+            "rlaudit finds the heads by tracing make_policy's network: a layer with one output per discrete "
+            "action (policy head) and a layer with one output (value head); networks without them (e.g. "
+            "continuous actions) are compared by their schemes only",
+            sides=lacking,
+        )
     ma, mb = output_stats(oa), output_stats(ob)
     scales = {
         "logit scale": scale_comparison(oa["logit_std"].to_numpy(), ob["logit_std"].to_numpy(), seed=0),

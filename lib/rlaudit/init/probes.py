@@ -102,12 +102,12 @@ def init_stats(
     """
     import torch
 
-    from rlaudit.agents.nets import describe_modules, find_heads, n_actions_of, trace_forward
+    from rlaudit.agents.nets import as_tensors, describe_modules, find_heads, n_actions_of, trace_forward
     from rlaudit.agents.probes import build_policy
 
     seeds = list(seeds) if seeds else [0, 1, 2]
     data = build_policy(ctx, env_seed, rollout_steps, batch)
-    obs = torch.as_tensor(data["obs"], dtype=torch.float32)
+    obs = as_tensors(data["obs"])
     n_actions = n_actions_of(data["act_space"])
     cols = (
         "seed name module cls shape ndim numel fan_in fan_out mean std min max frac_zero kurtosis norm "

@@ -49,6 +49,7 @@ def env_spaces(subject: Any, config: dict[str, Any], seed: int) -> tuple[Any, An
 
 def space_info(obs_space: Any, act_space: Any) -> dict[str, Any]:
     return {
+        "obs_array": array_space(obs_space),
         "obs_shape": [int(s) for s in getattr(obs_space, "shape", ()) or ()],
         "n_actions": int(act_space.n) if hasattr(act_space, "n") else None,
         "obs_space": repr(obs_space),
@@ -291,7 +292,7 @@ def advantages(ctx: ProbeContext, *, inputs: str) -> dict:
 # -------------------------------------------------------------------------------------------------------------
 
 
-@probe(requires=("config", "make_env", "make_policy"), version=1)
+@probe(requires=("config", "make_env", "make_policy"), version=2)
 def policy_snapshot(ctx: ProbeContext, *, seed: int = 0) -> dict:
     """The subject's freshly initialized network (``torch.manual_seed(seed)``): weights and parameter table.
 
@@ -412,7 +413,31 @@ def term_sweep(ctx: ProbeContext, *, batches: str, weights: str | None = None, s
 # -------------------------------------------------------------------------------------------------------------
 
 
-@probe(requires=("config", "make_env", "make_policy", "compute_advantages", "compute_loss"), version=2)
+def as_vector_env(env: Any) -> Any:
+    """``env`` itself when it is a vector env, else a one-environment ``SyncVectorEnv`` around it.
+
+    A plain ``gymnasium.Env`` from ``make_env`` is allowed by the subject contract; wrapped like this, with
+    same-step autoreset, its episode ends hand over the final observation as a vector env's do (see
+    :func:`rlaudit.gymcompat.final_observations`), so the rollout below reads both alike.
+    """
+    from rlaudit.env.rollout import is_vector_env
+
+    if is_vector_env(env):
+        return env
+    import gymnasium as gym
+
+    if gymcompat.legacy_vector_api():  # 0.29 resets in the same step; it takes no autoreset_mode
+        return gym.vector.SyncVectorEnv([lambda: env])
+    return gym.vector.SyncVectorEnv([lambda: env], autoreset_mode=gymcompat.same_step_mode())
+
+
+def array_space(space: Any) -> bool:
+    """True for an observation space whose observations are one array (Box, Discrete, MultiDiscrete, ...),
+    False for a Dict or Tuple space (observations are mappings or tuples of arrays)."""
+    return getattr(space, "shape", None) is not None
+
+
+@probe(requires=("config", "make_env", "make_policy", "compute_advantages", "compute_loss"), version=3)
 def rollout_loss(
     ctx: ProbeContext, *, seed: int = 0, steps: int = 2048, checkpoint: str | None = None
 ) -> dict:
@@ -424,15 +449,21 @@ def rollout_loss(
         checkpoint: A checkpoint of a shared training run, relative to the cache root (a trained policy's
             rollouts have value targets near its predictions, as late in training); None uses a fresh policy.
 
-    Writes ``terms.json``, ``gradients`` and ``batch_stats.json`` (value-target error, advantage spread).
+    A plain ``gymnasium.Env`` is rolled out as a vector env of one (:func:`as_vector_env`).
+
+    Writes ``terms.json``, ``gradients`` and ``batch_stats.json`` (value-target error, advantage spread);
+    nothing for a Dict or Tuple observation space (the result's ``unsupported`` says so).
     """
     import torch
 
     torch.manual_seed(seed)
-    env = ctx.subject.make_env(ctx.config, seed)
+    env = as_vector_env(ctx.subject.make_env(ctx.config, seed))
     try:
         obs_space = getattr(env, "single_observation_space", None) or env.observation_space
         act_space = getattr(env, "single_action_space", None) or env.action_space
+        if not array_space(obs_space):
+            # the batch below is a float array of observations, which a Dict or Tuple space does not give
+            return {"policy_api": True, "unsupported": f"a {type(obs_space).__name__} observation space"}
         extras: dict[str, Any] | None = None
         if checkpoint is not None and ctx.has("load_checkpoint"):
             policy, extras = ctx.subject.load_checkpoint(ctx.config, str(staged.resolve(checkpoint)))
@@ -442,9 +473,7 @@ def rollout_loss(
             return {"policy_api": False}
         normalize = obs_normalizer(ctx.config, extras)
         gamma = find_discount(ctx.config)["gamma"]
-        num_envs = int(getattr(env, "num_envs", 1))
-        if num_envs == 1 and not hasattr(env, "num_envs"):
-            return {"policy_api": True, "vector_env": False}
+        num_envs = int(env.num_envs)
         horizon = max(2, int(steps) // num_envs)
         raw, _ = env.reset(seed=seed)
         obs_list, act_list, logp_list, val_list, rew_list, done_list = [], [], [], [], [], []

@@ -168,6 +168,13 @@ def shared_batch(wb: Workbench, seed: int = 0, *, sweep: bool = False) -> Shared
     if not snap.ok:
         return SharedBatch(snap, info)
     spaces = {s: snap[s].result for s in SIDES}
+    structured = [s for s in SIDES if not spaces[s].get("obs_array", True)]
+    if structured:
+        info["reason"] = (
+            f"the {' and '.join(structured)} observations are not one array (a Dict or Tuple space): the shared "
+            "batch is an array of observations"
+        )
+        return SharedBatch(snap, info)
     if spaces["baseline"]["obs_shape"] != spaces["candidate"]["obs_shape"] or (
         spaces["baseline"]["n_actions"] != spaces["candidate"]["n_actions"]
     ):

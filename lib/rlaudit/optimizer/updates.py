@@ -229,6 +229,20 @@ def update_ratio_table(layers: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["layer", "baseline", "candidate", "ratio", "low", "high"])
 
 
+def _off_and_frozen(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The rows of :func:`update_ratio_table` whose ratio is three-fold off outside its interval (a
+    learning-rate or epsilon change shows up here first), and those the candidate no longer moves at all."""
+    off = table[(table["low"] > RATIO_FACTOR) | (table["high"] < 1 / RATIO_FACTOR)]
+    zero = table[(table["candidate"] == 0) & (table["baseline"] > 0)]
+    return off, zero
+
+
+def different_layers(table: pd.DataFrame) -> list[str]:
+    """The layers that move at a different rate, each once (a frozen layer is usually also three-fold off)."""
+    off, zero = _off_and_frozen(table)
+    return list(dict.fromkeys([*off["layer"], *zero["layer"]]))
+
+
 @check(
     "optimizer/update-ratios",
     title="Per-layer update ratios",
@@ -247,9 +261,7 @@ def update_ratios(c: Check, runs: TrainingRuns) -> Section:
     if lacking:
         c.missing("per-layer update statistics (the recorder's layers table)", WATCH, lacking)
     table = update_ratio_table(layers)
-    # Three-fold and outside the interval: a learning-rate or epsilon change shows up here first.
-    off = table[(table["low"] > RATIO_FACTOR) | (table["high"] < 1 / RATIO_FACTOR)]
-    zero = table[(table["candidate"] == 0) & (table["baseline"] > 0)]
+    off, zero = _off_and_frozen(table)
     if len(off) or len(zero):
         worst = off.iloc[off["ratio"].apply(_log_distance).argmax()] if len(off) else zero.iloc[0]
         finding = c.finding(
@@ -260,7 +272,7 @@ def update_ratios(c: Check, runs: TrainingRuns) -> Section:
             effect=float(worst["ratio"]) if math.isfinite(worst["ratio"]) else None,
             effect_label=f"update-ratio ratio candidate / baseline ({worst['layer']})",
             ci=(float(worst["low"]), float(worst["high"])) if math.isfinite(worst["low"]) else None,
-            summary=f"{len(off) + len(zero)} of {len(table)} tensors move at a different rate; worst "
+            summary=f"{len(different_layers(table))} of {len(table)} tensors move at a different rate; worst "
             f"`{worst['layer']}`: median |dw|/|w| {fmt(worst['baseline'])} → {fmt(worst['candidate'])}",
             details={"layers": (off if len(off) else zero)["layer"].tolist()},
             remediation="Compare the effective learning rate and Adam eps above; a per-layer gap without an "

@@ -126,6 +126,14 @@ def network_input(c: Check, pair: Pair) -> Section:
     from rlaudit.spaces import plots
 
     data = {side: input_paths(pair[side]) for side in SIDES}
+    unfed = [side for side in SIDES if not {"training", "evaluation"} <= set(data[side]["summary"])]
+    if unfed:
+        c.missing(
+            "first layer that takes the observation (no module received it or a tensor computed from it alone)",
+            "Run the observation through an nn.Module layer (nn.Linear, nn.Conv2d) first in the policy, so "
+            "its input can be read on the training and evaluation paths.",
+            unfed,
+        )
     rows = [
         {
             "side": side,

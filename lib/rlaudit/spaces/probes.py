@@ -31,29 +31,29 @@ def observations(
     how many observations left them, per feature).
     """
     from rlaudit.agents.probes import build_policy
-    from rlaudit.spaces.rollout import describe_space, feature_moments
+    from rlaudit.spaces.rollout import describe_row, describe_space, feature_moments, flat_rows, obs_rows
 
     data = build_policy(ctx, env_seed, rollout_steps, keep_rows)
     obs_space, act_space, rollout = data["obs_space"], data["act_space"], data["rollout"]
     obs = rollout["obs"]
-    one = np.asarray(obs[0])
+    one = describe_row(obs)  # a Dict or Tuple observation: its arrays side by side, in key order
     info = {
         "observation_space": describe_space(obs_space),
         "action_space": describe_space(act_space),
         "num_envs": rollout["num_envs"],
-        "obs_dtype": str(one.dtype),
-        "obs_shape": list(one.shape),
-        "obs_bytes": int(one.nbytes),
-        "obs_bytes_per_vector_step": int(one.nbytes) * int(rollout["num_envs"]),
-        "samples": len(obs),
+        "obs_dtype": one["dtype"],
+        "obs_shape": one["shape"],
+        "obs_bytes": one["nbytes"],
+        "obs_bytes_per_vector_step": one["nbytes"] * int(rollout["num_envs"]),
+        "samples": obs_rows(obs),
         "episodes_ended": int(rollout["episodes"]),
     }
-    moments = feature_moments(obs)
-    moments["rows"] = data["obs"].reshape(len(data["obs"]), -1)
+    moments = feature_moments(flat_rows(obs))
+    moments["rows"] = flat_rows(data["obs"])
     moments.update(declared_bounds(obs_space, obs))
     ctx.write_json("spaces", info)
     ctx.write_npz("moments", moments)
-    return {"obs_size": int(one.size), "num_envs": rollout["num_envs"], "samples": len(obs)}
+    return {"obs_size": int(np.prod(one["shape"])), "num_envs": rollout["num_envs"], "samples": obs_rows(obs)}
 
 
 def declared_bounds(space: Any, obs: np.ndarray) -> dict[str, np.ndarray]:
@@ -112,7 +112,7 @@ def first_layer_inputs(policy: Any, obs: Any) -> dict[str, np.ndarray]:
 
     from rlaudit.agents.nets import call_policy, trace_forward
 
-    consumers = trace_forward(policy, obs, keep_tensors=False).obs_consumers()
+    consumers = trace_forward(policy, obs, keep_tensors=False).input_layers()
     modules = dict(policy.named_modules())
     seen: dict[str, np.ndarray] = {}
     handles = []
@@ -136,7 +136,7 @@ def first_layer_inputs(policy: Any, obs: Any) -> dict[str, np.ndarray]:
     return seen
 
 
-@probe(requires=("make_env", "load_checkpoint"), version=2)
+@probe(requires=("make_env", "load_checkpoint"), version=3)
 def network_input(
     ctx: ProbeContext,
     *,
@@ -167,12 +167,17 @@ def network_input(
     """
     import torch
 
+    from rlaudit.agents.nets import as_tensors
     from rlaudit.agents.probes import build_policy
     from rlaudit.checkpointing import reading
     from rlaudit.checkpointing.probes import _extras_normalizer
+    from rlaudit.spaces.rollout import flat_rows
 
     data = build_policy(ctx, env_seed, rollout_steps, batch)
-    raw = data["obs"].reshape(len(data["obs"]), -1).astype(np.float64)
+    # a Dict or Tuple observation goes to the network as the environment returns it, on every path: rlaudit
+    # normalizes only array observations (a normalizer's statistics are per feature of one array)
+    tree = not isinstance(data["obs"], np.ndarray)
+    raw = flat_rows(data["obs"]).astype(np.float64)
     policy, extras = ctx.subject.load_checkpoint(ctx.config, path)
     policy.eval()
     ckpt = reading.read(path, trust=trust)
@@ -180,13 +185,13 @@ def network_input(
     returned = _extras_normalizer(extras)
     feeds: dict[str, np.ndarray] = {"raw": raw.astype(np.float32)}
     notes: dict[str, str] = {}
-    if saved is not None and saved["mean"].size == raw.shape[1]:
+    if saved is not None and saved["mean"].size == raw.shape[1] and not tree:
         feeds["training"] = normalize(raw, saved["mean"], saved["var"], clip)
         notes["training"] = f"normalized with the file's {saved['path']} (count {_count(saved['count'])})"
     else:
         feeds["training"] = raw.astype(np.float32)
         notes["training"] = "raw: the checkpoint holds no normalizer statistics"
-    if returned is not None and returned["mean"].size == raw.shape[1]:
+    if returned is not None and returned["mean"].size == raw.shape[1] and not tree:
         feeds["evaluation"] = normalize(raw, returned["mean"], returned["var"], clip)
         notes["evaluation"] = (
             f"normalized with load_checkpoint's extras obs_rms (count {_count(returned['count'])})"
@@ -194,11 +199,16 @@ def network_input(
     else:
         feeds["evaluation"] = raw.astype(np.float32)
         notes["evaluation"] = "raw: load_checkpoint returns no normalizer statistics"
-    shape = data["obs"].shape[1:]
+    shape = raw.shape[1:] if tree else data["obs"].shape[1:]
     arrays: dict[str, np.ndarray] = {}
     summary: dict[str, Any] = {}
     for name, x in feeds.items():
-        seen = first_layer_inputs(policy, torch.as_tensor(x.reshape(len(x), *shape), dtype=torch.float32))
+        fed = (
+            as_tensors(data["obs"])
+            if tree
+            else torch.as_tensor(x.reshape(len(x), *shape), dtype=torch.float32)
+        )
+        seen = first_layer_inputs(policy, fed)
         if not seen:
             continue
         layer, values = next(iter(seen.items()))
@@ -215,6 +225,14 @@ def network_input(
     ctx.write_npz("inputs", arrays)
     ctx.write_json("inputs", {"paths": summary, "n": len(raw), "features": int(raw.shape[1]), "clip": clip})
     return {"paths": sorted(summary)}
+
+
+def _repeat_to(x: Any, rows: int) -> Any:
+    """A (B, ...) tensor repeated along its first axis to at least ``rows`` rows, then cut to ``rows``; as it
+    is when it already has them."""
+    if len(x) >= rows:
+        return x
+    return x.repeat((rows + len(x) - 1) // len(x), *([1] * (x.dim() - 1)))[:rows]
 
 
 def first_layer_flops(
@@ -276,21 +294,20 @@ def forward_timing(
     """
     import torch
 
-    from rlaudit.agents.nets import call_policy, describe_modules, trace_forward
+    from rlaudit.agents.nets import as_tensors, call_policy, describe_modules, trace_forward
     from rlaudit.agents.probes import build_policy
     from rlaudit.env.rollout import Clock, calibration_workload
+    from rlaudit.spaces.rollout import describe_row, map_leaves
 
     data = build_policy(ctx, env_seed, rollout_steps, batch)
     torch.manual_seed(0)
     policy = ctx.subject.make_policy(ctx.config, data["obs_space"], data["act_space"])
     policy.eval()
-    raw_one = np.asarray(data["rollout"]["obs"][0])
-    obs = torch.as_tensor(data["obs"], dtype=torch.float32)
-    if len(obs) < batch:
-        obs = obs.repeat((batch + len(obs) - 1) // len(obs), *([1] * (obs.dim() - 1)))[:batch]
+    raw_one = describe_row(data["rollout"]["obs"])
+    obs = map_leaves(lambda x: _repeat_to(x, batch), as_tensors(data["obs"]))
     trace = trace_forward(policy, obs, keep_tensors=False)
     records = describe_modules(policy)
-    flops = first_layer_flops(records, trace.calls, trace.obs_consumers())
+    flops = first_layer_flops(records, trace.calls, trace.input_layers())
     clock = Clock("cpu")
     block_s, calib_s = [], []
     with torch.no_grad():
@@ -309,9 +326,9 @@ def forward_timing(
         "calib_s": [float(t) for t in calib_s],
         "per_call_s": float(np.median(block_s)) / max(1, int(calls)),
         "first_layer_flops": flops,
-        "obs_bytes": int(raw_one.nbytes),
-        "input_bytes": int(np.prod(raw_one.shape)) * 4,
-        "obs_dtype": str(raw_one.dtype),
+        "obs_bytes": raw_one["nbytes"],
+        "input_bytes": int(np.prod(raw_one["shape"])) * 4,
+        "obs_dtype": raw_one["dtype"],
         "param_dtype": str(param.dtype).replace("torch.", "") if param is not None else None,
         "n_params": int(sum(p.numel() for p in policy.parameters())),
         "batch": int(batch),

@@ -11,6 +11,7 @@ or its preprocessing, not sampling noise.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -88,7 +89,8 @@ def random_rollout(env: Any, *, steps: int, seed: int, action_seed: int) -> dict
 
     Returns:
         ``obs`` (M, *obs_shape) as returned by the env (dtype kept), where M counts the reset observations
-        plus one per environment step, ``actions``, ``num_envs``, ``vector_steps``, ``episodes`` (ended).
+        plus one per environment step (for a Dict or Tuple space, a dict or tuple of such arrays, one per
+        subspace: an observation tree), ``actions``, ``num_envs``, ``vector_steps``, ``episodes`` (ended).
     """
     from rlaudit.agents.nets import single_spaces
 
@@ -98,7 +100,7 @@ def random_rollout(env: Any, *, steps: int, seed: int, action_seed: int) -> dict
     num_envs = int(env.num_envs) if is_vector else 1
     vector_steps = max(1, math.ceil(int(steps) / num_envs))
     obs, _ = env.reset(seed=int(seed))
-    frames = [np.asarray(obs).reshape(num_envs, *np.asarray(obs).shape[(1 if is_vector else 0) :])]
+    frames = [_env_rows(obs, num_envs, is_vector)]
     actions = []
     ended = 0
     for _ in range(vector_steps):
@@ -109,9 +111,9 @@ def random_rollout(env: Any, *, steps: int, seed: int, action_seed: int) -> dict
         ended += int(done.sum())
         if not is_vector and bool(done[0]):
             obs, _ = env.reset()
-        frames.append(np.asarray(obs).reshape(num_envs, *np.asarray(obs).shape[(1 if is_vector else 0) :]))
+        frames.append(_env_rows(obs, num_envs, is_vector))
         actions.append(act)
-    arr = np.concatenate(frames, axis=0)
+    arr = _concatenate(frames)
     return {
         "obs": arr,
         "actions": np.concatenate(actions, axis=0) if actions else np.zeros(0),
@@ -121,15 +123,87 @@ def random_rollout(env: Any, *, steps: int, seed: int, action_seed: int) -> dict
     }
 
 
-def policy_batch(obs: np.ndarray, size: int) -> np.ndarray:
+def policy_batch(obs: Any, size: int) -> Any:
     """``size`` rows spread evenly over the rollout (not just its first steps), as float32 with the
-    observation's shape kept, (size, *obs_shape): the fixed observation batch fed to networks."""
-    arr = np.asarray(obs)
-    if len(arr) <= size:
-        idx = np.arange(len(arr))
+    observation's shape kept, (size, *obs_shape): the fixed observation batch fed to networks.
+
+    An observation tree (a Dict or Tuple space) keeps its structure, each array cut to the same rows: a
+    policy built for a Dict space is fed a dict of batched arrays, as a vector env of it would return."""
+    rows = obs_rows(obs)
+    if rows <= size:
+        idx = np.arange(rows)
     else:
-        idx = np.linspace(0, len(arr) - 1, size).round().astype(int)
-    return arr[idx].astype(np.float32)
+        idx = np.linspace(0, rows - 1, size).round().astype(int)
+    return map_leaves(lambda a: np.asarray(a)[idx].astype(np.float32), obs)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Observation trees: a Dict or Tuple space's observations as a dict or tuple of batched arrays
+# ---------------------------------------------------------------------------------------------------------
+
+
+def map_leaves(fn: Callable[[Any], Any], obs: Any) -> Any:
+    """``fn`` applied to every array of an observation tree (to ``obs`` itself when it is one array)."""
+    if isinstance(obs, Mapping):
+        return {key: map_leaves(fn, value) for key, value in obs.items()}
+    if isinstance(obs, tuple):
+        return tuple(map_leaves(fn, value) for value in obs)
+    return fn(obs)
+
+
+def leaves(obs: Any) -> list[Any]:
+    """The arrays of an observation tree in key order (``[obs]`` for one array)."""
+    found: list[Any] = []
+    map_leaves(found.append, obs)
+    return found
+
+
+def obs_rows(obs: Any) -> int:
+    """How many observations a batched observation (tree) holds: the first axis of its arrays."""
+    return len(leaves(obs)[0])
+
+
+def flat_rows(obs: Any) -> np.ndarray:
+    """Batched observations as (M, D) rows, one column per feature: an array reshaped (dtype kept), or an
+    observation tree's arrays side by side in key order as float64 (a Discrete entry is its integer)."""
+    arrays = leaves(obs)
+    if len(arrays) == 1 and not isinstance(obs, Mapping | tuple):
+        arr = np.asarray(obs)
+        return arr.reshape(len(arr), -1)
+    return np.concatenate([np.asarray(a, dtype=np.float64).reshape(len(a), -1) for a in arrays], axis=1)
+
+
+def describe_row(obs: Any) -> dict[str, Any]:
+    """The first observation of a batch as the environment returns it: ``dtype`` (per key for a tree),
+    ``shape`` (the features of :func:`flat_rows` for a tree) and ``nbytes``."""
+    first = map_leaves(lambda a: np.asarray(a)[0], obs)
+    parts = leaves(first)
+    if len(parts) == 1 and not isinstance(obs, Mapping | tuple):
+        one = np.asarray(first)
+        return {"dtype": str(one.dtype), "shape": list(one.shape), "nbytes": int(one.nbytes)}
+    dtypes = map_leaves(lambda a: str(np.asarray(a).dtype), first)
+    return {
+        "dtype": str(dtypes),
+        "shape": [int(sum(np.asarray(a).size for a in parts))],
+        "nbytes": int(sum(np.asarray(a).nbytes for a in parts)),
+    }
+
+
+def _env_rows(obs: Any, num_envs: int, is_vector: bool) -> Any:
+    """One step's observations as (num_envs, ...) rows, per array of an observation tree."""
+    return map_leaves(
+        lambda a: np.asarray(a).reshape(num_envs, *np.asarray(a).shape[(1 if is_vector else 0) :]), obs
+    )
+
+
+def _concatenate(frames: list[Any]) -> Any:
+    """Row batches (arrays or observation trees of one structure) joined along the first axis."""
+    first = frames[0]
+    if isinstance(first, Mapping):
+        return {key: _concatenate([f[key] for f in frames]) for key in first}
+    if isinstance(first, tuple):
+        return tuple(_concatenate([f[i] for f in frames]) for i in range(len(first)))
+    return np.concatenate(frames, axis=0)
 
 
 def feature_moments(obs: np.ndarray) -> dict[str, np.ndarray]:
