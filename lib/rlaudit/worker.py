@@ -11,12 +11,14 @@ can corrupt the protocol; stderr goes to a log file whose tail is attached to er
     {"id": 1, "op": "load", "spec": {...}}      -> {"id": 1, "ok": true, "capabilities": [...], "pid": ...}
     {"id": 2, "op": "probe", "probe": "m:f", "root": "/x", "params": {...}, "out": "/dir"}
                                                 -> {"id": 2, "ok": true, "result": {...}, "seconds": 1.2}
-                                                   (progress lines {"id": 2, "progress": [i, n]} may come first)
+                                                   (progress lines {"id": 2, "progress": [i, n]} and
+                                                   heartbeats {"id": 2, "beat": {...}} may come first)
     {"id": 3, "op": "ping"}                     -> {"id": 3, "ok": true, "pid": ...}
     {"id": 4, "op": "shutdown"}                 -> {"id": 4, "ok": true}, then the worker exits
 
-The client (:class:`rlaudit.worker_client.WorkerClient`, in the notebook) puts a timeout on every call. A
-hang is killed (the worker's whole process group) and reported as ``timeout``; a crash as ``crash`` with the
+The client (:class:`rlaudit.worker_client.WorkerClient`, in the notebook) puts limits on every call
+(:mod:`rlaudit.limits`: no progress for the stall limit, or too much CPU time). A hang is killed (the
+worker's whole process group) and reported as ``timeout``; a crash as ``crash`` with the
 exit code or signal; a MemoryError under the optional address-space limit (``RLAUDIT_WORKER_MEMORY_MB``) as
 ``oom``, and so is a SIGKILL that rlaudit did not send (most likely the kernel's OOM killer). After any failure
 but an import error the next call starts a new worker.
@@ -195,7 +197,10 @@ class _Server:
         params = dict(request.get("params") or {})
         last = [0.0]
 
+        from rlaudit import heartbeat as beats
+
         def heartbeat(i: int, n: int) -> None:
+            beats.report()
             now = time.monotonic()
             if now - last[0] >= 0.5 or i >= n:  # throttled: a probe may call this every step
                 last[0] = now
@@ -203,6 +208,7 @@ class _Server:
                     self.send({"id": rid, "progress": [i, n]})
 
         start = time.perf_counter()
+        sender = _BeatSender(self, rid)
         try:
             ctx = ProbeContext(
                 subject=self.subject,
@@ -250,6 +256,8 @@ class _Server:
                 ),
                 "seconds": time.perf_counter() - start,
             }
+        finally:
+            sender.stop()  # before the reply, so no beat of this call follows it on the pipe
         return {"ok": True, "result": result, "seconds": seconds}
 
     # --- helpers --------------------------------------------------------------------------------------
@@ -296,6 +304,36 @@ class _Server:
         with contextlib.suppress(Exception):
             torch.set_num_threads(int(threads))
             self._torch_threads_applied = True
+
+
+class _BeatSender:
+    """While a probe runs: send ``{"id": rid, "beat": counters}`` about once a second when the progress counters
+    (:data:`rlaudit.heartbeat.PROGRESS`) changed, so the client can tell a slow probe from a stuck one."""
+
+    PERIOD = 1.0  # seconds between looks at the counters
+
+    def __init__(self, server: _Server, rid: Any) -> None:
+        from rlaudit.heartbeat import PROGRESS
+
+        self._server = server
+        self._rid = rid
+        self._progress = PROGRESS
+        self._last = PROGRESS.beats
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="rlaudit-heartbeat", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._done.wait(self.PERIOD):
+            beats = self._progress.beats
+            if beats != self._last:
+                self._last = beats
+                with contextlib.suppress(OSError, ValueError):
+                    self._server.send({"id": self._rid, "beat": self._progress.as_dict()})
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
 
 
 def _error(kind: str, message: str, tb: str = "") -> dict[str, str]:

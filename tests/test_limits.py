@@ -1,0 +1,130 @@
+"""Limits that measure the subject, not the machine: a probe is stopped for making no progress or for its own
+CPU time, never for wall time alone."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import toy_probes as tp
+
+from rlaudit import heartbeat, limits
+from rlaudit.probe import probe_import_root, probe_name
+from rlaudit.subjects import parse_spec
+from rlaudit.worker import ProbeError
+from rlaudit.worker_client import WorkerClient, _stuck_at
+
+ROOT = probe_import_root(tp.echo)
+
+
+@pytest.fixture
+def client(toy_subject: Path, tmp_path: Path) -> Iterator[WorkerClient]:
+    worker = WorkerClient(parse_spec(str(toy_subject)), tmp_path / "logs", timeout=600)
+    yield worker
+    worker.close()
+
+
+def call(worker: WorkerClient, fn, out: Path, **options) -> dict:
+    params = options.pop("params", {})
+    out.mkdir(parents=True, exist_ok=True)
+    return worker.call(probe_name(fn), params, out, root=ROOT, **options)
+
+
+def test_a_slow_probe_that_reports_progress_outlives_a_shorter_stall_limit(
+    client: WorkerClient, tmp_path: Path
+) -> None:
+    # 8 beats 0.5 s apart: 4 s in all, twice the stall limit, never 2 s without progress
+    started = time.monotonic()
+    reply = call(client, tp.slow_progress, tmp_path / "a", stall=2.0, params={"beats": 8, "pause": 0.5})
+    assert reply["ok"] and reply["result"] == {"beats": 8}
+    assert time.monotonic() - started > 3.5
+
+
+def test_recorder_steps_are_progress(client: WorkerClient, tmp_path: Path) -> None:
+    # a trainer's steps reach the client through the recorder, without any ctx.progress call
+    reply = call(client, tp.recorded_steps, tmp_path / "a", stall=2.5, params={"steps": 6, "pause": 0.7})
+    assert reply["ok"] and reply["result"] == {"steps": 6}
+
+
+def test_a_sleeping_probe_is_stopped_at_the_stall_limit(client: WorkerClient, tmp_path: Path) -> None:
+    started = time.monotonic()
+    with pytest.raises(ProbeError) as info:
+        call(client, tp.hang, tmp_path / "a", stall=2.0, params={"seconds": 60})
+    elapsed = time.monotonic() - started
+    assert 2.0 <= elapsed < 20
+    message = info.value.message
+    assert info.value.kind == "timeout" and "made no progress for 2 s" in message
+    assert "reported no progress at all" in message
+    assert "rlaudit report --stall-timeout" in message and "STALL_TIMEOUT=" in message
+    assert "stuck at: hang (toy_probes.py:" in message
+
+
+def test_a_spinning_probe_is_stopped_at_its_cpu_time_limit(client: WorkerClient, tmp_path: Path) -> None:
+    client.ping()  # start-up CPU (imports) is not the call's
+    started = time.monotonic()
+    with pytest.raises(ProbeError) as info:
+        call(client, tp.spin, tmp_path / "a", stall=120.0, timeout=1.5, params={"seconds": 120})
+    assert (
+        time.monotonic() - started < 60
+    )  # 1.5 CPU-seconds (times the machine's scale), even on a busy machine
+    message = info.value.message
+    assert info.value.kind == "timeout" and "CPU time limit of" in message
+    assert "--cpu-limit" in message and "CPU_LIMIT=" in message and "stuck at: spin" in message
+
+
+def test_a_spinning_probe_without_progress_is_stopped_at_the_stall_limit(
+    client: WorkerClient, tmp_path: Path
+) -> None:
+    with pytest.raises(ProbeError) as info:
+        call(client, tp.spin, tmp_path / "a", stall=2.0, timeout=600, params={"seconds": 120})
+    assert info.value.kind == "timeout" and "made no progress for 2 s" in info.value.message
+    assert "CPU-seconds in all" in info.value.message
+
+
+def test_limits_read_from_the_environment_name_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(limits.STALL_VARIABLE, "45")
+    monkeypatch.setenv(limits.CPU_VARIABLE, "abc")
+    assert limits.stall_timeout() == 45.0
+    with pytest.raises(ValueError, match="RLAUDIT_CPU_LIMIT='abc' is not a number"):
+        limits.cpu_limit()
+    monkeypatch.setenv(limits.CPU_VARIABLE, "-1")
+    with pytest.raises(ValueError, match="RLAUDIT_CPU_LIMIT='-1' must be a positive"):
+        limits.cpu_limit()
+    monkeypatch.delenv(limits.CPU_VARIABLE)
+    monkeypatch.setenv(limits.LEGACY_CPU_VARIABLE, "90")
+    assert limits.cpu_limit() == 90.0
+
+
+def test_machine_scale_is_at_least_one() -> None:
+    assert 1.0 <= limits.machine_scale() <= limits.MAX_MACHINE_SCALE
+    assert limits.ProbeLimits(stall=5, cpu=10).cpu_scaled == pytest.approx(10 * limits.machine_scale())
+
+
+def test_heartbeat_counts_only_changes() -> None:
+    before = heartbeat.PROGRESS.beats
+    heartbeat.step(heartbeat.PROGRESS.step + 1)
+    heartbeat.step(heartbeat.PROGRESS.step)  # the same step again is no progress
+    heartbeat.update()
+    heartbeat.episode()
+    assert heartbeat.PROGRESS.beats == before + 3
+    assert heartbeat.describe({"beats": 3, "step": 64, "updates": 2, "episodes": 0, "reports": 0}) == (
+        "step 64, 2 updates"
+    )
+    assert heartbeat.describe(None) == "none"
+
+
+def test_stuck_at_reads_the_probe_thread_from_a_faulthandler_dump() -> None:
+    dump = (
+        "Thread 0x01 (most recent call first):\n"
+        '  File "/usr/lib/python3.11/threading.py", line 320 in wait\n'
+        '  File "/x/rlaudit/worker.py", line 300 in _run\n'
+        "\n"
+        "Current thread 0x02 (most recent call first):\n"
+        '  File "/y/toy_probes.py", line 88 in hang\n'
+        '  File "/x/rlaudit/worker.py", line 222 in run_probe\n'
+        '  File "/x/rlaudit/worker.py", line 150 in handle\n'
+    )
+    assert _stuck_at(dump) == "hang (toy_probes.py:88) < run_probe (worker.py:222) < handle (worker.py:150)"
+    assert _stuck_at("no dump here") == ""
