@@ -128,3 +128,31 @@ def test_stuck_at_reads_the_probe_thread_from_a_faulthandler_dump() -> None:
     )
     assert _stuck_at(dump) == "hang (toy_probes.py:88) < run_probe (worker.py:222) < handle (worker.py:150)"
     assert _stuck_at("no dump here") == ""
+
+
+def test_a_hanging_train_costs_one_stall_per_probe_and_later_checks_get_the_remembered_error(
+    tmp_path: Path, tmp_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rlaudit.audits import run_audits
+    from rlaudit.findings import Status
+    from rlaudit.workbench import Workbench
+
+    stall = 4.0
+    monkeypatch.setenv(limits.STALL_VARIABLE, str(stall))
+    subject = tmp_path / "hang" / "subject.py"
+    subject.parent.mkdir()
+    subject.write_text((Path(__file__).parent / "fixtures" / "hanging_subject.py").read_text())
+    started = time.monotonic()
+    with Workbench(str(subject), str(subject), profile="smoke", jobs=2) as wb:
+        findings = run_audits(wb, ["trainer"])
+    elapsed = time.monotonic() - started
+    calls = (subject.parent / "train_calls.log").read_text().splitlines()
+    # train ran once per distinct probe call (steps, seed), never again for a later check
+    assert calls and len(calls) == len(set(calls))
+    errors = [f for f in findings if f.status is Status.ERROR]
+    assert len(errors) == len(findings) > len(calls)
+    assert all("made no progress for 4 s" in f.evidence.summary for f in errors)
+    remembered = [f for f in errors if "remembered failure, not run again" in f.evidence.summary]
+    assert len(remembered) >= len(errors) - len(calls)
+    # one stall per distinct call at most (two jobs at once), plus start-up: not one per check
+    assert elapsed < len(calls) * stall + 60, f"{elapsed:.0f} s for {len(calls)} hanging train calls"

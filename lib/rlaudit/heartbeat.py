@@ -1,9 +1,10 @@
 """Progress counters of the running probe, in the subject's process: what "not stuck" means to the worker.
 
 The recorder counts environment steps, optimizer updates and finished episodes here; a probe's
-``ctx.progress`` counts too. The worker reports a change of :data:`PROGRESS` to the client about once a
-second while a probe runs (:mod:`rlaudit.worker`), and the client stops a probe whose counters stood still
-for the stall limit (:mod:`rlaudit.limits`). A probe that sleeps or spins without doing any of these makes
+``ctx.progress`` counts too, and so does each module the worker imports (:func:`audit_hook`). The worker
+reports a change of :data:`PROGRESS` to the client about once a second while a probe runs
+(:mod:`rlaudit.worker`), and the client stops a probe whose counters stood still for the stall limit
+(:mod:`rlaudit.limits`). A probe that sleeps or spins without doing any of these makes
 no progress, however much CPU it burns; one that is merely slow on a busy machine keeps counting.
 
 Only the standard library: this module runs in subjects' own interpreters, and its calls sit in hot loops
@@ -66,6 +67,12 @@ def report() -> None:
     """The probe reported progress itself (``ctx.progress``)."""
     PROGRESS.reports += 1
     PROGRESS.beats += 1
+
+
+def audit_hook(event: str, args: tuple[Any, ...]) -> None:
+    """``sys.addaudithook`` hook of the worker: a module import counts as progress (not as a report)."""
+    if event == "import":
+        PROGRESS.beats += 1
 
 
 def describe(progress: dict[str, Any] | None) -> str:

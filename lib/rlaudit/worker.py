@@ -350,6 +350,12 @@ def _prepare_process() -> None:
     if hasattr(faulthandler, "register"):
         faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
 
+    # An import is progress too (torch alone takes seconds before a probe's first step): counted for the
+    # stall limit, so a probe that is still loading libraries on a busy machine is not taken for a hung one.
+    from rlaudit import heartbeat
+
+    sys.addaudithook(heartbeat.audit_hook)
+
     threads = os.environ.get("RLAUDIT_TORCH_THREADS")
     if threads:
         # Read by OpenMP/MKL/OpenBLAS when torch or numpy load, so they must be set before either imports.
