@@ -156,3 +156,21 @@ def test_a_hanging_train_costs_one_stall_per_probe_and_later_checks_get_the_reme
     assert len(remembered) >= len(errors) - len(calls)
     # one stall per distinct call at most (two jobs at once), plus start-up: not one per check
     assert elapsed < len(calls) * stall + 60, f"{elapsed:.0f} s for {len(calls)} hanging train calls"
+
+
+def test_command_line_limits_reach_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rlaudit.cli import build_parser
+
+    for name in (limits.STALL_VARIABLE, limits.CPU_VARIABLE, limits.RETRY_VARIABLE):
+        monkeypatch.setenv(name, "")  # empty is unset; recorded, so the values set below are undone
+    before = time.time()
+    for verb in ("report", "audit"):
+        extra = ["--json", "x.json"] if verb == "audit" else []
+        args = build_parser().parse_args(
+            [verb, "--stall-timeout", "45", "--cpu-limit", "1200", "--retry-failed", *extra]
+        )
+        limits.export_cli_limits(args)
+        assert limits.stall_timeout() == 45.0 and limits.cpu_limit() == 1200.0
+        assert limits.retry_failed_since() >= before
+    with pytest.raises(ValueError, match="--stall-timeout 0: expected a positive number"):
+        limits.export_cli_limits(build_parser().parse_args(["report", "--stall-timeout", "0"]))
