@@ -455,9 +455,9 @@ class WorkerClient:
             raise self._fail(
                 "timeout",
                 f"{what} on {self.spec.display!r} did not finish within {timeout:g} s; the worker (pid "
-                f"{self._proc.pid if self._proc else '?'}) and its children were killed. Raise the timeout "
-                "(profile probe_timeout, Workbench(timeout=...)) if the probe is just slow; the stderr tail "
-                "shows where it was stuck",
+                f"{self._proc.pid if self._proc else '?'}) and its children were killed. Starting the worker and "
+                "loading the subject have this wall-clock limit of their own (Workbench(load_timeout=...)); "
+                "the stderr tail shows where it was stuck",
                 since,
             ) from None
         except _Died:
