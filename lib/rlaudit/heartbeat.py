@@ -25,9 +25,10 @@ class Progress:
         updates: Optimizer steps the recorder saw.
         episodes: Episodes the recorder was told finished.
         reports: ``ctx.progress`` calls of the probe itself.
+        imports: Modules imported (the first call of a probe may spend seconds importing torch).
     """
 
-    __slots__ = ("beats", "episodes", "reports", "step", "updates")
+    __slots__ = ("beats", "episodes", "imports", "reports", "step", "updates")
 
     def __init__(self) -> None:
         self.beats = 0
@@ -35,9 +36,11 @@ class Progress:
         self.updates = 0
         self.episodes = 0
         self.reports = 0
+        self.imports = 0
 
     def as_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in ("beats", "step", "updates", "episodes", "reports")}
+        names = ("beats", "step", "updates", "episodes", "reports", "imports")
+        return {name: getattr(self, name) for name in names}
 
 
 PROGRESS = Progress()
@@ -72,15 +75,23 @@ def report() -> None:
 def audit_hook(event: str, args: tuple[Any, ...]) -> None:
     """``sys.addaudithook`` hook of the worker: a module import counts as progress (not as a report)."""
     if event == "import":
+        PROGRESS.imports += 1
         PROGRESS.beats += 1
 
 
 def describe(progress: dict[str, Any] | None) -> str:
-    """``"step 4096, 12 updates, 30 episodes, 3 progress reports"`` from :meth:`Progress.as_dict` (or "none")."""
+    """``"step 4096, 12 updates, 30 episodes, 3 progress reports"`` from :meth:`Progress.as_dict` (or "none");
+    the counts are the worker's since it started."""
     if not progress or not progress.get("beats"):
         return "none"
     parts = [f"step {progress.get('step', 0)}"] if progress.get("step") else []
-    for key, label in (("updates", "updates"), ("episodes", "episodes"), ("reports", "progress reports")):
+    labels = (
+        ("updates", "updates"),
+        ("episodes", "episodes"),
+        ("reports", "progress reports"),
+        ("imports", "imports"),
+    )
+    for key, label in labels:
         if progress.get(key):
             parts.append(f"{progress[key]} {label}")
     return ", ".join(parts) or f"{progress['beats']} beats"

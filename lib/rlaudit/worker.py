@@ -136,7 +136,11 @@ class _Server:
         elif op == "load":
             self.send({"id": rid, **self.load(request.get("spec") or {})})
         elif op == "probe":
-            self.send({"id": rid, **self.run_probe(request, rid)})
+            # Beats from the request on: importing the probe's module is progress too. Stopped before the
+            # reply, so no beat of this call follows it on the pipe.
+            with _BeatSender(self, rid):
+                reply = self.run_probe(request, rid)
+            self.send({"id": rid, **reply})
         elif op == "shutdown":
             self.send({"id": rid, "ok": True})
             return False
@@ -208,7 +212,6 @@ class _Server:
                     self.send({"id": rid, "progress": [i, n]})
 
         start = time.perf_counter()
-        sender = _BeatSender(self, rid)
         try:
             ctx = ProbeContext(
                 subject=self.subject,
@@ -256,8 +259,6 @@ class _Server:
                 ),
                 "seconds": time.perf_counter() - start,
             }
-        finally:
-            sender.stop()  # before the reply, so no beat of this call follows it on the pipe
         return {"ok": True, "result": result, "seconds": seconds}
 
     # --- helpers --------------------------------------------------------------------------------------
@@ -331,7 +332,10 @@ class _BeatSender:
                 with contextlib.suppress(OSError, ValueError):
                     self._server.send({"id": self._rid, "beat": self._progress.as_dict()})
 
-    def stop(self) -> None:
+    def __enter__(self) -> _BeatSender:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
         self._done.set()
         self._thread.join()
 
