@@ -24,6 +24,9 @@ METRIC ?=
 VARIANTS ?=
 CHANGES ?= auto
 FAIL_ON ?=
+STALL_TIMEOUT ?=
+CPU_LIMIT ?=
+RETRY_FAILED ?=
 
 # Prefer the venv's kernelspec over any user-level "python3" kernel, so papermill and nbval run the
 # notebooks with this environment's interpreter.
@@ -39,6 +42,8 @@ help: ## list the targets
 	@echo "             CHANGES=auto|off (culprit commit and hunk search between two versions of one source)"
 	@echo "             FRESH=1 (recompute) EXECUTOR=local|ray RAY_ADDR=auto|host:port|ray://host:port (docs/RAY.md)"
 	@echo "             FAIL_ON=none|error|confirmed|suspect (what makes the exit code non-zero; rlaudit report --help)"
+	@echo "             STALL_TIMEOUT=S (stop a probe after S s without progress; 300) CPU_LIMIT=S (its CPU-seconds;"
+	@echo "             the profile's) RETRY_FAILED=1 (run again the probes remembered as failed)"
 	@echo "             TEST_JOBS=2 (make test's pytest workers; 0 runs every test in one process)"
 
 $(STAMP): pyproject.toml
@@ -55,7 +60,9 @@ report: setup ## run every audit on BASELINE vs CANDIDATE and render reports/ind
 	$(BIN)/rlaudit report --baseline "$(BASELINE)" --candidate "$(CANDIDATE)" $(if $(PAIR),--pair "$(PAIR)") \
 		$(if $(METRIC),--metric "$(METRIC)") $(if $(VARIANTS),--variants "$(VARIANTS)") --changes $(CHANGES) \
 		--profile $(PROFILE) -j $(JOBS) --out $(OUT) $(if $(FRESH),--fresh) \
-		--executor $(EXECUTOR) --ray-address "$(RAY_ADDR)" $(if $(FAIL_ON),--fail-on $(FAIL_ON))
+		--executor $(EXECUTOR) --ray-address "$(RAY_ADDR)" $(if $(FAIL_ON),--fail-on $(FAIL_ON)) \
+		$(if $(RETRY_FAILED),--retry-failed) $(if $(STALL_TIMEOUT),--stall-timeout $(STALL_TIMEOUT)) \
+		$(if $(CPU_LIMIT),--cpu-limit $(CPU_LIMIT))
 
 TEST_ENV := RLAUDIT_PROFILE=smoke RLAUDIT_REPORTS=$(CURDIR)/.pytest-reports RLAUDIT_CACHE=$(CURDIR)/.pytest-cache \
 	RLAUDIT_TEST_CACHE=$(CURDIR)/.pytest-cache

@@ -117,14 +117,32 @@ def test_errors_become_findings(
         assert set(both.evidence.details["sides"]) == {"baseline", "candidate"}
 
 
-def test_failed_probes_are_not_cached(wb: Workbench, tmp_path: Path) -> None:
+def test_failed_probes_are_remembered_not_cached(
+    wb: Workbench,
+    toy_subject: Path,
+    candidate_subject: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     counter = tmp_path / "boom.txt"
-    for _ in range(2):
-        result = wb.run_side("baseline", tp.boom, counter=str(counter))
-        assert result.error.kind == "exception" and "boom in probe" in result.error.message
-    assert len(counter.read_text().splitlines()) == 2
-    key = wb.cache.key(wb.fingerprints["baseline"], "toy_probes:boom", 1, result.params)
+    first = wb.run_side("baseline", tp.boom, counter=str(counter))
+    assert first.error.kind == "exception" and "boom in probe" in first.error.message
+    # the second call gets the same error at once, saying it was remembered: the probe did not run again
+    second = wb.run_side("baseline", tp.boom, counter=str(counter))
+    assert second.error.kind == "exception" and "boom in probe" in second.error.message
+    assert (
+        "remembered failure, not run again" in second.error.message
+        and "--retry-failed" in second.error.message
+    )
+    assert len(counter.read_text().splitlines()) == 1
+    key = wb.cache.key(wb.fingerprints["baseline"], "toy_probes:boom", 1, first.params)
     assert not key.exists()
+    # --retry-failed (a time after the failure) runs it again, once per report
+    monkeypatch.setenv("RLAUDIT_RETRY_FAILED_SINCE", repr(time.time()))
+    with Workbench(str(toy_subject), str(candidate_subject), profile="smoke", jobs=1) as retry:
+        for _ in range(2):
+            assert "boom in probe" in retry.run_side("baseline", tp.boom, counter=str(counter)).error.message
+    assert len(counter.read_text().splitlines()) == 2
 
 
 def test_crash_then_recovery(wb: Workbench) -> None:

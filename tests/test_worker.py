@@ -29,9 +29,11 @@ def client(toy_subject: Path, tmp_path: Path) -> Iterator[WorkerClient]:
     worker.close()
 
 
-def call(worker: WorkerClient, fn, out: Path, timeout: float | None = None, **params) -> dict:
+def call(
+    worker: WorkerClient, fn, out: Path, timeout: float | None = None, stall: float | None = None, **params
+) -> dict:
     out.mkdir(parents=True, exist_ok=True)
-    return worker.call(probe_name(fn), params, out, timeout=timeout, root=ROOT)
+    return worker.call(probe_name(fn), params, out, timeout=timeout, root=ROOT, stall=stall)
 
 
 def test_one_worker_serves_several_probes(client: WorkerClient, tmp_path: Path) -> None:
@@ -99,16 +101,17 @@ def test_foreign_sigkill_is_reported_as_suspected_oom(client: WorkerClient, tmp_
     assert info.value.kind == "oom" and "suspected out of memory" in info.value.message
 
 
-def test_hang_is_killed_at_the_timeout_with_its_children(
+def test_hang_is_killed_at_the_stall_limit_with_its_children(
     client: WorkerClient, tmp_path: Path, wait_dead: Callable[[int], bool]
 ) -> None:
     pid = client.ping()
     pidfile = tmp_path / "child.pid"
     started = time.monotonic()
     with pytest.raises(ProbeError) as info:
-        call(client, tp.spawn_and_hang, tmp_path / "a", timeout=1.5, pidfile=str(pidfile))
+        call(client, tp.spawn_and_hang, tmp_path / "a", stall=1.5, pidfile=str(pidfile))
     elapsed = time.monotonic() - started
-    assert info.value.kind == "timeout" and "within 1.5 s" in info.value.message
+    assert info.value.kind == "timeout" and "made no progress for 1.5 s" in info.value.message
+    assert "--stall-timeout" in info.value.message and "stuck at: spawn_and_hang" in info.value.message
     assert elapsed < 60  # the probe sleeps 120 s: it was killed, not waited for
     # the stack of the stuck call (faulthandler on SIGUSR1 before the kill) is in the tail
     assert "in spawn_and_hang" in info.value.stderr_tail

@@ -5,7 +5,8 @@ rlaudit train SPEC --steps N --seed S --out DIR
 rlaudit bench env|trainer|recorder|sb3|report
 rlaudit audit --baseline A --candidate B [--subsystems a,b] [--profile P] --json FILE [--fail-on LEVEL]
 rlaudit report [--baseline A] [--candidate B] [--metric M] [--variants V] [--changes auto|off] [--profile P]
-               [--out DIR] [-j N] [--fresh] [--fail-on none|error|confirmed|suspect]
+               [--out DIR] [-j N] [--fresh] [--retry-failed] [--stall-timeout S] [--cpu-limit S]
+               [--fail-on none|error|confirmed|suspect]
 rlaudit new-subject DIR
 
 ``report`` and ``audit`` exit with a distinct code per outcome (:mod:`rlaudit.exits`).
@@ -47,6 +48,26 @@ def _pair_arguments(p: argparse.ArgumentParser) -> None:
         "metrics(); default: their declaration, else the episodic return",
     )
     p.add_argument("--fresh", action="store_true", help="ignore cached artifacts and recompute")
+    p.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="run again the probe calls remembered as failed (hang, crash, out of memory, exception)",
+    )
+    p.add_argument(
+        "--stall-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="stop a probe after this long without progress (no step, update or episode); default 300",
+    )
+    p.add_argument(
+        "--cpu-limit",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="stop a probe after this much CPU time, scaled to this machine's core speed; default: the "
+        "profile's (300 smoke, 900 standard, 3600 thorough)",
+    )
     p.add_argument("-j", "--jobs", type=int, default=2, help="parallel jobs (default 2)")
     p.add_argument("--executor", default="local", choices=["local", "ray"], help="where jobs run")
     p.add_argument(
@@ -141,6 +162,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     module_name, func_name = _HANDLERS[args.verb].split(":")
     handler = getattr(importlib.import_module(module_name), func_name)
     try:
+        from rlaudit.limits import export_cli_limits
+
+        export_cli_limits(args)  # probe limits reach notebooks and workers as RLAUDIT_* variables
         return int(handler(args) or 0)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -235,7 +235,7 @@ def _hash_file(spec: SubjectSpec) -> dict[str, Any]:
 
 
 def _hash_module(spec: SubjectSpec) -> dict[str, Any]:
-    location = _module_location(
+    location = module_location(
         spec.interpreter, spec.cwd or os.getcwd(), spec.target.split(".")[0], spec.env.get("PYTHONPATH", "")
     )
     if location is None:
@@ -341,7 +341,7 @@ def _hash_location(directory: Path) -> dict[str, Any]:
 
 
 @functools.lru_cache(maxsize=64)
-def _module_location(interpreter: str, cwd: str, top: str, extra_pythonpath: str) -> str | None:
+def module_location(interpreter: str, cwd: str, top: str, extra_pythonpath: str) -> str | None:
     """Where the top-level package ``top`` lives for the subject, without importing it.
 
     Looks in the subject's cwd first (that is where ``python -m`` finds it), then asks the subject's own

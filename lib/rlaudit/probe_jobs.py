@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rlaudit import failures
 from rlaudit.cache import ArtifactStore, ProbeResult, fingerprint_details, subject_fingerprint
 from rlaudit.subjects import SubjectSpec
 from rlaudit.worker import ProbeError
@@ -147,9 +148,12 @@ class ProbeJob:
         root: ``sys.path`` entry for the probe's module (see :func:`rlaudit.probe.probe_import_root`).
         params: The probe's parameters, defaults filled in.
         cache_root: The artifact store's directory.
-        timeout: Seconds the call may take.
+        timeout: CPU-seconds the call may take (:mod:`rlaudit.limits`; never a wall-clock limit).
         newer_than: Ignore artifacts older than this Unix time (``fresh``).
-        client_options: Extra :class:`WorkerClient` options (memory_mb, torch_threads, load_timeout).
+        client_options: Extra :class:`WorkerClient` options (memory_mb, torch_threads, load_timeout,
+            stall_timeout).
+        failures_since: Run the call again even if it failed before this Unix time (``--retry-failed``);
+            remembered failures (:mod:`rlaudit.failures`) older than ``newer_than`` are ignored too.
     """
 
     spec: dict[str, Any]
@@ -164,6 +168,7 @@ class ProbeJob:
     timeout: float
     newer_than: float | None = None
     client_options: dict[str, Any] = field(default_factory=dict)
+    failures_since: float | None = None
 
 
 def run_probe_job(job: ProbeJob) -> ProbeResult:
@@ -212,8 +217,18 @@ def _execute(job: ProbeJob, subject: _Subject) -> ProbeResult:
         return known
     if subject.load_error is not None:
         return _failed(job, subject, error=ProbeError.from_dict(subject.load_error.to_dict()))
+    # A call that failed before (a hang, a crash) is not run again by every check that needs it.
+    record = failures.record_path(store.root, *key_args)
+    limits = _limits(job)
+    since = max((t for t in (job.newer_than, job.failures_since) if t is not None), default=None)
+    remembered = failures.recall(record, limits, since)
+    if remembered is not None:
+        return _failed(job, subject, error=remembered)
 
     def produce(out: Any) -> None:
+        again = failures.recall(record, limits, since)
+        if again is not None:
+            raise again  # it failed in another job while this one waited for the lock
         client = subject.acquire()
         try:
             client.start()
@@ -221,7 +236,11 @@ def _execute(job: ProbeJob, subject: _Subject) -> ProbeResult:
             missing_now = subject.missing(job.requires)
             if missing_now:
                 raise _Missing(missing_now)
-            reply = client.call(job.probe, job.params, out, timeout=job.timeout, root=job.root)
+            try:
+                reply = client.call(job.probe, job.params, out, timeout=job.timeout, root=job.root)
+            except ProbeError as exc:
+                failures.remember(record, exc, limits)  # under the artifact's lock: waiting jobs see it
+                raise
         finally:
             subject.release(client)
         if not reply.get("ok"):
@@ -230,6 +249,7 @@ def _execute(job: ProbeJob, subject: _Subject) -> ProbeResult:
             # Files the subject's make_env opened: part of its fingerprint from now on (fingerprint.py).
             with contextlib.suppress(OSError):
                 store.record_reads(job.fingerprint, reply["reads"])
+        failures.forget(record)
 
     start = time.perf_counter()
     try:
@@ -240,6 +260,18 @@ def _execute(job: ProbeJob, subject: _Subject) -> ProbeResult:
         return _failed(job, subject, missing=exc.capabilities)
     except ProbeError as exc:
         return _failed(job, subject, error=exc, seconds=time.perf_counter() - start)
+
+
+def _limits(job: ProbeJob) -> dict[str, Any]:
+    """The limits a job's call runs under, as :mod:`rlaudit.failures` compares them."""
+    from rlaudit import limits
+
+    options = job.client_options
+    return {
+        "stall": options.get("stall_timeout") or limits.stall_timeout() or limits.DEFAULT_STALL_SECONDS,
+        "cpu": job.timeout,
+        "memory_mb": options.get("memory_mb"),
+    }
 
 
 def _failed(

@@ -65,6 +65,7 @@ from typing import Any
 
 import numpy as np
 
+from rlaudit import heartbeat
 from rlaudit.io import atomic_write_text, write_table
 
 _TABLES = ("scalars", "episodes", "updates", "layers", "phases", "memory", "minibatches")
@@ -250,6 +251,7 @@ class Recorder:
         for key, value in stats.items():
             row[key] = value.item() if hasattr(value, "item") else value
         self._episodes.append(row)
+        heartbeat.episode()
         self._maybe_flush()
 
     def phase(self, name: str) -> _Phase:
@@ -447,6 +449,7 @@ class Recorder:
     def _post_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self._n_updates += 1
         update = self._n_updates
+        heartbeat.update()
         if update == 1:  # what came before (imports, first allocations, lazy init) is warm-up
             self._warm = (time.process_time() - self._flush_cpu, self._step)
         pending = self._pending or {"pre": float("nan"), "post": float("nan"), "layers": None}
@@ -476,6 +479,7 @@ class Recorder:
 
     def _see_step(self, step: int) -> None:
         self._step = int(step)
+        heartbeat.step(self._step)  # progress the worker reports, so a slow run is not taken for a hung one
         if self._step > self._max_step:
             self._max_step = self._step
 

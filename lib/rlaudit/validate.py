@@ -79,6 +79,18 @@ SETTINGS: dict[str, Setting] = {
         0,
         example="1700000000",
     ),
+    "RLAUDIT_STALL_TIMEOUT": Setting(
+        "seconds a probe may go without progress (rlaudit report --stall-timeout)", "number", 1, example="600"
+    ),
+    "RLAUDIT_CPU_LIMIT": Setting(
+        "CPU-seconds a probe call may use (rlaudit report --cpu-limit)", "number", 1, example="1800"
+    ),
+    "RLAUDIT_RETRY_FAILED_SINCE": Setting(
+        "the Unix time before which remembered probe failures run again (rlaudit report --retry-failed sets it)",
+        "number",
+        0,
+        example="1700000000",
+    ),
     "RLAUDIT_TORCH_THREADS": Setting("torch/OpenMP threads in each worker", "int", 1, example="1"),
     MEMORY_VARIABLE: Setting(
         "the address-space cap of each worker process in MiB (0: no cap)", "number", 0, example="8192"
@@ -281,12 +293,12 @@ def _check_module(spec: Any) -> None:
     """A ``package.module[:attr]`` spec names a module its interpreter can find (``bultin:x`` is one too)."""
     import difflib
 
-    from rlaudit.cache import _module_location
+    from rlaudit.fingerprint import module_location
     from rlaudit.subjects import PREFIX_SCHEMES
 
     top = spec.target.split(".")[0]
     cwd = spec.cwd or os.getcwd()
-    if _module_location(spec.interpreter, cwd, top, spec.env.get("PYTHONPATH", "")) is not None:
+    if module_location(spec.interpreter, cwd, top, spec.env.get("PYTHONPATH", "")) is not None:
         return
     head = spec.text.partition(":")[0] if ":" in spec.text else ""
     close = difflib.get_close_matches(head.lower(), PREFIX_SCHEMES, n=1) if head else []

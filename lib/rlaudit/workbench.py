@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rlaudit import limits
 from rlaudit.cache import ArtifactStore, ProbeResult
 from rlaudit.executor import Executor, JobError
 from rlaudit.findings import Finding
@@ -141,7 +142,9 @@ class Workbench:
         jobs: Probe calls that run at once (worker processes busy at a time); default ``RLAUDIT_JOBS`` or the
             profile's ``jobs``. With more than one, workers run torch on one thread each.
         cache: The artifact store (default: ``data/cache`` or ``RLAUDIT_CACHE``).
-        timeout: Seconds a probe call may take; default ``RLAUDIT_PROBE_TIMEOUT`` or the profile's.
+        timeout: CPU-seconds a probe call may use (:mod:`rlaudit.limits`); default ``RLAUDIT_CPU_LIMIT``
+            (or the older ``RLAUDIT_PROBE_TIMEOUT``) or the profile's ``probe_timeout``. A call is also stopped
+            after ``RLAUDIT_STALL_TIMEOUT`` seconds without progress.
         memory_mb: Per-worker address-space limit in MiB (default ``RLAUDIT_WORKER_MEMORY_MB`` or none).
         load_timeout: Seconds a worker may take to start and import its subject.
         metric: The primary metric, overriding what the subjects declare (``"NAME"`` or
@@ -191,8 +194,13 @@ class Workbench:
         self.cache = cache if cache is not None else ArtifactStore()
         env_jobs = env_number("RLAUDIT_JOBS")  # a bad value names its variable
         self.jobs = max(1, int(jobs if jobs is not None else env_jobs or self.profile.jobs))
-        env_timeout = env_number("RLAUDIT_PROBE_TIMEOUT")
-        self.timeout = float(timeout if timeout is not None else env_timeout or self.profile.probe_timeout)
+        # CPU-seconds per probe call, and seconds without progress (rlaudit.limits; never wall time alone):
+        # `rlaudit report --cpu-limit/--stall-timeout` arrive as RLAUDIT_CPU_LIMIT/RLAUDIT_STALL_TIMEOUT.
+        self.timeout = float(
+            timeout if timeout is not None else limits.cpu_limit() or self.profile.probe_timeout
+        )
+        self.stall_timeout = limits.stall_timeout()
+        self._retry_failed_since = limits.retry_failed_since()
         self.memory_mb = memory_mb
         self.load_timeout = load_timeout
         self.fresh = bool(fresh)
@@ -203,7 +211,11 @@ class Workbench:
         # chose a number with RLAUDIT_TORCH_THREADS).
         self._torch_threads = None if "RLAUDIT_TORCH_THREADS" in os.environ or self.jobs == 1 else 1
         self._max_live = max(4, 2 * self.jobs)  # idle workers beyond this are shut down (they hold memory)
-        self._client_options: dict[str, Any] = {"memory_mb": memory_mb, "torch_threads": self._torch_threads}
+        self._client_options: dict[str, Any] = {
+            "memory_mb": memory_mb,
+            "torch_threads": self._torch_threads,
+            "stall_timeout": self.stall_timeout,
+        }
         if load_timeout:
             self._client_options["load_timeout"] = load_timeout
         # `rlaudit report --executor NAME` arrives as RLAUDIT_EXECUTOR; an unavailable backend fails here.
@@ -532,6 +544,7 @@ class Workbench:
             timeout=self.timeout,
             newer_than=self._since,
             client_options={k: v for k, v in self._client_options.items() if v is not None},
+            failures_since=self._retry_failed_since,
         )
 
     def _new_subject(self, spec: SubjectSpec, side: str) -> _Subject:

@@ -12,13 +12,15 @@ can corrupt the protocol; stderr goes to a log file whose tail is attached to er
                                                     "reads": [files opened while loading, see _recording_reads]}
     {"id": 2, "op": "probe", "probe": "m:f", "root": "/x", "params": {...}, "out": "/dir"}
                                                 -> {"id": 2, "ok": true, "result": {...}, "seconds": 1.2}
-                                                   (progress lines {"id": 2, "progress": [i, n]} may come first;
+                                                   (progress lines {"id": 2, "progress": [i, n]} and
+                                                    heartbeats {"id": 2, "beat": {...}} may come first;
                                                     "reads": files make_env opened, the first time only)
     {"id": 3, "op": "ping"}                     -> {"id": 3, "ok": true, "pid": ...}
     {"id": 4, "op": "shutdown"}                 -> {"id": 4, "ok": true}, then the worker exits
 
-The client (:class:`rlaudit.worker_client.WorkerClient`, in the notebook) puts a timeout on every call. A
-hang is killed (the worker's whole process group) and reported as ``timeout``; a crash as ``crash`` with the
+The client (:class:`rlaudit.worker_client.WorkerClient`, in the notebook) puts limits on every call
+(:mod:`rlaudit.limits`: no progress for the stall limit, or too much CPU time). A hang is killed (the
+worker's whole process group) and reported as ``timeout``; a crash as ``crash`` with the
 exit code or signal; a MemoryError under the optional address-space limit (``RLAUDIT_WORKER_MEMORY_MB``) as
 ``oom``, and so is a SIGKILL that rlaudit did not send (most likely the kernel's OOM killer). After any failure
 but an import error the next call starts a new worker.
@@ -139,7 +141,11 @@ class _Server:
         elif op == "load":
             self.send({"id": rid, **self.load(request.get("spec") or {})})
         elif op == "probe":
-            self.send({"id": rid, **self.run_probe(request, rid)})
+            # Beats from the request on: importing the probe's module is progress too. Stopped before the
+            # reply, so no beat of this call follows it on the pipe.
+            with _BeatSender(self, rid):
+                reply = self.run_probe(request, rid)
+            self.send({"id": rid, **reply})
         elif op == "shutdown":
             self.send({"id": rid, "ok": True})
             return False
@@ -211,7 +217,10 @@ class _Server:
         params = dict(request.get("params") or {})
         last = [0.0]
 
+        from rlaudit import heartbeat as beats
+
         def heartbeat(i: int, n: int) -> None:
+            beats.report()
             now = time.monotonic()
             if now - last[0] >= 0.5 or i >= n:  # throttled: a probe may call this every step
                 last[0] = now
@@ -435,6 +444,39 @@ def _record_make_env(subject: Any, sink: set[str]) -> None:
         subject.make_env = make_env
 
 
+class _BeatSender:
+    """While a probe runs: send ``{"id": rid, "beat": counters}`` about once a second when the progress counters
+    (:data:`rlaudit.heartbeat.PROGRESS`) changed, so the client can tell a slow probe from a stuck one."""
+
+    PERIOD = 1.0  # seconds between looks at the counters
+
+    def __init__(self, server: _Server, rid: Any) -> None:
+        from rlaudit.heartbeat import PROGRESS
+
+        self._server = server
+        self._rid = rid
+        self._progress = PROGRESS
+        self._last = PROGRESS.beats
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="rlaudit-heartbeat", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._done.wait(self.PERIOD):
+            beats = self._progress.beats
+            if beats != self._last:
+                self._last = beats
+                with contextlib.suppress(OSError, ValueError):
+                    self._server.send({"id": self._rid, "beat": self._progress.as_dict()})
+
+    def __enter__(self) -> _BeatSender:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()
+
+
 def _error(kind: str, message: str, tb: str = "") -> dict[str, str]:
     return {"kind": kind, "message": message, "traceback": tb}
 
@@ -452,6 +494,13 @@ def _prepare_process() -> None:
     from rlaudit.validate import env_number, memory_cap
 
     threads = env_number("RLAUDIT_TORCH_THREADS")  # a bad value names its variable
+    # An import is progress too (torch alone takes seconds before a probe's first step): counted for the
+    # stall limit, so a probe that is still loading libraries on a busy machine is not taken for a hung one.
+    from rlaudit import heartbeat
+
+    sys.addaudithook(heartbeat.audit_hook)
+
+    threads = os.environ.get("RLAUDIT_TORCH_THREADS")
     if threads:
         # Read by OpenMP/MKL/OpenBLAS when torch or numpy load, so they must be set before either imports.
         for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):

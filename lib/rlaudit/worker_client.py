@@ -75,7 +75,11 @@ class WorkerClient:
     Args:
         spec: The subject.
         log_dir: Directory for the worker's stderr logs (one file per worker process).
-        timeout: Default seconds a probe call may take (``call(..., timeout=)`` overrides it).
+        timeout: Default CPU-seconds a probe call's process tree may use (``call(..., timeout=)`` overrides
+            it), scaled by :func:`rlaudit.limits.machine_scale`; never a wall-clock limit.
+        stall_timeout: Seconds a probe call may go without progress (:mod:`rlaudit.heartbeat`) before it is
+            stopped as hung (``call(..., stall=)`` overrides it); default ``RLAUDIT_STALL_TIMEOUT`` or
+            :data:`rlaudit.limits.DEFAULT_STALL_SECONDS`.
         load_timeout: Seconds the worker may take to start and import the subject.
         memory_mb: Address-space limit of the worker in MiB (``RLIMIT_AS``); default
             ``RLAUDIT_WORKER_MEMORY_MB`` or none. Note that it caps *virtual* memory: torch alone maps ~1 GB.
@@ -89,6 +93,7 @@ class WorkerClient:
         log_dir: str | Path,
         timeout: float = 600.0,
         *,
+        stall_timeout: float | None = None,
         load_timeout: float = DEFAULT_LOAD_TIMEOUT,
         memory_mb: float | None = None,
         torch_threads: int | None = None,
@@ -98,7 +103,10 @@ class WorkerClient:
 
         self.spec: SubjectSpec = spec if isinstance(spec, SubjectSpec) else parse_spec(str(spec))
         self.log_dir = Path(log_dir)
+        from rlaudit import limits
+
         self.timeout = float(timeout)
+        self.stall_timeout = float(stall_timeout or limits.stall_timeout() or limits.DEFAULT_STALL_SECONDS)
         self.load_timeout = float(load_timeout)
         if memory_mb is None:
             from rlaudit.validate import memory_cap
@@ -320,6 +328,7 @@ class WorkerClient:
         *,
         root: str = "",
         on_progress: Callable[[int, int], None] | None = None,
+        stall: float | None = None,
     ) -> dict[str, Any]:
         """Run one probe in the worker (starting it if needed).
 
@@ -327,10 +336,13 @@ class WorkerClient:
             probe_name: ``"module:function"`` of a :func:`rlaudit.probe.probe`.
             params: The probe's keyword arguments (JSON-serializable).
             out_dir: Directory the probe writes its artifacts and ``result.json`` into.
-            timeout: Seconds before the call is killed (default: the client's ``timeout``). Worker start-up
-                and subject loading have their own ``load_timeout``.
+            timeout: CPU-seconds the call's process tree may use before it is killed (default: the client's
+                ``timeout``), scaled by this machine's calibration. Worker start-up and subject loading have
+                their own ``load_timeout``.
             root: ``sys.path`` entry the worker adds if the probe's module is not importable otherwise.
             on_progress: Called with ``(i, n)`` for the probe's heartbeats.
+            stall: Seconds without progress before the call is killed as hung (default: the client's
+                ``stall_timeout``).
 
         Returns:
             ``{"ok": True, "result": {...}, "seconds": s}``, or ``{"ok": False, "missing": [caps]}`` when the
@@ -356,8 +368,15 @@ class WorkerClient:
                     "params": dict(params),
                     "out": str(out_dir),
                 }
-                limit = self.timeout if timeout is None else float(timeout)
-                response = self._request(request, limit, on_progress, since, what=probe_name)
+                from rlaudit.limits import ProbeLimits
+
+                limits = ProbeLimits(
+                    stall=self.stall_timeout if stall is None else float(stall),
+                    cpu=self.timeout if timeout is None else float(timeout),
+                )
+                response = self._request(
+                    request, limits.stall, on_progress, since, what=probe_name, limits=limits
+                )
                 if response.get("ok") or "missing" in response:
                     return {k: v for k, v in response.items() if k != "id"}
                 error = ProbeError.from_dict(response.get("error") or {})
@@ -378,7 +397,10 @@ class WorkerClient:
         on_progress: Callable[[int, int], None] | None,
         since: int,
         what: str = "",
+        limits: Any = None,
     ) -> dict[str, Any]:
+        """Send one request and wait for its reply: within ``timeout`` wall seconds, or, for a probe call with
+        ``limits`` (:class:`rlaudit.limits.ProbeLimits`), for as long as it makes progress within its limits."""
         self._next_id += 1
         rid = self._next_id
         what = what or request["op"]
@@ -386,10 +408,25 @@ class WorkerClient:
 
         line = (json.dumps(jsonable({"id": rid, **request}), ensure_ascii=False) + "\n").encode("utf-8")
         deadline = time.monotonic() + timeout
+        watch = _Watch(self, limits) if limits is not None else None
         try:
             self._write(line, deadline)
             while True:
-                message = self._read_message(deadline)
+                if watch is None:
+                    message = self._read_message(deadline)
+                else:
+                    try:
+                        # wake up every second to look at the CPU time, even while nothing arrives
+                        message = self._read_message(min(watch.stall_deadline, time.monotonic() + 1.0))
+                    except TimeoutError:
+                        watch.check()  # raises _LimitHit when a limit is reached
+                        continue
+                    watch.check(every=1.0)  # a probe that beats often is looked at too
+                    if "beat" in message and "ok" not in message and message.get("id") == rid:
+                        watch.progressed(message.get("beat"))
+                        continue
+                    if message.get("progress") is not None and "ok" not in message:
+                        watch.progressed(None)
                 if message.get("id") != rid:
                     raise self._fail(
                         "protocol",
@@ -403,14 +440,26 @@ class WorkerClient:
                             on_progress(int(progress[0]), int(progress[1]))
                     continue
                 return message
+        except _LimitHit as hit:
+            self._dump_stacks()
+            tail = self._tail(since)
+            where = _stuck_at(tail)
+            raise self._fail(
+                "timeout",
+                f"{what} on {self.spec.display!r} {hit.reason}; the worker (pid "
+                f"{self._proc.pid if self._proc else '?'}) and its children were killed. "
+                + (f"It was stuck at: {where}. " if where else "The stderr tail shows where it was stuck. ")
+                + hit.advice,
+                since,
+            ) from None
         except TimeoutError:
             self._dump_stacks()
             raise self._fail(
                 "timeout",
                 f"{what} on {self.spec.display!r} did not finish within {timeout:g} s; the worker (pid "
-                f"{self._proc.pid if self._proc else '?'}) and its children were killed. Raise the timeout "
-                "(profile probe_timeout, Workbench(timeout=...)) if the probe is just slow; the stderr tail "
-                "shows where it was stuck",
+                f"{self._proc.pid if self._proc else '?'}) and its children were killed. Starting the worker and "
+                "loading the subject have this wall-clock limit of their own (Workbench(load_timeout=...)); "
+                "the stderr tail shows where it was stuck",
                 since,
             ) from None
         except _Died:
@@ -555,3 +604,96 @@ class WorkerClient:
         self.capabilities = None
         self.load_error = None
         self.info = {}
+
+
+class _LimitHit(Exception):
+    """A probe call reached one of its :mod:`rlaudit.limits`."""
+
+    def __init__(self, reason: str, advice: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.advice = advice
+
+
+class _Watch:
+    """The limits of one probe call as it runs: when it last made progress, and its CPU time so far."""
+
+    def __init__(self, client: WorkerClient, limits: Any) -> None:
+        from rlaudit.limits import tree_cpu_seconds
+
+        self.limits = limits
+        self.pid = client.pid
+        self.started = time.monotonic()
+        self.last_progress = self.started
+        self.progress: dict[str, Any] | None = None
+        self.cpu_limit = limits.cpu_scaled
+        self._cpu = tree_cpu_seconds
+        self.cpu0 = (self._cpu(self.pid) if self.pid is not None else None) or 0.0
+        self.cpu_used = 0.0
+        self.checked = self.started
+
+    @property
+    def stall_deadline(self) -> float:
+        return self.last_progress + self.limits.stall
+
+    def progressed(self, counters: dict[str, Any] | None) -> None:
+        self.last_progress = time.monotonic()
+        if counters:
+            self.progress = counters
+
+    def check(self, every: float = 0.0) -> None:
+        """Raise :class:`_LimitHit` when the call made no progress for the stall limit, or used more CPU time
+        than its limit; else return. With ``every``, only look if that many seconds passed since the last look
+        (reading the process tree's CPU time costs a few /proc reads)."""
+        from rlaudit import heartbeat, limits
+
+        now = time.monotonic()
+        if now - self.checked < every:
+            return
+        self.checked = now
+        if self.pid is not None:
+            cpu = self._cpu(self.pid)
+            if cpu is not None:
+                self.cpu_used = max(cpu - self.cpu0, 0.0)
+        last = heartbeat.describe(self.progress)
+        if now >= self.stall_deadline:
+            since = (
+                f"its last progress ({last}) came {self.last_progress - self.started:.0f} s into the call"
+                if self.progress
+                else "it reported no progress at all"
+            )
+            raise _LimitHit(
+                f"made no progress for {self.limits.stall:g} s (stall limit: no environment step, optimizer "
+                f"update, finished episode or progress report; {since}, {now - self.started:.0f} s and "
+                f"{self.cpu_used:.1f} CPU-seconds in all)",
+                limits.advice("stall"),
+            )
+        if self.cpu_limit is not None and self.cpu_used > self.cpu_limit:
+            scale = limits.machine_scale()
+            scaled = (
+                f" ({self.limits.cpu:g} s x {scale:.2f} for this machine's core speed)" if scale > 1 else ""
+            )
+            raise _LimitHit(
+                f"used {self.cpu_used:.1f} CPU-seconds, more than its CPU time limit of {self.cpu_limit:g} s"
+                f"{scaled}, after {now - self.started:.0f} s (last progress: {last})",
+                limits.advice("cpu"),
+            )
+
+
+def _stuck_at(tail: str, frames: int = 3) -> str:
+    """The innermost frames of the probe's thread in a faulthandler dump in ``tail`` (the one running the
+    probe: its stack passes through the worker's ``run_probe``), as ``"f (file:line) < g (file:line)"``."""
+    blocks = tail.split("(most recent call first):")
+    for block in reversed(blocks[1:]):
+        lines = [line.strip() for line in block.splitlines() if line.strip().startswith("File ")]
+        if not any(" in run_probe" in line for line in lines):
+            continue
+        shown = []
+        for line in lines[:frames]:
+            # 'File "/x/y.py", line 12 in hang'
+            head, _, func = line.partition(" in ")
+            path, _, lineno = head.removeprefix("File ").partition(", line ")
+            name = Path(path.strip().strip('"')).name
+            shown.append(f"{func} ({name}:{lineno.strip()})")
+        return " < ".join(shown)
+    return ""
