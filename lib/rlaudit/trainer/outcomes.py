@@ -282,7 +282,7 @@ def basis(outcomes: Mapping[str, Sequence[RunOutcome]], used: Mapping[str, Itera
     if left:
         text += "; left out: " + "; ".join(left)
     if kept:
-        text += "; kept, on their finite values: " + "; ".join(kept)
+        text += "; kept although they turned non-finite: " + "; ".join(kept)
     return text
 
 
