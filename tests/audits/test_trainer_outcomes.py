@@ -203,6 +203,22 @@ def test_the_outcomes_check_lists_every_seed_of_both_sides_and_drops_none(tmp_pa
     assert failed["error"]["traceback"] == TRACEBACK
 
 
+def test_a_seed_that_fails_on_both_sides_is_an_error_with_its_traceback_and_the_table(tmp_path: Path) -> None:
+    good = fake_run(tmp_path, seed=1, metric=[1.0] * 8)
+    pairs = [
+        Pair(
+            baseline=_result("baseline", 0, error=_raised()),
+            candidate=_result("candidate", 0, error=_raised()),
+        ),
+        Pair(baseline=_result("baseline", 1, good), candidate=_result("candidate", 1, good)),
+    ]
+    section = to.outcomes(bench(), given=TrainingRuns.of(pairs))
+    (finding,) = section.findings
+    assert finding.status is Status.ERROR and finding.evidence.details["traceback"] == TRACEBACK
+    assert finding.evidence.summary.startswith("2 training runs did not finish: baseline seed 0 raised")
+    assert list(section.table("runs")["outcome"]) == ["raised", "finished", "raised", "finished"]
+
+
 def test_the_learning_statistics_name_the_seeds_they_rest_on_and_the_run_left_out(tmp_path: Path) -> None:
     given = _crashed_on_seed_zero(tmp_path)
     wb = bench()
