@@ -241,7 +241,7 @@ def test_a_metric_reported_as_nan_is_divergence_and_one_never_reported_is_skippe
         (finding,) = check(wb, given=evidence(base, nan)).findings
         assert (finding.status, finding.severity) == (Status.CONFIRMED, severity), finding.evidence.summary
         assert "the candidate diverged" in finding.evidence.summary
-        assert "seed 0 non-finite from step 64 (`heart.get` = nan)" in finding.evidence.summary
+        assert "candidate seed 0 non-finite from step 64 (`heart.get` = nan)" in finding.evidence.summary
     silent = [fake_run(tmp_path, seed=s, metric=[1.0] * 8, metric_name="other") for s in (0, 1)]
     (finding,) = tl.learning(wb, given=evidence(base, silent)).findings
     assert finding.status is Status.SKIPPED and "no run reporting `heart.get`" in finding.evidence.summary

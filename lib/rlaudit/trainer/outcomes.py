@@ -211,13 +211,18 @@ def first_nonfinite(run: RunData) -> tuple[int, str, str] | None:
     return step, quantity, value
 
 
-def outcome_of_run(run: RunData) -> RunOutcome:
-    """The outcome of a run that returned: finished, or non-finite from its first NaN or infinity."""
+def outcome_of_run(run: RunData, side: str | None = None) -> RunOutcome:
+    """The outcome of a run that returned: finished, or non-finite from its first NaN or infinity.
+
+    Args:
+        side: The side to file it under (default: the run's own label).
+    """
+    side = side or run.side
     nonfinite = first_nonfinite(run)
     if nonfinite is None:
-        return RunOutcome(run.side, run.seed, FINISHED)
+        return RunOutcome(side, run.seed, FINISHED)
     step, quantity, value = nonfinite
-    return RunOutcome(run.side, run.seed, NON_FINITE, step=step, quantity=quantity, value=value)
+    return RunOutcome(side, run.seed, NON_FINITE, step=step, quantity=quantity, value=value)
 
 
 def outcome_of(result: ProbeResult, label: str | None = None) -> RunOutcome | None:

@@ -218,7 +218,10 @@ class TrainingRuns:
             self._outcomes = (
                 outcomes_of(self.pairs)
                 if self.pairs
-                else {side: [outcome_of_run(run) for run in self[side]] for side in ("baseline", "candidate")}
+                else {
+                    side: [outcome_of_run(run, side) for run in self[side]]
+                    for side in ("baseline", "candidate")
+                }
             )
         return self._outcomes
 
