@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from rlaudit.checks import Check, check
-from rlaudit.findings import Finding, Severity, Status
+from rlaudit.findings import Evidence, Finding, Severity, Status
 from rlaudit.notebook import Section
 from rlaudit.trainer.runs import RunData, TrainingRuns, runs
 from rlaudit.workbench import Pair, ProbeError, ProbeResult, Workbench
@@ -310,6 +310,31 @@ def runs_detail(
             "left out": {int(o.seed): o.describe() for o in outcomes.get(side, []) if o.seed not in seeds},
         }
     return out
+
+
+def failed_run_finding(
+    id: str, subsystem: str, hypothesis: str, side: str, result: ProbeResult
+) -> Finding | None:
+    """NOTED, for a check that needed one training run which the subject's own ``train`` broke (it raised or
+    crashed): the check has nothing to compare, and ``trainer/outcomes`` flags the failure once, with its
+    traceback, instead of every check that needed that run calling it an ERROR of its own. None for any other
+    failure (a timeout, a lost worker: the check's own ERROR says it)."""
+    outcome = outcome_of(result, side)
+    if outcome is None or outcome.outcome not in (RAISED, CRASHED):
+        return None
+    return Finding(
+        id=id,
+        subsystem=subsystem,
+        hypothesis=hypothesis,
+        status=Status.NOTED,
+        severity=Severity.LOW,
+        evidence=Evidence(
+            summary=f"not checked: the {side}'s training run of seed {outcome.seed} {outcome.describe()} "
+            "(trainer/outcomes reports it)",
+            details={"outcome": outcome.row(), "error": result.error.to_dict() if result.error else {}},
+        ),
+        remediation="Fix the crash that trainer/outcomes reports, then rerun this notebook.",
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------
