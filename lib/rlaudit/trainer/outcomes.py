@@ -412,8 +412,8 @@ def judge_outcomes(outcomes: Mapping[str, Sequence[RunOutcome]]) -> OutcomeVerdi
         else:
             remediation = (
                 "Read the failed run's traceback in the evidence (details.outcomes), reproduce it with "
-                f"`rlaudit train <candidate> --seed {first.seed}`, and fix the candidate: a trainer that "
-                "crashes on some seeds is a regression even when its other seeds learn."
+                f"`rlaudit train <candidate> --seed {first.seed} --steps N --out DIR`, and fix the candidate: a "
+                "trainer that crashes on some seeds is a regression even when its other seeds learn."
             )
         return OutcomeVerdict(
             Status.CONFIRMED if confirmed else Status.SUSPECT,
