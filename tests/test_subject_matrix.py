@@ -152,3 +152,49 @@ def test_continuous_actions_without_checkpoints_get_every_check(cache: str, tmp_
     assert checkpointing and all(f["status"] == "SKIPPED" for f in checkpointing), run.explain()
     said = " ".join(f["evidence"]["summary"] + " " + f["remediation"] for f in checkpointing)
     assert "checkpoints" in said and "load_checkpoint" in said
+
+
+def _flagged(run: ReportRun, finding_id: str) -> dict:
+    """The one finding ``finding_id`` of a report, asserted to be flagged (SUSPECT or CONFIRMED)."""
+    (finding,) = [f for f in run.all_findings() if f["id"] == finding_id]
+    assert finding["status"] in ("SUSPECT", "CONFIRMED"), f"{finding['status']}: {finding['evidence']}"
+    return finding
+
+
+def _against_the_minimal_subject(candidate: str, out: Path, cache: str) -> ReportRun:
+    """The whole report: the minimal fixture subject against the fixture ``candidate``, with no ERROR and
+    every SKIPPED naming what is missing."""
+    run = report(str(FIXTURES / "minimal_train_subject.py"), str(FIXTURES / candidate), out, cache)
+    _assert_clean(run)
+    _assert_skips_name_the_missing_piece(run)
+    return run
+
+
+def test_a_train_that_crashes_on_one_seed_is_flagged_and_nothing_else_errs(
+    cache: str, tmp_path: Path
+) -> None:
+    """The candidate raises FloatingPointError on seed 0 only: a flagged trainer finding names the seed and the
+    error, every seed's outcome is listed, and no other check turns the crash into an ERROR of its own."""
+    run = _against_the_minimal_subject("crash_on_seed_subject.py", tmp_path / "out", cache)
+    finding = _flagged(run, "trainer/outcomes")
+    assert "crashes on 1 of 2 seeds" in finding["evidence"]["summary"], finding["evidence"]["summary"]
+    assert "seed 0 raised FloatingPointError" in finding["evidence"]["summary"]
+    listed = [(o["side"], o["seed"], o["outcome"]) for o in finding["evidence"]["details"]["outcomes"]]
+    assert sorted(listed) == [
+        ("baseline", 0, "finished"),
+        ("baseline", 1, "finished"),
+        ("candidate", 0, "raised"),
+        ("candidate", 1, "finished"),
+    ]
+
+
+def test_a_train_whose_returns_are_nan_is_flagged_as_divergence_and_nothing_else_errs(
+    cache: str, tmp_path: Path
+) -> None:
+    """The candidate reports every return and logged scalar as NaN: divergence, CONFIRMED with the first step
+    and quantity, and never "not instrumented" in the trainer room."""
+    run = _against_the_minimal_subject("nan_train_subject.py", tmp_path / "out", cache)
+    finding = _flagged(run, "trainer/outcomes")
+    assert "non-finite from step 8 (`return` = nan)" in finding["evidence"]["summary"]
+    for check in ("trainer/learning", "trainer/stability"):
+        assert _flagged(run, check)["status"] == "CONFIRMED"

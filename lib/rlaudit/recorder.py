@@ -23,7 +23,10 @@ memory     step, seconds, rss_bytes: sampled by the recorder itself every ``memo
 The optional ``minibatches`` table (step, epoch, minibatch, position, index) says which samples formed each
 minibatch of the first :data:`MINIBATCH_UPDATES` updates, when the trainer calls :meth:`Recorder.minibatch`.
 
-``summary.json`` (steps, seconds, sps, updates, episodes, torch_threads) is written by :meth:`Recorder.close`.
+``summary.json`` (steps, seconds, sps, updates, episodes, torch_threads) is written by :meth:`Recorder.close`;
+``nonfinite`` there names the first NaN or infinity recorded (``step``, ``quantity``, ``value``), or is None.
+It is noted as values arrive because the tables also use NaN for "not measured" (a key an episode lacks, a
+gradient norm no hook saw), so a NaN in a table alone cannot tell a diverged run from a missing value.
 Tables are rewritten atomically at most every ``flush_seconds`` (checked on each recorder call) and at close,
 so a crash loses at most the last interval and a reader never sees a half-written file.
 
@@ -187,6 +190,7 @@ class Recorder:
         self._mb_updates = 0
         self._mb_indices = 0
         self._mb_last: tuple[int, int, int] | None = None
+        self._nonfinite: dict[str, Any] | None = None  # the first NaN/inf recorded (see the module docstring)
 
     # -- public API ------------------------------------------------------------------------------------------
 
@@ -239,6 +243,7 @@ class Recorder:
             col_step.append(int(step))
             col_name.append(name)
             col_value.append(float(value))
+            self._note_nonfinite(step, name, col_value[-1])
         self._maybe_flush()
 
     def episode(self, step: int, env: int = -1, **stats: Any) -> None:
@@ -250,6 +255,8 @@ class Recorder:
         row = {"step": int(step), "env": int(env)}
         for key, value in stats.items():
             row[key] = value.item() if hasattr(value, "item") else value
+            if isinstance(row[key], int | float) and not isinstance(row[key], bool):
+                self._note_nonfinite(step, key, float(row[key]))
         self._episodes.append(row)
         heartbeat.episode()
         self._maybe_flush()
@@ -368,6 +375,7 @@ class Recorder:
             "updates": self._n_updates,
             "episodes": len(self._episodes),
             "torch_threads": torch_threads,
+            "nonfinite": self._nonfinite,
         }
         atomic_write_text(self.run_dir / "summary.json", json.dumps(summary, indent=2))
 
@@ -418,6 +426,7 @@ class Recorder:
         torch = self._torch
         update = self._n_updates + 1
         present = [(i, p) for i, p in enumerate(self._params) if p.grad is not None]
+        measured = False  # a NaN `pre` means "no norm seen" unless some norm was measured
         with torch.no_grad():
             if self._explicit_pre_clip is not None:
                 pre = self._explicit_pre_clip
@@ -426,6 +435,9 @@ class Recorder:
             else:
                 norms = [self._norms[i] for i, _ in present if self._norms[i] is not None]
                 pre = float(torch.linalg.vector_norm(torch.stack(norms))) if norms else float("nan")
+                measured = bool(norms)
+            if self._explicit_pre_clip is not None or self._clip_pre is not None or measured:
+                self._note_nonfinite(self._step, "grad_norm", float(pre))
             # measure with the hooks from the next step on only if the wrapper did not report this one
             self._hooks_measure = self._clip_pre is None
             post = self._clip_post
@@ -467,6 +479,7 @@ class Recorder:
                 for name, p, g, before in pending["layers"]:
                     w_norm = float(torch.linalg.vector_norm(before))
                     dw = float(torch.linalg.vector_norm(p.detach() - before))
+                    self._note_nonfinite(self._step, f"weight_norm of {name}", w_norm)
                     cols["update"].append(update)
                     cols["step"].append(self._step)
                     cols["layer"].append(name)
@@ -476,6 +489,11 @@ class Recorder:
         self._maybe_flush()
 
     # -- tables ----------------------------------------------------------------------------------------------
+
+    def _note_nonfinite(self, step: int, quantity: str, value: float) -> None:
+        """Keep the first NaN or infinity recorded: where a run diverged (read by the trainer audit)."""
+        if self._nonfinite is None and not math.isfinite(value):
+            self._nonfinite = {"step": int(step), "quantity": str(quantity), "value": str(value)}
 
     def _see_step(self, step: int) -> None:
         self._step = int(step)

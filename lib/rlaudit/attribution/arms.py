@@ -44,6 +44,8 @@ class Arm:
         results: One probe result per seed, in seed order (None where the runs came from elsewhere).
         measured: Per seed, what its run measured: ``{primary metric name: final value, "sps": steps per
             CPU-second}`` (NaN where the run failed or never reported it).
+        outcomes: Per seed, how its run ended (:class:`rlaudit.trainer.outcomes.RunOutcome`; None where the
+            runs came from elsewhere): a run that failed is a failure of this arm, not a missing value.
     """
 
     name: str
@@ -53,14 +55,27 @@ class Arm:
     injects: tuple[str, ...] = ()
     results: list[ProbeResult | None] = field(default_factory=list)
     measured: list[dict[str, float]] = field(default_factory=list)
+    outcomes: list[Any] = field(default_factory=list)
 
     @property
     def n(self) -> int:
         return len(self.measured)
 
     def add(self, result: ProbeResult | None, row: dict[str, float]) -> None:
+        from rlaudit.trainer.outcomes import outcome_of
+
         self.results.append(result)
         self.measured.append(row)
+        self.outcomes.append(outcome_of(result, self.name) if result is not None else None)
+
+    def failures(self) -> list[str]:
+        """One line per run of this arm that did not finish with finite values: ``seed 0 raised
+        FloatingPointError in train (subject.py:20): ...``, ``seed 1 non-finite from step 64 (...)``."""
+        return [
+            f"seed {i} {o.describe()}"
+            for i, o in enumerate(self.outcomes)
+            if o is not None and not o.finished
+        ]
 
     def values(self, metric: str) -> np.ndarray:
         """Per seed: the final value of ``metric`` (a metric name, or :data:`SPS`); NaN for a failed run.
@@ -68,12 +83,18 @@ class Arm:
         return np.asarray([row.get(metric, math.nan) for row in self.measured], dtype=float)
 
     def errors(self) -> list[str]:
-        """One line per failed run: the probe's error, or the capabilities the subject lacks."""
-        return [
+        """One line per failed run: the probe's error, or the capabilities the subject lacks, and runs that
+        finished with non-finite values."""
+        lines = [
             f"{self.name} seed {i}: "
             + (str(r.error) if r.error else "lacks " + ", ".join(f"`{c}`" for c in r.missing))
             for i, r in enumerate(self.results)
             if r is not None and not r.ok
+        ]
+        return lines + [
+            f"{self.name} seed {i}: {o.describe()}"
+            for i, o in enumerate(self.outcomes)
+            if o is not None and o.outcome == "non-finite"
         ]
 
 
@@ -229,6 +250,7 @@ class Attribution:
                     "seeds": a.n,
                     "measured": a.measured,
                     "errors": a.errors(),
+                    "outcomes": [o.outcome if o is not None else None for o in a.outcomes],
                 }
                 for a in self.arms
             ],

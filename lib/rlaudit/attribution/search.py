@@ -667,6 +667,7 @@ class Search:
                 members = self.arms[name].suspects
                 subsystems = sorted({by_name[s].subsystem for s in members})
                 e = per[m]
+                failed = self.arms[name].failures()
                 rows.append(
                     {
                         "arm": name,
@@ -679,8 +680,10 @@ class Search:
                         "n": e.n,
                         "family": e.family,
                         "level": e.level,
-                        "verdict": e.verdict(self.delta),
+                        # an arm whose runs fail is a failed arm, not a share measured on the runs left
+                        "verdict": "fails" if failed else e.verdict(self.delta),
                         "needed": e.seeds_to_decide(self.delta),
+                        "failed": failed,
                     }
                 )
             # singles first (they name a cause), then by effect
@@ -712,6 +715,7 @@ class Search:
             "full_sweep_runs": (n_suspects + 2) * self.max_seeds,
             "seeds_per_arm_max": self.max_seeds,
         }
+        self.notes.extend(self._failure_notes())
         return Attribution(
             metrics=self._metrics,
             gaps=gaps,
@@ -726,6 +730,22 @@ class Search:
             injected=injected,
             primary=self.metric,
         )
+
+    def _failure_notes(self) -> list[str]:
+        """One sentence per arm whose runs did not all finish with finite values: a crash or a divergence is
+        a result of that setup, said as such (the shares rest on the runs that finished)."""
+        notes = []
+        for arm in [*self.arms.values(), *self.injections.values()]:
+            failed = arm.failures()
+            if not failed:
+                continue
+            what = (
+                "the gap rests on the runs that finished"
+                if arm.name in ("baseline", "candidate")
+                else "the arm is reported as failing, not as a share"
+            )
+            notes.append(f"{arm.name} fails on {len(failed)} of {arm.n} runs ({'; '.join(failed)}): {what}")
+        return notes
 
     def _restore_causes_together(self) -> None:
         """The interaction check: restore the causes and contributors found together (if not yet done)."""

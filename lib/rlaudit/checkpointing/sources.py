@@ -219,7 +219,11 @@ def guard_sources(
         return Finding.skipped(id, subsystem, hypothesis, missing)
     for side, e in entries.items():
         if e["error"] is not None:
-            return one_side(side, e["run"]).guard(id, subsystem, hypothesis)
+            from rlaudit.trainer.outcomes import failed_run_finding
+
+            # a run the subject's own train() broke is reported once, by trainer/outcomes
+            crashed = failed_run_finding(id, subsystem, hypothesis, side, e["run"])
+            return crashed or one_side(side, e["run"]).guard(id, subsystem, hypothesis)
     empty = [side for side, e in entries.items() if not e["paths"]]
     if not empty:
         return None

@@ -23,7 +23,7 @@ from rlaudit.evidence import Judgement, fmt, judge
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.memory import plots, probes
 from rlaudit.notebook import Section
-from rlaudit.trainer.runs import RunData, runs
+from rlaudit.trainer.runs import TrainingRuns, runs
 from rlaudit.workbench import Pair, Workbench
 
 # Practical thresholds. RSS: 64 KiB per 1000 env steps is 64 MiB per million steps, a leak that ends a long
@@ -240,8 +240,10 @@ def rss_rollout(c: Check, pair: Pair, *, seed: int = 0) -> Section:
     )
 
 
-def _short_runs(wb: Workbench) -> list[Pair]:
-    return runs(wb, short=True)  # the shared short runs: runtime traces, not learning
+def _short_runs(wb: Workbench) -> TrainingRuns:
+    # the shared short runs (runtime traces, not learning); a failed seed leaves the others, and
+    # trainer/outcomes reports it
+    return TrainingRuns.of(runs(wb, short=True))
 
 
 @check(
@@ -250,17 +252,17 @@ def _short_runs(wb: Workbench) -> list[Pair]:
     needs=_short_runs,
     reads=("trainer",),
 )
-def rss_training(c: Check, pairs: list[Pair], *, seed: int = 0) -> Section:
+def rss_training(c: Check, training: TrainingRuns, *, seed: int = 0) -> Section:
     """Resident memory does not grow over a training run.
 
     RSS slope per 1000 env steps over the shared short training runs (the recorder's ``memory`` table).
     """
     frames: dict[str, list[pd.DataFrame]] = {s: [] for s in SIDES}
-    for p in pairs:
-        for s in SIDES:
-            mem = RunData.from_result(p[s]).table("memory")
+    for s in SIDES:
+        for run in training[s]:
+            mem = run.table("memory")
             if len(mem) and "rss_bytes" in mem and "step" in mem:
-                frames[s].append(mem.assign(side=s, seed=int(p[s].result.get("seed", -1))))
+                frames[s].append(mem.assign(side=s, seed=run.seed))
     lacking = [s for s in SIDES if not frames[s]]
     if lacking:
         c.missing(

@@ -25,7 +25,7 @@ from rlaudit.findings import Finding, Severity, Status
 from rlaudit.notebook import Section
 from rlaudit.seeding import power as pw
 from rlaudit.seeding import probes
-from rlaudit.trainer.runs import RunData, runs
+from rlaudit.trainer.runs import TrainingRuns, training_runs
 from rlaudit.workbench import Pair, Workbench
 
 POWER_TABLE = "power table (seeds per arm)"
@@ -477,13 +477,13 @@ def variance_table(values: dict[str, list[float]], *, seed: int) -> dict[str, An
     return out
 
 
-def final_values(pairs: list[Pair], metric: Any) -> dict[str, list[float]]:
-    """Per side, each run's final value of ``metric`` (:meth:`RunData.final`), runs that never reported it
-    left out."""
+def final_values(runs: TrainingRuns, metric: Any) -> dict[str, list[float]]:
+    """Per side, each completed run's final value of ``metric`` (:meth:`RunData.final`), runs that never
+    reported it left out (runs that did not finish are reported by trainer/outcomes)."""
     values: dict[str, list[float]] = {s: [] for s in SIDES}
-    for p in pairs:
-        for s in SIDES:
-            v = RunData.from_result(p[s]).final(metric)
+    for s in SIDES:
+        for run in runs[s]:
+            v = run.final(metric)
             if math.isfinite(v):
                 values[s].append(v)
     return values
@@ -492,11 +492,11 @@ def final_values(pairs: list[Pair], metric: Any) -> dict[str, list[float]]:
 @check(
     "seeding/variance",
     title="Run-to-run variance and the seeds a comparison needs",
-    needs=runs,
+    needs=training_runs,  # a failed seed leaves the others (trainer/outcomes reports it)
     role=SYMPTOM,  # runs that vary more across seeds follow from whatever else changed
 )
 def variance(
-    c: Check, pairs: list[Pair], *, seed: int = 0, alpha: float = 0.05, power: float = 0.8
+    c: Check, runs: TrainingRuns, *, seed: int = 0, alpha: float = 0.05, power: float = 0.8
 ) -> Section:
     """The runs vary across seeds alike in {metric}, and we know how many seeds a comparison needs.
 
@@ -504,11 +504,16 @@ def variance(
     (:mod:`rlaudit.seeding.power`): seeds per side to detect, or to clear, an effect of several sizes.
     """
     metric = c.wb.metric
-    values = final_values(pairs, metric)
+    values = final_values(runs, metric)
     short = [s for s in SIDES if len(values[s]) < 2]
     if short:
+        found = runs.outcomes()
+        unfinished = "".join(
+            f"; {s} seed {o.seed} {o.describe()}" for s in short for o in found.get(s, []) if not o.finished
+        )
         c.missing(
-            f"two or more runs reporting {metric.name} (got {', '.join(f'{s} {len(values[s])}' for s in SIDES)})",
+            f"two or more runs reporting {metric.name} (got {', '.join(f'{s} {len(values[s])}' for s in SIDES)}"
+            f"{unfinished})",
             metric.how_to_report + " Run at least two seeds per side (the profile's seeds).",
             short,
         )

@@ -23,10 +23,11 @@ import pandas as pd
 from rlaudit import checks, stats
 from rlaudit.checks import Check, check
 from rlaudit.evidence import estimate, fmt, judge, pct, seeds
-from rlaudit.findings import Severity, Status
+from rlaudit.findings import Finding, Severity, Status
 from rlaudit.metrics import Metric
 from rlaudit.notebook import Section
-from rlaudit.trainer.common import SIDES, seeds_to_settle, settle_text
+from rlaudit.trainer.common import SIDES, seeds_to_settle, settle_text, side_finding
+from rlaudit.trainer.outcomes import NON_FINITE, basis, outcomes_table, runs_detail
 from rlaudit.trainer.runs import RunData, TrainingRuns, training_runs
 
 SEED = 0  # bootstrap seed: every interval reproduces
@@ -99,8 +100,15 @@ def final_scores(data: Mapping[str, Sequence[RunData]], metric: Any) -> dict[str
     return out
 
 
-def _finals(c: Check, runs: TrainingRuns) -> tuple[Metric, dict[str, dict[int, float]]]:
-    """The primary metric and each side's final scores; SKIPPED when a side's runs never reported it."""
+def _finals(
+    c: Check, runs: TrainingRuns, flagged: tuple[Status, Severity]
+) -> tuple[Metric, dict[str, dict[int, float]], Finding | None]:
+    """The primary metric and each side's final scores.
+
+    A side without a final value gets a divergence finding (``flagged`` for the candidate) when its runs
+    reported the metric but it was not finite, and SKIPPED only when they never reported it at all: a NaN is a
+    finding, "not instrumented" is for a metric that is missing.
+    """
     metric: Metric = c.wb.metric
     scores = final_scores(runs.data, metric)
     lacking = [s for s in SIDES if not scores[s]]
@@ -115,8 +123,63 @@ def _finals(c: Check, runs: TrainingRuns) -> tuple[Metric, dict[str, dict[int, f
             f"{', '.join(recorded) or 'no episode statistics or scalars'}. Rerun with one of these names"
         )
     if lacking:
+        diverged = _diverged(c, runs, metric, lacking, flagged)
+        if diverged is not None:
+            return metric, scores, diverged
         c.missing(f"run reporting `{metric.name}`", metric.how_to_report, lacking)
-    return metric, scores
+    return metric, scores, None
+
+
+def reports(run: RunData, metric: Any) -> bool:
+    """The run reported ``metric`` at all (a column of its episodes, or a logged scalar of that name or
+    ending in ``/<name>``), finite or not."""
+    name = str(getattr(metric, "name", metric))
+    if name in run.table("episodes"):
+        return True
+    scalars = run.table("scalars")
+    if scalars.empty or "name" not in scalars:
+        return False
+    names = scalars["name"].astype(str)
+    return bool((names == name).any() or names.str.endswith("/" + name).any())
+
+
+def _diverged(
+    c: Check, runs: TrainingRuns, metric: Metric, lacking: list[str], flagged: tuple[Status, Severity]
+) -> Finding | None:
+    """The finding on sides whose runs reported the metric but never a finite final value (None when a
+    lacking side simply never reported it)."""
+    found = runs.outcomes()
+    by_seed = {side: {r.seed: r for r in runs[side]} for side in SIDES}
+    diverged = {
+        side: [
+            o
+            for o in found.get(side, [])
+            if o.outcome == NON_FINITE and o.seed in by_seed[side] and reports(by_seed[side][o.seed], metric)
+        ]
+        for side in lacking
+    }
+    diverged = {side: items for side, items in diverged.items() if items}
+    if not diverged:
+        return None
+    side = "candidate" if "candidate" in diverged else "baseline"
+    alike = len(diverged) == len(SIDES)
+    listing = "; ".join(f"{s} seed {o.seed} {o.describe()}" for s in SIDES for o in diverged.get(s, []))
+    who = "both sides" if alike else f"the {side}"
+    return side_finding(
+        c,
+        side,
+        alike,
+        id=c.id,
+        hypothesis=c.hypothesis,
+        summary=f"{who} diverged: `{metric.name}` has no finite final value on "
+        f"{', '.join(f'{len(diverged[s])} of {len(found.get(s, []))} {s} runs' for s in SIDES if s in diverged)} "
+        f"({listing})",
+        flagged=flagged,
+        values={s: f"{len(diverged.get(s, []))} of {len(found.get(s, []))} runs non-finite" for s in SIDES},
+        details={"runs": runs_detail(found, {s: [] for s in SIDES}), "metric": metric.to_dict()},
+        remediation="Find where the candidate's values first turn non-finite (trainer/outcomes names the step "
+        "and the quantity) and what feeds them: learning rate, loss scale, a log of a probability that reached 0.",
+    )
 
 
 def compare_final(
@@ -190,7 +253,9 @@ def learning(c: Check, runs: TrainingRuns) -> Section:
     """
     from rlaudit.trainer import plots
 
-    metric, scores = _finals(c, runs)
+    metric, scores, diverged = _finals(c, runs, (Status.CONFIRMED, Severity.CRITICAL))
+    if diverged is not None:
+        return c.section(diverged, tables={"runs": outcomes_table(runs.outcomes())})
     cmp = compare_final(scores, sign=metric.sign)
     if not cmp["n"]:
         c.missing(
@@ -203,7 +268,8 @@ def learning(c: Check, runs: TrainingRuns) -> Section:
         f"{estimate(cmp['iqm']['baseline'], *cmp['iqm_ci']['baseline'])}, paired difference "
         f"{estimate(cmp['diff'], *cmp['diff_ci'])} ({pct(cmp['relative'], signed=True)}; margin "
         f"{verdict.margin_text()}, {metric.better} is better), P(candidate run better) "
-        f"{estimate(cmp['poi'], *cmp['poi_ci'], digits=2)} over {seeds(cmp['n'])}"
+        f"{estimate(cmp['poi'], *cmp['poi_ci'], digits=2)} over {seeds(cmp['n'])} "
+        f"({basis(runs.outcomes(), {s: cmp['seeds'] for s in SIDES})})"
     )
     evidence = dict(
         baseline=cmp["iqm"]["baseline"],
@@ -218,6 +284,7 @@ def learning(c: Check, runs: TrainingRuns) -> Section:
             "margin": cmp["margin"],
             "seeds_needed": cmp["seeds_needed"],
             "metric": metric.to_dict(),
+            "runs": runs_detail(runs.outcomes(), {s: cmp["seeds"] for s in SIDES}),
         },
         figures=["learning curves"],
     )
@@ -305,10 +372,16 @@ def stability(c: Check, runs: TrainingRuns) -> Section:
 
     Spread of final performance across seeds, and runs that collapsed after their peak.
     """
-    metric, scores = _finals(c, runs)
+    metric, scores, diverged = _finals(c, runs, (Status.CONFIRMED, Severity.HIGH))
+    if diverged is not None:
+        return c.section(diverged, tables={"runs": outcomes_table(runs.outcomes())})
     collapsed = collapsed_runs(learning_curves(runs.data, metric), sign=metric.sign)
+    found = runs.outcomes()
+    # A run that raised, crashed or turned non-finite did not hold either: it counts with the collapses.
+    unfinished = {s: sorted(o.seed for o in found.get(s, []) if not o.finished) for s in SIDES}
     vals = {s: np.array(list(scores[s].values())) for s in SIDES}
     n = {s: len(vals[s]) for s in SIDES}
+    attempted = {s: max(n[s], len(found.get(s, []))) for s in SIDES}
     spread = {s: float(np.std(vals[s], ddof=1)) if n[s] >= 2 else float("nan") for s in SIDES}
     enough = min(n.values()) >= MIN_SEEDS
     ratio = None
@@ -319,11 +392,12 @@ def stability(c: Check, runs: TrainingRuns) -> Section:
             stat=lambda x, axis=None: np.std(x, axis=axis, ddof=1),
             seed=SEED,
         )
-    count = {s: len(collapsed[s]) for s in SIDES}
+    count = {s: len(set(collapsed[s]) | set(unfinished[s])) for s in SIDES}
     text = (
         f"spread (sd over seeds) {fmt(spread['candidate'])} vs {fmt(spread['baseline'])}"
         + (f", ratio {estimate(ratio.point, ratio.low, ratio.high)}" if ratio else "")
-        + f"; collapsed runs {count['candidate']}/{n['candidate']} vs {count['baseline']}/{n['baseline']}"
+        + f"; collapsed or unfinished runs {count['candidate']}/{attempted['candidate']} vs "
+        f"{count['baseline']}/{attempted['baseline']} ({basis(found, {s: list(scores[s]) for s in SIDES})})"
     )
     more_collapses = count["candidate"] >= 2 and count["candidate"] >= count["baseline"] + 2
     wider = ratio is not None and ratio.low > STABILITY_FACTOR
@@ -352,14 +426,27 @@ def stability(c: Check, runs: TrainingRuns) -> Section:
         effect_label="spread ratio candidate / baseline",
         ci=(ratio.low, ratio.high) if ratio else None,
         summary=summary,
-        details={"collapsed": collapsed},
+        details={
+            "collapsed": collapsed,
+            "unfinished": unfinished,
+            "runs": runs_detail(found, {s: list(scores[s]) for s in SIDES}),
+        },
         remediation="Look at the collapsed seeds' curves (learning rate, entropy, value loss around the drop)."
         if status.is_flag
         else "",
         figures=["learning curves"],
     )
     table = pd.DataFrame(
-        [{"side": s, "seeds": n[s], "sd of final": spread[s], "collapsed seeds": collapsed[s]} for s in SIDES]
+        [
+            {
+                "side": s,
+                "seeds": n[s],
+                "sd of final": spread[s],
+                "collapsed seeds": collapsed[s],
+                "unfinished seeds": unfinished[s],
+            }
+            for s in SIDES
+        ]
     )
     return c.section(
         finding,

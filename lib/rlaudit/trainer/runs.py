@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -24,6 +24,9 @@ from rlaudit.findings import Finding
 from rlaudit.io import read_table, table_path
 from rlaudit.trainer.probes import RUN_SUBDIR, train_run
 from rlaudit.workbench import Pair, ProbeResult, Workbench
+
+if TYPE_CHECKING:
+    from rlaudit.trainer.outcomes import RunOutcome
 
 
 def default_seeds(wb: Workbench, n: int | None = None) -> list[int]:
@@ -195,6 +198,7 @@ class TrainingRuns:
 
     pairs: list[Pair] = field(default_factory=list)
     data: dict[str, list[RunData]] = field(default_factory=dict)
+    _outcomes: dict[str, list[RunOutcome]] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def of(cls, pairs: Sequence[Pair]) -> TrainingRuns:
@@ -202,6 +206,24 @@ class TrainingRuns:
 
     def __getitem__(self, side: str) -> list[RunData]:
         return self.data.get(side, [])
+
+    def outcomes(self) -> dict[str, list[RunOutcome]]:
+        """How every run asked for ended, per side (failed runs included; see :mod:`rlaudit.trainer.outcomes`).
+
+        Built from the pairs when there are any, else from the completed runs in ``data``.
+        """
+        from rlaudit.trainer.outcomes import outcome_of_run, outcomes_of
+
+        if self._outcomes is None:
+            self._outcomes = (
+                outcomes_of(self.pairs)
+                if self.pairs
+                else {
+                    side: [outcome_of_run(run, side) for run in self[side]]
+                    for side in ("baseline", "candidate")
+                }
+            )
+        return self._outcomes
 
     def guard(self, id: str, subsystem: str, hypothesis: str) -> Finding | None:
         """SKIPPED or ERROR when a side has no completed run; None when both have at least one (a failed seed
@@ -227,7 +249,7 @@ def short_training_runs(wb: Workbench, given: TrainingRuns | None = None) -> Tra
 
 def run_data(pairs: Sequence[Pair]) -> dict[str, list[RunData]]:
     """``{"baseline": [RunData per ok seed], "candidate": [...]}`` from :func:`runs`' pairs (failed runs are
-    left out; audits report them via ``Pair.guard``)."""
+    left out here; :meth:`TrainingRuns.outcomes` keeps them, and the ``trainer/outcomes`` check reports them)."""
     out: dict[str, list[RunData]] = {"baseline": [], "candidate": []}
     for pair in pairs:
         for res in pair:

@@ -22,6 +22,7 @@ from rlaudit.evidence import fmt, pct, ratio, spread
 from rlaudit.findings import Severity, Status
 from rlaudit.notebook import Section
 from rlaudit.trainer.common import SIDES, seeds_to_settle, settle_text
+from rlaudit.trainer.outcomes import basis, runs_detail
 from rlaudit.trainer.runs import RunData, TrainingRuns, training_runs
 
 SEED = 0  # bootstrap seed: every interval reproduces
@@ -142,10 +143,11 @@ def speed(c: Check, runs: TrainingRuns) -> Section:
     verdict = timing.judge_speed(interval, needed=needed)
     unit = f"steps per {kind} calibration unit" if kind else "steps per CPU-second"
     table = phase_table(data)
+    used = {s: [r.seed for r in data[s] if run_speed(r, kind)] for s in SIDES}
     text = (
         f"CPU time per step: speed ratio {ratio(*interval)} over {len(speeds['candidate'])} and "
         f"{len(speeds['baseline'])} runs ({fmt(np.mean(speeds['candidate']))} vs "
-        f"{fmt(np.mean(speeds['baseline']))} {unit}){_where(table)}"
+        f"{fmt(np.mean(speeds['baseline']))} {unit}; {basis(runs.outcomes(), used)}){_where(table)}"
     )
     evidence = dict(
         baseline=float(np.mean(speeds["baseline"])),
@@ -153,7 +155,11 @@ def speed(c: Check, runs: TrainingRuns) -> Section:
         effect=interval.point,
         effect_label="speed ratio candidate / baseline (CPU time per step, calibrated)",
         ci=(interval.low, interval.high),
-        details={"speeds": {s: speeds[s].tolist() for s in SIDES}, "unit": unit},
+        details={
+            "speeds": {s: speeds[s].tolist() for s in SIDES},
+            "unit": unit,
+            "runs": runs_detail(runs.outcomes(), used),
+        },
         figures=["time per 1,000 steps by phase"],
     )
     if n < MIN_RUNS or verdict.inconclusive:
