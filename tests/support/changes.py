@@ -58,6 +58,9 @@ class Failed:
     ok: bool = False
     cached: bool = False
     missing: tuple[str, ...] = ()
+    side: str = "arm"
+    probe: str = "rlaudit.trainer.probes:train_run"
+    params: dict = field(default_factory=lambda: {"seed": 0})
 
 
 @dataclass
