@@ -84,3 +84,22 @@ def audited_without_an_environment(audit_all: Any, make_wb: Any, subject: str) -
         if f.status.value == "SKIPPED":
             assert f.evidence.details.get("missing") and f.remediation, f.evidence.summary
     return findings
+
+
+def uncovered_clearances(findings: Iterable[Any]) -> list[str]:
+    """CLEARED findings that compared something one side did not measure: a value shown for one side only, or
+    quantities the coverage rule (:func:`rlaudit.evidence.coverage`) listed as unmeasured. A clearance covers
+    only what was measured on both sides, so each is a false clearance."""
+    bad = []
+    for f in findings:
+        status = _get(f, "status")
+        if getattr(status, "value", status) != "CLEARED":
+            continue
+        ev = _evidence(f)
+        shown = [side for side in SIDES if ev.get(side) is not None]
+        if len(shown) == 1:
+            bad.append(f"{_get(f, 'id')}: CLEARED showing the {shown[0]}'s value only")
+        unmeasured = (ev.get("details") or {}).get("unmeasured")
+        if unmeasured:
+            bad.append(f"{_get(f, 'id')}: CLEARED with unmeasured {', '.join(map(str, unmeasured))}")
+    return bad
