@@ -31,7 +31,12 @@ def test_a_clearance_of_what_one_side_did_not_measure_is_caught() -> None:
     listed["status"] = "CLEARED"
     both = {**one, "evidence": {"baseline": 0.5, "candidate": 0.5}}
     flagged = {**one, "status": "SUSPECT"}
-    assert uncovered_clearances([one, listed, both, flagged]) == [
+    keyed = {
+        **one,
+        "evidence": {"baseline": {"scale": 0.5, "clip": 0.2}, "candidate": {"scale": None, "clip": 0.2}},
+    }
+    assert uncovered_clearances([one, listed, both, flagged, keyed]) == [
         "loss/terms: CLEARED showing the baseline's value only",
         "spaces/definitions: CLEARED with unmeasured shape",
+        "loss/terms: CLEARED with scale measured on one side only",
     ]
