@@ -11,9 +11,10 @@ the test holds every check to it in three steps, without workers or training:
    named, or one side's value only), ends SUSPECT or NOTED, never CLEARED (the real ``finding`` and
    ``conclude`` of each check's own declaration);
 3. the checks that compare several named quantities per side, driven through their real decision on evidence
-   built by hand where one quantity is missing on one side, do not clear either; two of them did before
+   built by hand where one quantity is missing on one side, do not clear either; three of them did before
    (``logging/truth-*``: a baseline whose logged values match no definition; ``trainer/minibatches``: a
-   one-epoch candidate whose reshuffling cannot be measured).
+   one-epoch candidate whose reshuffling cannot be measured; ``trainer/geometry``: a candidate that no
+   longer reports its minibatch size, compared only on what both report).
 """
 
 from __future__ import annotations
@@ -216,3 +217,28 @@ def test_minibatches_whose_reshuffling_one_side_cannot_show_are_not_cleared(tmp_
     (both,) = tm.minibatches(bench(), given=evidence(side(2, 0), side(2, 1))).findings
     assert both.status is Status.CLEARED
     assert uncovered_clearances([one_epoch, neither, both]) == []
+
+
+def test_a_geometry_one_trainer_does_not_report_is_not_cleared(tmp_path: Path) -> None:
+    from rlaudit.trainer import geometry as tg
+
+    # 8 environments x 8 steps = 64 per update, 4 optimizer steps of 16: one epoch of 4 minibatches
+    declared = {"trainer": {"num_envs": 8, "num_steps": 8, "num_minibatches": 4, "update_epochs": 1}}
+
+    def side(seed: int, minibatch: bool = True) -> list[Any]:
+        run = fake_run(tmp_path, num_envs=8, num_steps=8, rollouts=2, opt_steps=4, seed=seed, config=declared)
+        if not minibatch:  # a train() whose summary leaves the minibatch size out
+            del run.result["summary"]["minibatch_size"]
+        return [run]
+
+    (one,) = tg.geometry(bench(), given=evidence(side(0), side(1, minibatch=False))).findings
+    assert one.status is Status.SUSPECT, one.evidence.summary
+    assert (
+        "minibatch size" in one.evidence.summary and "not measured on the candidate" in one.evidence.summary
+    )
+    # reported by neither trainer: not compared, and not claimed
+    (neither,) = tg.geometry(bench(), given=evidence(side(2, False), side(3, False))).findings
+    assert neither.status is Status.CLEARED, neither.evidence.summary
+    (both,) = tg.geometry(bench(), given=evidence(side(4), side(5))).findings
+    assert both.status is Status.CLEARED, both.evidence.summary
+    assert uncovered_clearances([one, neither, both]) == []
