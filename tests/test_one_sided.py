@@ -128,6 +128,12 @@ ONE_SIDED = {
     ),
     "the baseline's value only": dict(values={"baseline": 0.5}, effect_label=QUANTITY),
     "the candidate's value only": dict(candidate=0.5, effect_label=QUANTITY),
+    "NaN in the candidate's {quantity: value}": dict(
+        baseline={QUANTITY: 0.5, "eps": 1e-5}, candidate={QUANTITY: math.nan, "eps": 1e-5}
+    ),
+    "absent from the baseline's {quantity: value}": dict(
+        values={"baseline": {"eps": 1e-5}, "candidate": {QUANTITY: 0.5, "eps": 1e-5}}
+    ),
 }
 
 
@@ -146,7 +152,10 @@ def test_no_check_clears_with_a_quantity_measured_on_one_side(check_id: str) -> 
     assert neither.status is Status.NOTED and neither.evidence.summary.startswith(f"not measured: {QUANTITY}")
     both = c.finding(Status.CLEARED, measured={"baseline": {QUANTITY: 0.5}, "candidate": {QUANTITY: 0.5}})
     assert both.status is Status.CLEARED  # measured on both sides and equal: the rule withholds nothing
-    assert uncovered_clearances([*made, concluded, neither, both]) == []
+    # a field empty on both sides (an error slot) is no compared quantity
+    quiet = c.finding(Status.CLEARED, baseline={"x": 1, "error": None}, candidate={"x": 1, "error": None})
+    assert quiet.status is Status.CLEARED
+    assert uncovered_clearances([*made, concluded, neither, both, quiet]) == []
 
 
 # ---------------------------------------------------------------------------------------------------------
