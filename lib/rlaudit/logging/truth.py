@@ -240,10 +240,21 @@ def truth_finding(
             figures=[f"logged vs recorded {label}"],
             **common_fields,
         )
+    # a side whose logged values match no definition was not measured: no agreement on the definition
+    quantity = f"definition of the logged {label}"
     return c.finding(
         Status.CLEARED,
         summary=f"both log the {label} as the mean over {_describe(sorted(common))} of the episodes the recorder "
         f"saw (to {MATCH_RTOL:g} relative)",
+        measured={s: {quantity: _describe(matches[s]) if matches[s] else None} for s in SIDES},
+        measured_words={
+            s: {
+                quantity: _describe(matches[s])
+                if matches[s]
+                else "matches no average of the recorded episodes"
+            }
+            for s in SIDES
+        },
         **common_fields,
     )
 
