@@ -14,7 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from support.invariants import asymmetric_severities, estimates_outside_their_interval
+from support.invariants import (
+    asymmetric_severities,
+    estimates_outside_their_interval,
+    uncovered_clearances,
+)
 from support.reports import ROOT, ReportRun, make_report, report
 
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -48,6 +52,8 @@ def _assert_clean(run: ReportRun) -> None:
     # every finding of a real report: a point estimate inside its own interval, symmetric evidence rated alike
     assert not estimates_outside_their_interval(run.all_findings())
     assert not asymmetric_severities(run.all_findings())
+    # and no clearance of a quantity one side did not measure
+    assert not uncovered_clearances(run.all_findings())
 
 
 def _assert_skips_name_the_missing_piece(run: ReportRun) -> None:

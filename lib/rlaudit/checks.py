@@ -43,6 +43,7 @@ from typing import Any, NoReturn
 
 from rlaudit.display import open_figure_numbers
 from rlaudit.evidence import Verdict, coverage
+from rlaudit.evidence import measured as measured_value
 from rlaudit.findings import SUBSYSTEMS, Evidence, Finding, Severity, Status
 from rlaudit.notebook import Section, as_section
 
@@ -166,7 +167,8 @@ class Check:
         clears only when each was measured on both sides: one measured on one side only turns it SUSPECT
         naming the difference, one measured on neither NOTED "not measured" (:func:`rlaudit.evidence.coverage`).
         Without ``measured``, a CLEARED finding whose ``baseline``/``candidate`` value is given for one side only
-        is held to the same rule.
+        is held to the same rule, and so is one whose sides are both ``{quantity: value}`` mappings with a
+        quantity measured on one side only.
 
         Both sides' values come as ``baseline=`` and ``candidate=``, or as one mapping ``values=`` with those
         keys (a ``{side: ...}`` dict as the rooms build them; a missing key is None). The effect comes as
@@ -190,6 +192,17 @@ class Check:
             # a clearance that shows one side's value only compared nothing on the other
             label = effect_label or "the compared value"
             measured = {"baseline": {label: baseline}, "candidate": {label: candidate}}
+        elif measured is None and status is Status.CLEARED and _keyed(baseline) and _keyed(candidate):
+            # both sides as {quantity: value}: one measured on one side only is no agreement (a field empty on
+            # both, such as an error slot, is not a compared quantity)
+            keys = [
+                k
+                for k in {**baseline, **candidate}
+                if measured_value(baseline.get(k)) or measured_value(candidate.get(k))
+            ]
+            measured = {
+                s: {k: v.get(k) for k in keys} for s, v in (("baseline", baseline), ("candidate", candidate))
+            }
         if measured is not None:
             gaps = coverage(measured, measured_words)
             verdict = gaps.verdict()
@@ -276,6 +289,11 @@ class Check:
         elif not finding.reads and self.spec.reads:
             finding.reads = list(self.spec.reads)
         return finding
+
+
+def _keyed(value: Any) -> bool:
+    """True for one side's evidence given as ``{quantity: value}`` (a mapping with string keys)."""
+    return isinstance(value, Mapping) and bool(value) and all(isinstance(k, str) for k in value)
 
 
 def _fill(text: str, wb: Any, params: Mapping[str, Any]) -> str:

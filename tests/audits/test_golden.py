@@ -11,14 +11,18 @@ from __future__ import annotations
 import pytest
 
 from support import golden
+from support.invariants import uncovered_clearances
 
 
 def _compare(name: str) -> None:
     expected = golden.load()
     assert name in expected, f"{name} is not in {golden.GOLDEN}; record it with tests/support/golden.py"
     baseline, candidate = golden.pairs()[name]
-    lines = golden.differences(expected[name], golden.audit_pair(baseline, candidate))
+    findings = golden.audit_findings(baseline, candidate)
+    lines = golden.differences(expected[name], golden.verdicts(findings))
     assert not lines, f"{name}: verdicts changed from the golden file\n" + "\n".join(lines)
+    # every check on every pair: no clearance of a quantity one side did not measure
+    assert not uncovered_clearances(findings), f"{name}: " + "\n".join(uncovered_clearances(findings))
 
 
 def test_builtin_pair_matches_the_golden_findings(audit_cache: str) -> None:

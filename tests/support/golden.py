@@ -46,12 +46,17 @@ def verdicts(findings: Iterable[Any]) -> list[list[str]]:
 
 def audit_pair(baseline: str, candidate: str) -> list[list[str]]:
     """Run every audit on one pair at the smoke profile (in this process's cache) and return its verdicts."""
+    return verdicts(audit_findings(baseline, candidate))
+
+
+def audit_findings(baseline: str, candidate: str) -> list[Any]:
+    """Every finding of every audit on one pair at the smoke profile (in this process's cache)."""
     from rlaudit.audits import run_audits
     from rlaudit.workbench import Workbench
 
     wb = Workbench(baseline, candidate, profile="smoke")
     try:
-        return verdicts(run_audits(wb))
+        return list(run_audits(wb))
     finally:
         wb.close()
 

@@ -84,3 +84,40 @@ def audited_without_an_environment(audit_all: Any, make_wb: Any, subject: str) -
         if f.status.value == "SKIPPED":
             assert f.evidence.details.get("missing") and f.remediation, f.evidence.summary
     return findings
+
+
+def _measured(value: Any) -> bool:
+    """As :func:`rlaudit.evidence.measured`: None and NaN were not measured."""
+    if value is None:
+        return False
+    try:
+        return not math.isnan(float(value))
+    except (TypeError, ValueError):
+        return True
+
+
+def uncovered_clearances(findings: Iterable[Any]) -> list[str]:
+    """CLEARED findings that compared something one side did not measure: a value shown for one side only, a
+    quantity of both sides' ``{quantity: value}`` evidence measured on one side only (None or NaN on the
+    other), or quantities the coverage rule (:func:`rlaudit.evidence.coverage`) listed as unmeasured. A
+    clearance covers only what was measured on both sides, so each is a false clearance."""
+    bad = []
+    for f in findings:
+        status = _get(f, "status")
+        if getattr(status, "value", status) != "CLEARED":
+            continue
+        ev = _evidence(f)
+        shown = [side for side in SIDES if ev.get(side) is not None]
+        if len(shown) == 1:
+            bad.append(f"{_get(f, 'id')}: CLEARED showing the {shown[0]}'s value only")
+        base, cand = ev.get("baseline"), ev.get("candidate")
+        if isinstance(base, Mapping) and isinstance(cand, Mapping):
+            one = [k for k in {**base, **cand} if _measured(base.get(k)) != _measured(cand.get(k))]
+            if one:
+                bad.append(
+                    f"{_get(f, 'id')}: CLEARED with {', '.join(map(str, one))} measured on one side only"
+                )
+        unmeasured = (ev.get("details") or {}).get("unmeasured")
+        if unmeasured:
+            bad.append(f"{_get(f, 'id')}: CLEARED with unmeasured {', '.join(map(str, unmeasured))}")
+    return bad

@@ -11,7 +11,7 @@ def activations_figure(table: pd.DataFrame) -> Any:
     """Bars per layer: activation std and fraction of dead units, baseline vs candidate.
 
     Args:
-        table: :func:`rlaudit.agents.audit.activation_table` (columns layer, kind, std_b, std_c, dead_b, dead_c).
+        table: :func:`rlaudit.agents.activations.activation_table` (columns layer, kind, std_b, std_c, dead_b, dead_c).
 
     Returns:
         A matplotlib Figure.

@@ -17,7 +17,7 @@ def std_figure(table: pd.DataFrame) -> Any:
     """Bars per parameter: std at init (mean over seeds), baseline vs candidate, log scale.
 
     Args:
-        table: :func:`rlaudit.init.audit.compare_init` (columns parameter, candidate, std b, std c).
+        table: :func:`rlaudit.init.layer_schemes.compare_init` (columns parameter, candidate, std b, std c).
     """
     import seaborn as sns
     from matplotlib.figure import Figure
@@ -51,7 +51,7 @@ def spectra_figure(
     Args:
         sv_a: Baseline ``singular.npz`` (``"<seed>|<name>"`` -> values).
         sv_b: Candidate ``singular.npz``.
-        table: :func:`rlaudit.init.audit.compare_init` rows (to pair parameter names across sides).
+        table: :func:`rlaudit.init.layer_schemes.compare_init` rows (to pair parameter names across sides).
     """
     pairs = [
         (r["parameter"], r["candidate"])

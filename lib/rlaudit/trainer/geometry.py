@@ -230,11 +230,15 @@ def geometry(c: Check, runs: TrainingRuns) -> Section:
             )
         )
     if not findings:
+        # `differ` compared only what both trainers report; one reported by one side only is no agreement (a
+        # quantity neither reports, such as the optional minibatch size, is not claimed)
+        reported = [k for k in CHECKED if rb.get(k) is not None or rc.get(k) is not None]
         findings.append(
             c.finding(
                 Status.CLEARED,
                 baseline={k: rb.get(k) for k in ("num_envs", "batch")},
                 candidate={k: rc.get(k) for k in ("num_envs", "batch")},
+                measured={s: {LABELS[k]: per_side[s]["runtime"].get(k) for k in reported} for s in SIDES},
                 summary=f"same geometry as configured on both sides: {fmt(rb.get('num_envs'))} environments x "
                 f"{fmt(rb.get('rollout_length'))} steps = {fmt(rb.get('batch'))} per update, "
                 f"{fmt(rb.get('opt_steps_per_rollout'))} optimizer steps per update",

@@ -172,8 +172,13 @@ def minibatches(c: Check, runs: TrainingRuns) -> Section:
         )
     else:
         b = comps["baseline"]
+        # reshuffling is measured only across two epochs of one update: a one-epoch side says nothing of it
         finding = c.finding(
             Status.CLEARED,
+            measured={s: {k: comps[s][k] for k in ("coverage", "repeated", "locality")} for s in SIDES},
+            measured_words={
+                s: {"repeated": "one epoch per update"} for s in SIDES if comps[s]["repeated"] is None
+            },
             summary=f"both sides visit every sample once per epoch ({pct(b['coverage'])} / "
             f"{pct(comps['candidate']['coverage'])}), reshuffle between epochs and draw spread-out minibatches "
             f"(span over a random draw's: {fmt(b['locality'])} vs {fmt(comps['candidate']['locality'])})",
