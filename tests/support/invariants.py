@@ -7,6 +7,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from rlaudit.evidence import measured
+
 SIDES = ("baseline", "candidate")
 
 
@@ -86,16 +88,6 @@ def audited_without_an_environment(audit_all: Any, make_wb: Any, subject: str) -
     return findings
 
 
-def _measured(value: Any) -> bool:
-    """As :func:`rlaudit.evidence.measured`: None and NaN were not measured."""
-    if value is None:
-        return False
-    try:
-        return not math.isnan(float(value))
-    except (TypeError, ValueError):
-        return True
-
-
 def uncovered_clearances(findings: Iterable[Any]) -> list[str]:
     """CLEARED findings that compared something one side did not measure: a value shown for one side only, a
     quantity of both sides' ``{quantity: value}`` evidence measured on one side only (None or NaN on the
@@ -112,7 +104,7 @@ def uncovered_clearances(findings: Iterable[Any]) -> list[str]:
             bad.append(f"{_get(f, 'id')}: CLEARED showing the {shown[0]}'s value only")
         base, cand = ev.get("baseline"), ev.get("candidate")
         if isinstance(base, Mapping) and isinstance(cand, Mapping):
-            one = [k for k in {**base, **cand} if _measured(base.get(k)) != _measured(cand.get(k))]
+            one = [k for k in {**base, **cand} if measured(base.get(k)) != measured(cand.get(k))]
             if one:
                 bad.append(
                     f"{_get(f, 'id')}: CLEARED with {', '.join(map(str, one))} measured on one side only"
