@@ -17,6 +17,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -172,11 +173,22 @@ def git_fingerprint(spec: Any) -> str:
     return resolve(spec).commit
 
 
-def _worktree_ok(worktree: Path, commit: str) -> bool:
-    if not (worktree / ".git").exists():
-        return False
-    proc = _git(worktree, "rev-parse", "HEAD", check=False)
-    return proc.returncode == 0 and proc.stdout.strip() == commit
+def _worktree_ok(worktree: Path, commit: str, tries: int = 1) -> bool:
+    """True when ``worktree`` is a checkout of ``commit``.
+
+    ``tries`` > 1 asks git again after a failed ``rev-parse`` before saying no: on a busy machine git can fail
+    for a moment (a lock another git process holds), and a worktree wrongly judged broken is removed while
+    other report lanes are reading their subject from it.
+    """
+    for attempt in range(tries):
+        if not (worktree / ".git").exists():
+            return False
+        proc = _git(worktree, "rev-parse", "HEAD", check=False)
+        if proc.returncode == 0:
+            return proc.stdout.strip() == commit
+        if attempt + 1 < tries:
+            time.sleep(0.5)
+    return False
 
 
 def ensure_worktree(spec: Any) -> GitCheckout:
@@ -196,7 +208,7 @@ def ensure_worktree(spec: Any) -> GitCheckout:
     if _worktree_ok(worktree, checkout.commit):
         return checkout
     with file_lock(worktree.parent / ".lock", what="git worktree"):
-        if _worktree_ok(worktree, checkout.commit):  # made by another process while we waited
+        if _worktree_ok(worktree, checkout.commit, tries=5):  # made by another process while we waited
             return checkout
         if worktree.exists():
             shutil.rmtree(worktree)
