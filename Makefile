@@ -71,7 +71,7 @@ test: setup ## unit tests, the fault-detection matrix, and every notebook under 
 	$(TEST_ENV) $(BIN)/python -m pytest tests notebooks --nbval-lax -p no:cacheprovider -q --durations=40 \
 		-n $(TEST_JOBS) --dist loadscope --no-loadscope-reorder
 
-test-fast: setup ## the fast loop (about 2 min on 2 cores): every test that starts no worker, kernel, report or Ray
+test-fast: setup ## the fast loop (under 2 min on 2 cores): every test that starts no worker, kernel, report or Ray
 	$(TEST_ENV) $(BIN)/python -m pytest tests -m "not workbench and not expensive" -p no:cacheprovider -q \
 		--durations=10 -n $(TEST_JOBS)
 
