@@ -319,3 +319,35 @@ def test_probe_context_writers(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="relative path inside"):
         ctx.write_json("../escape", {})
     ctx.progress(1, 2)  # no heartbeat receiver: a no-op
+
+
+def test_a_slow_import_that_keeps_importing_is_not_stopped(tmp_path: Path) -> None:
+    """Loading is limited by progress, not wall time: 4 s of imports, each 0.4 s apart, under a 1.5 s stall."""
+    subject = tmp_path / "slowimport" / "subject.py"
+    subject.parent.mkdir()
+    for i in range(10):
+        (subject.parent / f"part{i}.py").write_text("X = 1\n")
+    subject.write_text(
+        # __import__, as an import statement does: importlib.import_module raises no "import" audit event
+        "import time\n\nfor i in range(10):\n    time.sleep(0.4)\n"
+        "    __import__(f'part{i}')\n\ndef config():\n    return {'lr': 0.1}\n"
+    )
+    worker = WorkerClient(parse_spec(str(subject)), tmp_path / "logs", load_timeout=1.5)
+    try:
+        reply = call(worker, tp.echo, tmp_path / "a")
+        assert reply["ok"], reply
+    finally:
+        worker.close()
+
+
+def test_a_hung_import_is_stopped_for_no_progress(tmp_path: Path) -> None:
+    subject = tmp_path / "hung" / "subject.py"
+    subject.parent.mkdir()
+    subject.write_text("import time\ntime.sleep(120)\n\ndef config():\n    return {}\n")
+    worker = WorkerClient(parse_spec(str(subject)), tmp_path / "logs", load_timeout=1.5)
+    try:
+        with pytest.raises(ProbeError) as info:
+            call(worker, tp.echo, tmp_path / "a")
+        assert info.value.kind == "timeout" and "made no progress for 1.5 s" in info.value.message
+    finally:
+        worker.close()

@@ -139,7 +139,10 @@ class _Server:
         if op == "ping":
             self.send({"id": rid, "ok": True, "pid": os.getpid()})
         elif op == "load":
-            self.send({"id": rid, **self.load(request.get("spec") or {})})
+            # Importing the subject beats per module imported, so a slow import on a busy machine finishes.
+            with _BeatSender(self, rid):
+                reply = self.load(request.get("spec") or {})
+            self.send({"id": rid, **reply})
         elif op == "probe":
             # Beats from the request on: importing the probe's module is progress too. Stopped before the
             # reply, so no beat of this call follows it on the pipe.

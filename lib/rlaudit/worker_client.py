@@ -25,7 +25,6 @@ from rlaudit.worker import ProbeError
 
 TAIL_BYTES = 4000  # how much of the worker's stderr log an error carries
 KEEP_LOGS = 50  # worker logs kept per subject (older ones are deleted when a worker starts)
-DEFAULT_LOAD_TIMEOUT = 300.0  # seconds for the worker to start and import the subject (torch alone is ~1.5 s)
 
 _LIVE: weakref.WeakSet[WorkerClient] = weakref.WeakSet()
 _ATEXIT_LOCK = threading.Lock()
@@ -80,7 +79,8 @@ class WorkerClient:
         stall_timeout: Seconds a probe call may go without progress (:mod:`rlaudit.heartbeat`) before it is
             stopped as hung (``call(..., stall=)`` overrides it); default ``RLAUDIT_STALL_TIMEOUT`` or
             :data:`rlaudit.limits.DEFAULT_STALL_SECONDS`.
-        load_timeout: Seconds the worker may take to start and import the subject.
+        load_timeout: Seconds starting the worker and importing the subject may go without progress (a module
+            imported counts); default: the stall limit. Loading also has the probe calls' CPU limit.
         memory_mb: Address-space limit of the worker in MiB (``RLIMIT_AS``); default
             ``RLAUDIT_WORKER_MEMORY_MB`` or none. Note that it caps *virtual* memory: torch alone maps ~1 GB.
         torch_threads: Threads for torch/OpenMP in the worker (``RLAUDIT_TORCH_THREADS``); default inherit.
@@ -94,7 +94,7 @@ class WorkerClient:
         timeout: float = 600.0,
         *,
         stall_timeout: float | None = None,
-        load_timeout: float = DEFAULT_LOAD_TIMEOUT,
+        load_timeout: float | None = None,
         memory_mb: float | None = None,
         torch_threads: int | None = None,
         env: Mapping[str, str] | None = None,
@@ -107,7 +107,7 @@ class WorkerClient:
 
         self.timeout = float(timeout)
         self.stall_timeout = float(stall_timeout or limits.stall_timeout() or limits.DEFAULT_STALL_SECONDS)
-        self.load_timeout = float(load_timeout)
+        self.load_timeout = float(load_timeout or self.stall_timeout)
         if memory_mb is None:
             from rlaudit.validate import memory_cap
 
@@ -229,7 +229,13 @@ class WorkerClient:
             self.starts += 1
             _LIVE.add(self)
             _register_atexit()
-            response = self._request({"op": "load", "spec": self.spec.to_dict()}, self.load_timeout, None, 0)
+            from rlaudit.limits import ProbeLimits
+
+            # Like a probe call, loading is stopped for no progress or for CPU time, never for wall time: on
+            # a busy machine importing torch alone can take minutes of wall time (the worker beats per import).
+            limits = ProbeLimits(stall=self.load_timeout, cpu=self.timeout)
+            request = {"op": "load", "spec": self.spec.to_dict()}
+            response = self._request(request, self.load_timeout, None, 0, limits=limits)
             self.info = {k: v for k, v in response.items() if k not in ("id", "ok", "error")}
             if response.get("ok"):
                 self.capabilities = frozenset(response.get("capabilities") or ())
@@ -458,7 +464,6 @@ class WorkerClient:
                 "timeout",
                 f"{what} on {self.spec.display!r} did not finish within {timeout:g} s; the worker (pid "
                 f"{self._proc.pid if self._proc else '?'}) and its children were killed. Starting the worker and "
-                "loading the subject have this wall-clock limit of their own (Workbench(load_timeout=...)); "
                 "the stderr tail shows where it was stuck",
                 since,
             ) from None
