@@ -88,6 +88,22 @@ def faster(interval: stats.Interval, practical: float = PRACTICAL_RATIO) -> bool
     return interval.low > 1.0 and interval.point > practical
 
 
+def confirmed(
+    first: stats.Interval, again: stats.Interval, practical: float = PRACTICAL_RATIO
+) -> stats.Interval | None:
+    """The interval a speed verdict rests on when a difference was measured twice, or None if the two disagree.
+
+    A timing that crosses the practical margin is measured again, in a new batch, before it is believed: on a
+    shared machine a burst of load on one worker can skew one batch, but rarely two in the same direction.
+    When both batches find the candidate slower (or both faster), the verdict rests on the one nearer to "no
+    difference"; when they disagree, None (the comparison is inconclusive, and says so).
+    """
+    for direction in (slower, faster):
+        if direction(first, practical) and direction(again, practical):
+            return min((first, again), key=lambda ci: abs(math.log(ci.point)) if ci.point > 0 else math.inf)
+    return None
+
+
 def costlier(interval: stats.Interval, practical: float = 1.5) -> bool:
     """True when a candidate/baseline cost ratio is credibly above ``practical`` (its lower bound too)."""
     return interval.low > practical

@@ -360,6 +360,16 @@ def test_throughput_ratio_of_a_twice_slower_candidate() -> None:
     assert timing.slower(stats.Interval(row["ratio"], row["ci_low"], row["ci_high"]))
 
 
+def test_a_speed_difference_is_believed_only_when_a_repeat_agrees() -> None:
+    slow, slower_still = stats.Interval(0.79, 0.67, 0.99), stats.Interval(0.6, 0.5, 0.7)
+    quiet, fast = stats.Interval(0.98, 0.9, 1.05), stats.Interval(1.4, 1.2, 1.6)
+    assert timing.confirmed(slow, slower_still) is slow  # both slower: the one nearer to 1
+    assert timing.confirmed(slower_still, slow) is slow
+    assert timing.confirmed(slow, quiet) is None  # a burst of load on one batch: not believed
+    assert timing.confirmed(slow, fast) is None
+    assert timing.confirmed(fast, stats.Interval(1.3, 1.2, 1.4)) == stats.Interval(1.3, 1.2, 1.4)
+
+
 def test_bootstrap_diff_and_ratio_of_ratios_reproduce_with_a_seed() -> None:
     a, b = np.arange(10.0), np.arange(10.0) + 5
     iv = stats.bootstrap_diff(a, b, seed=1)
