@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
 LIB_DIR = PACKAGE_DIR.parent
 """The directory that must be on ``sys.path`` for ``import rlaudit`` (the worker adds it for subjects)."""
 
