@@ -364,7 +364,13 @@ def test_builtin_fingerprint_covers_demo_and_recorder(source: str, monkeypatch: 
 
 @pytest.mark.parametrize(
     "source",
-    ["adapters/sb3/loss.py", "adapters/sb3/subject.py", "adapters/configs.py", "engine/safeload.py", "recorder.py"],
+    [
+        "adapters/sb3/loss.py",
+        "adapters/sb3/subject.py",
+        "adapters/configs.py",
+        "engine/safeload.py",
+        "recorder.py",
+    ],
 )
 def test_sb3_fingerprint_covers_the_adapter_code(source: str, monkeypatch: pytest.MonkeyPatch) -> None:
     spec = parse_spec(f"sb3:{SB3_SETUP}")
