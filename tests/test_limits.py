@@ -173,3 +173,30 @@ def test_command_line_limits_reach_the_environment(monkeypatch: pytest.MonkeyPat
         assert limits.retry_failed_since() >= before
     with pytest.raises(ValueError, match="--stall-timeout 0: expected a positive number"):
         limits.export_cli_limits(build_parser().parse_args(["report", "--stall-timeout", "0"]))
+
+
+def test_time_spent_waiting_for_a_core_is_not_charged_to_the_stall_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from types import SimpleNamespace
+
+    from rlaudit.engine import client as client_module
+
+    waited = {"seconds": 0.0}
+    monkeypatch.setattr(limits, "runqueue_seconds", lambda pid: waited["seconds"])
+    monkeypatch.setattr(limits, "tree_cpu_seconds", lambda pid: 0.0)
+    watch = client_module._Watch(SimpleNamespace(pid=1), limits.ProbeLimits(stall=0.2, cpu=None))
+    time.sleep(0.3)
+    waited["seconds"] = 0.25  # ready to run, but the cores were busy for most of that time
+    watch.check()  # not stalled: 0.3 s passed, 0.25 s of it in the run queue
+    time.sleep(0.3)  # now it really sits still
+    with pytest.raises(client_module._LimitHit, match="made no progress for 0.2 s"):
+        watch.check()
+
+
+def test_a_live_process_reports_its_run_queue_time() -> None:
+    import os
+
+    seconds = limits.runqueue_seconds(os.getpid())
+    assert seconds is None or seconds >= 0.0
+    assert limits.runqueue_seconds(2**31 - 1) is None  # no such process

@@ -624,6 +624,7 @@ class _Watch:
     """The limits of one probe call as it runs: when it last made progress, and its CPU time so far."""
 
     def __init__(self, client: WorkerClient, limits: Any) -> None:
+        from rlaudit.engine import limits as limits_module
         from rlaudit.engine.limits import tree_cpu_seconds
 
         self.limits = limits
@@ -636,13 +637,22 @@ class _Watch:
         self.cpu0 = (self._cpu(self.pid) if self.pid is not None else None) or 0.0
         self.cpu_used = 0.0
         self.checked = self.started
+        # Time the worker spent ready but waiting for a core is not charged to the stall limit: on a busy
+        # machine that is the machine's delay, not the subject's (limits.runqueue_seconds).
+        self._waited = limits_module.runqueue_seconds
+        self.wait_mark = self._wait_now()
+        self.waited = 0.0
+
+    def _wait_now(self) -> float:
+        return (self._waited(self.pid) if self.pid is not None else None) or 0.0
 
     @property
     def stall_deadline(self) -> float:
-        return self.last_progress + self.limits.stall
+        return self.last_progress + self.limits.stall + self.waited
 
     def progressed(self, counters: dict[str, Any] | None) -> None:
         self.last_progress = time.monotonic()
+        self.wait_mark, self.waited = self._wait_now(), 0.0
         if counters:
             self.progress = counters
 
@@ -662,6 +672,8 @@ class _Watch:
                 self.cpu_used = max(cpu - self.cpu0, 0.0)
         last = heartbeat.describe(self.progress)
         if now >= self.stall_deadline:
+            self.waited = max(self._wait_now() - self.wait_mark, self.waited)
+        if now >= self.stall_deadline:
             since = (
                 f"its last progress ({last}) came {self.last_progress - self.started:.0f} s into the call"
                 if self.progress
@@ -670,7 +682,7 @@ class _Watch:
             raise _LimitHit(
                 f"made no progress for {self.limits.stall:g} s (stall limit: no environment step, optimizer "
                 f"update, finished episode or progress report; {since}, {now - self.started:.0f} s and "
-                f"{self.cpu_used:.1f} CPU-seconds in all)",
+                f"{self.cpu_used:.1f} CPU-seconds in all, {self.waited:.1f} s of it waiting for a core)",
                 limits.advice("stall"),
             )
         if self.cpu_limit is not None and self.cpu_used > self.cpu_limit:

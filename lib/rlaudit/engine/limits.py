@@ -23,6 +23,7 @@ import functools
 import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 STALL_VARIABLE = "RLAUDIT_STALL_TIMEOUT"
@@ -143,6 +144,20 @@ def tree_cpu_seconds(pid: int) -> float | None:
     except psutil.Error:
         return None
     return float(total)
+
+
+def runqueue_seconds(pid: int) -> float | None:
+    """Seconds process ``pid`` has spent runnable but waiting for a core (Linux ``/proc/<pid>/schedstat``);
+    None where that cannot be read (another system, or the process is gone).
+
+    On a busy machine a worker can sit in the run queue for seconds at a time, ready but not scheduled; the
+    stall limit does not charge the subject for that time (see :class:`rlaudit.engine.client.WorkerClient`).
+    """
+    try:
+        fields = Path(f"/proc/{pid}/schedstat").read_text().split()
+        return int(fields[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def advice(which: str) -> str:
