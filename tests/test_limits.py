@@ -190,7 +190,7 @@ def test_time_spent_waiting_for_a_core_is_not_charged_to_the_stall_limit(
     waited["seconds"] = 0.25  # ready to run, but the cores were busy for most of that time
     watch.check()  # not stalled: 0.3 s passed, 0.25 s of it in the run queue
     time.sleep(0.3)  # now it really sits still
-    with pytest.raises(client_module._LimitHit, match="made no progress for 0.2 s"):
+    with pytest.raises(client_module._LimitHit, match=r"made no progress for 0\.2 s"):
         watch.check()
 
 

@@ -346,7 +346,8 @@ def run_probe(wb: Any, probe: Callable[..., Any], desc: str, **params: Any) -> A
 def probe_evidence(
     probe: Callable[..., Any], params: Callable[..., Mapping[str, Any]] | None = None, desc: str = ""
 ) -> Callable[..., Any]:
-    """Evidence from one probe on both sides: ``evidence(wb, **kwargs) -> Pair``, the ``needs=`` of a check.
+    """Evidence from one probe on both sides: ``evidence(wb, **kwargs) -> Pair`` (``given=``: that Pair instead,
+    as a test hands in results built by hand), the ``needs=`` of a check.
 
     What ``check(probe=, params=, desc=)`` gathers, as a function of its own, so that several checks (or a
     check's larger ``needs``) share one probe run: asked with the same parameters, they hit one cache entry.
@@ -358,9 +359,11 @@ def probe_evidence(
         desc: Progress-bar label (default: the probe's name).
     """
 
-    def evidence(wb: Any, /, **kwargs: Any) -> Any:
-        given = params(wb, **_accepted(params, kwargs)) if params is not None else _accepted(probe, kwargs)
-        return run_probe(wb, probe, desc or getattr(probe, "__name__", "probe"), **given)
+    def evidence(wb: Any, /, given: Any = None, **kwargs: Any) -> Any:
+        if given is not None:  # the Pair handed in directly (a test's hand-built probe results)
+            return given
+        chosen = params(wb, **_accepted(params, kwargs)) if params is not None else _accepted(probe, kwargs)
+        return run_probe(wb, probe, desc or getattr(probe, "__name__", "probe"), **chosen)
 
     return evidence
 
@@ -462,7 +465,7 @@ def check(
 
         @functools.wraps(body)
         def run(wb: Any, /, **kwargs: Any) -> Section:
-            c = Check(spec, wb, dict(kwargs))
+            c = Check(spec, wb, {k: v for k, v in kwargs.items() if k != "given"})
             before = open_figure_numbers()
             noted = len(getattr(wb, "cache_notes", ()))
             try:

@@ -11,6 +11,8 @@ comparison (:mod:`rlaudit.seeding.common`):
   seeds give different ones (hash randomization and process-level state included);
 - :mod:`rlaudit.seeding.generators`: the worker's seeded replica, with Python's, NumPy's and torch's global
   generators moved, names the generator that leaks in;
+- :mod:`rlaudit.seeding.subenvs`: each vectorized environment starts from its own seed, and the run's seed
+  reaches the environments;
 - :mod:`rlaudit.seeding.variance`: the run-to-run variance of the primary metric over the shared training
   runs and, from it, the seeds needed to detect or to clear an effect (:mod:`rlaudit.seeding.power`).
 """
@@ -29,6 +31,7 @@ from rlaudit.seeding.common import (
 )
 from rlaudit.seeding.determinism import SEED_IGNORED, fresh_processes, same_seed_report
 from rlaudit.seeding.generators import global_rng, rng_verdict
+from rlaudit.seeding.subenvs import sub_envs, subenv_report
 from rlaudit.seeding.variance import POWER_TABLE, final_values, variance, variance_table
 
 __all__ = [
@@ -46,12 +49,14 @@ __all__ = [
     "replicas_params",
     "rng_verdict",
     "same_seed_report",
+    "sub_envs",
+    "subenv_report",
     "variance",
     "variance_table",
 ]
 
 
-CHECKS = (fresh_processes, global_rng, variance)
+CHECKS = (fresh_processes, global_rng, sub_envs, variance)
 """Every seeding check, in notebook order."""
 
 

@@ -102,3 +102,52 @@ def replicas(
         "fresh_identical": all(same_replica(results[0], r) for r in results[1:]) if results else None,
         "hashseed": inproc["same"].get("hashseed"),
     }
+
+
+@probe(requires=("config", "make_env"), version=1)
+def subenv_trajectories(ctx: ProbeContext, *, seed: int = 0, steps: int = 16) -> dict:
+    """Each vectorized environment's trajectory under one shared action sequence, for two seeds.
+
+    Every sub-environment gets the same actions (drawn from ``seed``), so sub-environments whose observations
+    still differ were started from different seeds; identical ones replay one trajectory. The same is done for
+    ``seed + 1``, so a side whose trajectories do not change with the seed is seen too.
+
+    Writes:
+        ``trajectories.json``: per seed, a digest of each sub-environment's observations after the reset and
+        after each step, and the number of sub-environments.
+    """
+    import hashlib
+
+    import numpy as np
+
+    from rlaudit.env.rollout import VecView, flat_obs, sample_actions
+
+    result: dict[str, Any] = {}
+    for run_seed in (seed, seed + 1):
+        env = ctx.subject.make_env(ctx.config, run_seed)
+        try:
+            view = VecView(env)
+            n = view.num_envs
+            digests = [hashlib.blake2b(digest_size=8) for _ in range(n)]
+            start = [hashlib.blake2b(digest_size=8) for _ in range(n)]
+            obs = flat_obs(view.reset(seed=run_seed), n)
+            for i in range(n):
+                start[i].update(np.ascontiguousarray(obs[i]).tobytes())
+                digests[i].update(np.ascontiguousarray(obs[i]).tobytes())
+            one = sample_actions(view.single_action_space, 1, np.random.default_rng(seed), size=steps)
+            for t in range(steps):
+                obs = flat_obs(view.step(np.repeat(one[t], n, axis=0)).obs, n)
+                for i in range(n):
+                    digests[i].update(np.ascontiguousarray(obs[i]).tobytes())
+                ctx.progress(t + 1, steps)
+        finally:
+            close = getattr(env, "close", None)
+            if callable(close):
+                close()
+        result[str(run_seed)] = {
+            "num_envs": n,
+            "starts": [d.hexdigest() for d in start],
+            "trajectories": [d.hexdigest() for d in digests],
+        }
+    ctx.write_json("trajectories", result)
+    return {"seeds": [seed, seed + 1], "num_envs": result[str(seed)]["num_envs"]}
