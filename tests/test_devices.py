@@ -369,3 +369,55 @@ def test_the_fingerprint_records_the_gpus(monkeypatch: pytest.MonkeyPatch, tmp_c
     h200 = fingerprint.fingerprint_details(spec)
     ids = {fingerprint.base_fingerprint(spec, details=d) for d in (on_cpu, h100, h200)}
     assert len(ids) == 3, "a GPU's results must not be reused for a CPU run or for another card"
+
+
+# -- the GPU check script, on the CPU ----------------------------------------------------------------------------
+
+
+def test_the_gpu_checks_subjects_load_as_specs(tmp_path: Path) -> None:
+    from rlaudit.adapters.sb3.setup import read_setup, resolve_setup
+    from rlaudit.bench import gpu_check
+    from rlaudit.subjects import capabilities, load_subject, parse_spec
+
+    base, cand = gpu_check.builtin_specs("cuda")
+    subject = load_subject(parse_spec(base))
+    assert isinstance(subject, gpu_check.OnDevice) and subject.config()["trainer"]["device"] == "cuda"
+    assert load_subject(parse_spec(cand)).config()["trainer"]["device"] == "cuda"
+    assert capabilities(subject) == capabilities(load_subject(parse_spec("builtin:reference")))
+    with pytest.raises(ValueError, match="device cpu or cuda"):
+        gpu_check.builtin_specs("cuda:1")
+    specs = gpu_check.sb3_setups("cuda:1", tmp_path)
+    for spec in specs:
+        path = Path(spec.removeprefix("sb3:"))
+        assert resolve_setup(read_setup(path), path.parent)["device"] == "cuda:1"
+    with pytest.raises(FileNotFoundError, match="data/examples/sb3"):
+        gpu_check.sb3_setups("cuda", tmp_path / "x", examples=tmp_path / "nowhere")
+
+
+def test_the_gpu_check_judges_findings() -> None:
+    from rlaudit.bench import gpu_check
+    from rlaudit.findings import Finding
+
+    def finding(fid: str, status: str) -> Finding:
+        return Finding(id=fid, subsystem=fid.split("/")[0], hypothesis=f"{fid}?", status=status)
+
+    good = [finding(f, "SUSPECT") for f in gpu_check.EXPECTED["sb3"]] + [
+        finding("seeding/determinism", "CLEARED")
+    ]
+    result = gpu_check.evaluate("sb3", "a", "b", good, 12.3)
+    assert result.passed and result.seeding == ["seeding/determinism CLEARED"] and len(result.flagged) == 3
+    bad = [*good[1:], finding("loss/terms", "ERROR")]
+    result = gpu_check.evaluate("sb3", "a", "b", bad, 1.0)
+    assert not result.passed
+    assert result.missing == ["config/changed-loss (absent)"] and result.errors == ["loss/terms: loss/terms?"]
+    text = gpu_check.summary([result], "cpu")
+    assert text.splitlines()[0] == "device: cpu" and "sb3: FAIL" in text and "ERROR loss/terms" in text
+
+
+def test_the_gpu_check_stops_without_the_device(capsys: pytest.CaptureFixture[str]) -> None:
+    from rlaudit.bench import gpu_check
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has the device")
+    assert gpu_check.main(["--device", "cuda"]) == 2
+    assert "device cuda: unavailable" in capsys.readouterr().err

@@ -190,21 +190,25 @@ def check(
     examples: str | Path | None = None,
 ) -> list[PairResult]:
     """Run the pairs named in ``only`` on ``device`` in a fresh cache under ``workdir`` (a temporary directory
-    by default); workers inherit ``RLAUDIT_CACHE`` and ``CUBLAS_WORKSPACE_CONFIG`` (``:4096:8`` unless set,
-    for deterministic cuBLAS) from this process."""
+    by default). Workers inherit this process's environment: ``RLAUDIT_CACHE`` is set to that cache,
+    ``CUBLAS_WORKSPACE_CONFIG`` to ``:4096:8`` unless set (deterministic cuBLAS), and ``RLAUDIT_WORKER_MEMORY_MB``
+    is removed (it caps virtual memory, and CUDA maps far more address space than it uses)."""
     root = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="rlaudit-gpu-check-"))
     os.environ["RLAUDIT_CACHE"] = str(root / "cache")
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-    results = []
-    for pair in only:
-        if pair == "builtin":
-            base, cand = builtin_specs(device.split(":")[0])
-        elif pair == "sb3":
-            base, cand = sb3_setups(device, root / "sb3", examples)
-        else:
-            raise ValueError(f"unknown pair {pair!r}; expected builtin or sb3")
-        results.append(run_pair(pair, base, cand, profile))
-    return results
+    os.environ.pop("RLAUDIT_WORKER_MEMORY_MB", None)
+    return [run_pair(pair, *pair_specs(pair, device, root, examples), profile) for pair in only]
+
+
+def pair_specs(
+    pair: str, device: str, root: str | Path, examples: str | Path | None = None
+) -> tuple[str, str]:
+    """The specs of ``pair`` (``builtin`` or ``sb3``) on ``device``; the SB3 copies go under ``root/sb3``."""
+    if pair == "builtin":
+        return builtin_specs(device.split(":")[0])
+    if pair == "sb3":
+        return sb3_setups(device, Path(root) / "sb3", examples)
+    raise ValueError(f"unknown pair {pair!r}; expected builtin or sb3")
 
 
 def summary(results: Sequence[PairResult], device: str) -> str:
