@@ -72,15 +72,18 @@ def test_machine_accelerators_reads_the_driver_lists(tmp_path: Path) -> None:
         (kfd / node).mkdir(parents=True)
         (kfd / node / "name").write_text(name + "\n")
         (kfd / node / "gpu_id").write_text(gpu_id + "\n")
-    found = devices.machine_accelerators({"CUDA_VISIBLE_DEVICES": "1", "PATH": "/bin"}, nvidia, kfd)
+    found = devices.machine_accelerators({"CUDA_VISIBLE_DEVICES": "1", "PATH": "/bin"}, nvidia, kfd, tmp_path)
     assert found == {
         "gpus": ["AMD gfx90a", "NVIDIA H100 80GB HBM3"],
         "visible": {"CUDA_VISIBLE_DEVICES": "1"},
     }
-    assert devices.machine_accelerators({}, tmp_path / "none", tmp_path / "none") == {
-        "gpus": [],
-        "visible": {},
-    }
+    none = tmp_path / "none"
+    assert devices.machine_accelerators({}, none, none, none) == {"gpus": [], "visible": {}}
+    (tmp_path / "dev").mkdir()
+    for name in ("nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm"):
+        (tmp_path / "dev" / name).touch()
+    hidden = devices.machine_accelerators({}, none, none, tmp_path / "dev")  # /proc/driver/nvidia masked
+    assert hidden["gpus"] == ["NVIDIA GPU", "NVIDIA GPU"]
 
 
 # -- probes feed the module's device ---------------------------------------------------------------------------

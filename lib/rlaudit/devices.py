@@ -167,12 +167,13 @@ def describe(device: Any) -> str:
 # -- the machine's accelerators, without importing torch (for fingerprints) -------------------------------------
 
 NVIDIA_PROC = Path("/proc/driver/nvidia/gpus")
+DEV = Path("/dev")
 KFD_NODES = Path("/sys/class/kfd/kfd/topology/nodes")
 VISIBLE_VARIABLES = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
 
 
 def machine_accelerators(
-    env: Mapping[str, str] | None = None, nvidia: Path = NVIDIA_PROC, kfd: Path = KFD_NODES
+    env: Mapping[str, str] | None = None, nvidia: Path = NVIDIA_PROC, kfd: Path = KFD_NODES, dev: Path = DEV
 ) -> dict[str, Any]:
     """The GPUs this machine's driver lists and the variables that choose among them, read from ``/proc``
     and ``/sys`` in a few microseconds (no torch import, no driver call).
@@ -180,6 +181,8 @@ def machine_accelerators(
     Args:
         env: The environment a subject's worker gets (default: this process's).
         nvidia, kfd: Where the NVIDIA and AMD (ROCm) drivers list their GPUs (tests point them elsewhere).
+        dev: Where the device nodes are: a container that hides ``/proc/driver/nvidia`` still has
+            ``/dev/nvidia0``, ... (each counted as an ``NVIDIA GPU``).
 
     Returns:
         ``{"gpus": [model names, sorted], "visible": {variable: value}}``; ``gpus`` is empty on a machine
@@ -198,6 +201,8 @@ def machine_accelerators(
             except OSError:
                 pass
             gpus.append(model)
+    if not gpus and dev.is_dir():
+        gpus.extend("NVIDIA GPU" for node in dev.glob("nvidia[0-9]*") if node.name[6:].isdigit())
     if kfd.is_dir():
         for node in sorted(kfd.iterdir()):
             try:
