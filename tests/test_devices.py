@@ -352,8 +352,8 @@ def test_speed_reads_wall_time_for_a_run_on_cuda(tmp_path: Path) -> None:
 
 
 def test_the_fingerprint_records_the_gpus(monkeypatch: pytest.MonkeyPatch, tmp_cache: Path) -> None:
-    from rlaudit import fingerprint
-    from rlaudit.subjects import parse_spec
+    from rlaudit.engine import fingerprint
+    from rlaudit.engine.subjects import parse_spec
 
     spec = parse_spec("builtin:reference")
     monkeypatch.setattr(devices, "machine_accelerators", lambda env=None: {"gpus": [], "visible": {}})
@@ -380,7 +380,7 @@ def test_the_fingerprint_records_the_gpus(monkeypatch: pytest.MonkeyPatch, tmp_c
 def test_the_gpu_checks_subjects_load_as_specs(tmp_path: Path) -> None:
     from rlaudit.adapters.sb3.setup import read_setup, resolve_setup
     from rlaudit.bench import gpu_check
-    from rlaudit.subjects import capabilities, load_subject, parse_spec
+    from rlaudit.engine.subjects import capabilities, load_subject, parse_spec
 
     base, cand = gpu_check.builtin_specs("cuda")
     subject = load_subject(parse_spec(base))

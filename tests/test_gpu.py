@@ -30,9 +30,9 @@ def gpu_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_a_pair_on_cuda_finds_what_it_finds_on_the_cpu(pair: str, gpu_env: Path) -> None:
     """Every audit runs (no ERROR: no probe fed a CPU tensor to the GPU network, read a GPU tensor as numpy or
     loaded a checkpoint onto the wrong device), and the pair's known findings come out flagged."""
-    from rlaudit.audits import run_audits
     from rlaudit.bench import gpu_check
-    from rlaudit.workbench import Workbench
+    from rlaudit.engine.workbench import Workbench
+    from rlaudit.rooms import run_audits
 
     baseline, candidate = gpu_check.pair_specs(pair, "cuda", gpu_env)
     wb = Workbench(baseline, candidate, profile="smoke")
@@ -81,8 +81,8 @@ def test_the_builtin_trainer_repeats_a_seed_on_cuda(tmp_path: Path, monkeypatch:
 
 
 def test_the_fingerprint_names_this_machines_gpu() -> None:
-    from rlaudit.fingerprint import fingerprint_details
-    from rlaudit.subjects import parse_spec
+    from rlaudit.engine.fingerprint import fingerprint_details
+    from rlaudit.engine.subjects import parse_spec
 
     details = fingerprint_details(parse_spec("builtin:reference"))
     assert details.get("device", {}).get("gpus"), "a CUDA machine's fingerprint must list its GPUs"

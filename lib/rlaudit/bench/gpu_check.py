@@ -99,7 +99,7 @@ def sb3_setups(device: str, directory: str | Path, examples: str | Path | None =
     Raises:
         FileNotFoundError: The example files are not there (a checkout without ``data/examples``).
     """
-    from rlaudit.paths import home
+    from rlaudit.engine.paths import home
 
     source = Path(examples) if examples is not None else home() / "data" / "examples" / "sb3"
     target = Path(directory)
@@ -160,8 +160,8 @@ def evaluate(pair: str, baseline: str, candidate: str, findings: Iterable[Any], 
 
 def run_pair(pair: str, baseline: str, candidate: str, profile: str = "smoke") -> PairResult:
     """Every audit of one pair at ``profile`` in the cache ``RLAUDIT_CACHE`` names, judged by :func:`evaluate`."""
-    from rlaudit.audits import run_audits
-    from rlaudit.workbench import Workbench
+    from rlaudit.engine.workbench import Workbench
+    from rlaudit.rooms import run_audits
 
     start = time.perf_counter()
     wb = Workbench(baseline, candidate, profile=profile)
