@@ -7,6 +7,8 @@
 
 Under pytest-xdist the tests are handed to workers in the groups of ``support.groups``.
 
+A test marked ``gpu`` is skipped where torch sees no CUDA device (the reason names what is missing).
+
 A test that starts worker processes (through a fixture such as ``make_wb``, a helper, or in its body) is marked
 ``workbench`` at collection, and an unmarked test that starts one fails (``support.workers``):
 ``make test-fast`` runs the others.
@@ -48,7 +50,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     mark_items(
         (item for item in items if item not in nbval), lambda item: item.add_marker(pytest.mark.workbench)
     )
+    _skip_gpu_tests_without_cuda(items)
     items.sort(key=lambda item: not first_in_line(item.nodeid))  # stable: the rest keep their order
+
+
+def _skip_gpu_tests_without_cuda(items: list[pytest.Item]) -> None:
+    """Skip the tests marked ``gpu`` where torch sees no CUDA device, saying why (torch is imported only when
+    such a test was collected)."""
+    gpu = [item for item in items if item.get_closest_marker("gpu") is not None]
+    if not gpu:
+        return
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    why = "this torch build has no CUDA" if torch.version.cuda is None else "torch sees no CUDA device"
+    skip = pytest.mark.skip(reason=f"needs a CUDA GPU: {why} (torch {torch.__version__})")
+    for item in gpu:
+        item.add_marker(skip)
 
 
 def _guarded(item: pytest.Item) -> bool:

@@ -14,7 +14,8 @@ updates    update, step, group, lr (and every other numeric param-group hyperpar
 layers     update, step, layer, grad_norm, weight_norm, update_ratio: every ``sample_every`` optimizer
            steps, one row per parameter tensor
 phases     name, count, seconds: total wall time in each (nested) phase, by full path ("rollout/env");
-           the names are the trainer's own (any strings)
+           the names are the trainer's own (any strings); with a watched policy on CUDA, each phase
+           starts and ends with ``torch.cuda.synchronize``, so it holds its GPU work
 memory     step, seconds, rss_bytes: sampled by the recorder itself every ``memory_seconds`` of wall
            time (on any recorder call, and once more at close), and on every
            :meth:`Recorder.sample_memory` call
@@ -23,7 +24,8 @@ memory     step, seconds, rss_bytes: sampled by the recorder itself every ``memo
 The optional ``minibatches`` table (step, epoch, minibatch, position, index) says which samples formed each
 minibatch of the first :data:`MINIBATCH_UPDATES` updates, when the trainer calls :meth:`Recorder.minibatch`.
 
-``summary.json`` (steps, seconds, sps, updates, episodes, torch_threads) is written by :meth:`Recorder.close`;
+``summary.json`` (steps, seconds, sps, sps_cpu, sps_wall, device, updates, episodes, torch_threads) is written by
+:meth:`Recorder.close`;
 ``nonfinite`` there names the first NaN or infinity recorded (``step``, ``quantity``, ``value``), or is None.
 It is noted as values arrive because the tables also use NaN for "not measured" (a key an episode lacks, a
 gradient norm no hook saw), so a NaN in a table alone cannot tell a diverged run from a missing value.
@@ -57,6 +59,7 @@ imported lazily, inside ``watch``.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -102,14 +105,19 @@ class _Phase:
         self._name = name
 
     def __enter__(self) -> _Phase:
-        stack = self._recorder._phase_stack
+        rec = self._recorder
+        if rec._sync is not None:  # a policy on CUDA: what was queued before belongs to the phase before
+            rec._sync()
+        stack = rec._phase_stack
         path = f"{stack[-1][0]}/{self._name}" if stack else self._name
         stack.append((path, time.perf_counter()))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        end = time.perf_counter()
         rec = self._recorder
+        if rec._sync is not None:  # the phase's kernels finish inside it, not in whatever comes next
+            rec._sync()
+        end = time.perf_counter()
         path, start = rec._phase_stack.pop()
         elapsed = end - start
         totals = rec._phase_totals.get(path)
@@ -152,7 +160,12 @@ class Recorder:
         self._t0 = time.perf_counter()
         self._cpu0 = time.process_time()  # CPU time of this process: robust to other load on the machine
         self._warm: tuple[float, int] | None = None  # (CPU time net of flushes, step) at the first update
+        self._warm_wall = 0.0  # wall time net of flushes at the first update
         self._flush_cpu = 0.0
+        self._flush_wall = 0.0
+        # set by watch() for a policy on CUDA: waits for the GPU, so that phases and totals time its work
+        self._sync: Any = None
+        self._device: str | None = None
         self._last_flush = time.monotonic()
         self.memory_seconds = float(memory_seconds) if memory_seconds is not None else math.inf
         self._last_memory = -math.inf  # the first recorder call samples
@@ -206,6 +219,14 @@ class Recorder:
         if self._handles:
             raise RuntimeError("Recorder.watch was already called; call it once per run (one optimizer)")
         self._torch = torch
+        from rlaudit.devices import describe, is_cuda, module_device
+
+        first = next((p for g in optimizer.param_groups for p in g["params"]), None)
+        device = module_device(policy) if policy is not None else getattr(first, "device", None)
+        if device is not None:
+            self._device = describe(device)
+            if is_cuda(device):
+                self._sync = functools.partial(torch.cuda.synchronize, device)
         names = {id(p): n for n, p in policy.named_parameters()} if policy is not None else {}
         seen: set[int] = set()
         for group in optimizer.param_groups:
@@ -263,6 +284,10 @@ class Recorder:
 
     def phase(self, name: str) -> _Phase:
         """Context manager adding the wall time of its block to phase ``name`` (nested: ``outer/name``).
+
+        When the watched policy is on CUDA, entering and leaving a phase waits for the GPU
+        (``torch.cuda.synchronize``): kernels run asynchronously, and without the wait a phase would time
+        only their launch while the next phase paid for their work.
 
         Any names: the trainer's own ("rollout", "collect/act", "learn", ...) are recorded as given.
         """
@@ -335,12 +360,13 @@ class Recorder:
     def flush(self) -> None:
         """Rewrite every table now (atomically)."""
         self._last_flush = time.monotonic()
-        cpu = time.process_time()
+        cpu, wall = time.process_time(), time.perf_counter()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         for name in _TABLES:
             write_table(self.run_dir / name, getattr(self, f"_table_{name}")())
         # the recorder's own writes (the first one imports the table libraries) are not the trainer's work
         self._flush_cpu += time.process_time() - cpu
+        self._flush_wall += time.perf_counter() - wall
 
     def close(self) -> None:
         """Remove the hooks, write the tables and ``summary.json``. Safe to call twice."""
@@ -354,14 +380,19 @@ class Recorder:
         if self._max_step > 0 and (not self._memory["step"] or self._memory["step"][-1] < self._max_step):
             self._step = self._max_step  # the run's end, so the memory table spans the whole run
             self._sample_memory()
+        if self._sync is not None:
+            self._sync()
         self.flush()
         seconds = time.perf_counter() - self._t0
         cpu_now = time.process_time() - self._flush_cpu  # net of the recorder's table writes
         cpu_seconds = cpu_now - self._cpu0
         # steady state: steps per CPU-second after the first update (warm-up excluded) when there was one
         steady_steps, steady_cpu = self._max_step, cpu_seconds
+        wall_now = time.perf_counter() - self._flush_wall
+        steady_wall = wall_now - self._t0
         if self._warm is not None and self._n_updates >= 2 and self._max_step > self._warm[1]:
             steady_steps, steady_cpu = self._max_step - self._warm[1], cpu_now - self._warm[0]
+            steady_wall = wall_now - self._warm_wall
         # Only a trainer that uses torch has a torch thread count; importing torch here just to ask would cost
         # a second or more in every worker of a subject that never does.
         torch = sys.modules.get("torch")
@@ -372,6 +403,9 @@ class Recorder:
             "sps": self._max_step / seconds if seconds > 0 else 0.0,
             "cpu_seconds": cpu_seconds,
             "sps_cpu": steady_steps / steady_cpu if steady_cpu > 0 else 0.0,
+            # the same steady state in wall seconds, net of the recorder's writes, with the GPU synchronized
+            "sps_wall": steady_steps / steady_wall if steady_wall > 0 else 0.0,
+            "device": self._device,
             "updates": self._n_updates,
             "episodes": len(self._episodes),
             "torch_threads": torch_threads,
@@ -463,7 +497,10 @@ class Recorder:
         update = self._n_updates
         heartbeat.update()
         if update == 1:  # what came before (imports, first allocations, lazy init) is warm-up
+            if self._sync is not None:
+                self._sync()
             self._warm = (time.process_time() - self._flush_cpu, self._step)
+            self._warm_wall = time.perf_counter() - self._flush_wall
         pending = self._pending or {"pre": float("nan"), "post": float("nan"), "layers": None}
         self._pending = None
         for gi, group in enumerate(optimizer.param_groups):

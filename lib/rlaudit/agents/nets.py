@@ -153,14 +153,16 @@ def _overrides_forward(policy: Any) -> bool:
     return type(policy).forward is not torch.nn.Module.forward
 
 
-def as_tensors(obs: Any) -> Any:
+def as_tensors(obs: Any, device: Any = "cpu") -> Any:
     """A fixed observation batch as the network takes it: a float32 tensor, or for a Dict or Tuple space a
-    dict or tuple of float32 tensors (see :func:`rlaudit.spaces.rollout.policy_batch`)."""
+    dict or tuple of float32 tensors (see :func:`rlaudit.spaces.rollout.policy_batch`), on ``device`` (the
+    network's: :func:`rlaudit.devices.module_device`)."""
     import torch
 
+    from rlaudit.devices import to_device
     from rlaudit.spaces.rollout import map_leaves
 
-    return map_leaves(lambda a: torch.as_tensor(a, dtype=torch.float32), obs)
+    return map_leaves(lambda a: to_device(a, device, torch.float32), obs)
 
 
 def call_policy(policy: Any, obs: Any, n_actions: int | None = None) -> str:
@@ -168,19 +170,24 @@ def call_policy(policy: Any, obs: Any, n_actions: int | None = None) -> str:
     point used (``forward``, ``get_action_and_value``, ``children``). ``obs`` may be a dict or tuple of such
     tensors (a Dict or Tuple observation space).
 
+    The observations are moved to the policy's device first (:func:`rlaudit.devices.module_device`).
+
     Raises:
         TypeError: No way to call the policy was found, naming what was tried.
     """
     import torch
 
+    from rlaudit.devices import module_device, to_device
     from rlaudit.spaces.rollout import obs_rows
 
+    device = module_device(policy)
+    obs = to_device(obs, device)  # a tensor already there is passed on as it is (trace_forward's ids hold)
     batch = obs_rows(obs)
     if _overrides_forward(policy):
         policy(obs)
         return "forward"
     if callable(getattr(policy, "get_action_and_value", None)):
-        action = torch.zeros(batch, dtype=torch.long)
+        action = torch.zeros(batch, dtype=torch.long, device=device)
         policy.get_action_and_value(obs, action)
         return "get_action_and_value"
     seqs = [m for m in policy.children() if isinstance(m, torch.nn.Sequential)]
@@ -262,12 +269,17 @@ def trace_forward(policy: Any, obs: Any, *, keep_tensors: bool = True) -> Trace:
     Args:
         policy: The network.
         obs: (B, ...) float32 tensor of observations (or a dict or tuple of them: :func:`as_tensors`).
-        keep_tensors: Keep each module's input and output tensors in the trace (for statistics).
+        keep_tensors: Keep each module's input and output tensors in the trace (for statistics); they stay on
+            the policy's device (:func:`rlaudit.devices.to_numpy` brings them to the CPU).
+
+    The observations are moved to the policy's device first (:func:`rlaudit.devices.module_device`).
     """
     import torch
 
+    from rlaudit.devices import module_device, to_device
     from rlaudit.spaces.rollout import leaves as obs_leaves
 
+    obs = to_device(obs, module_device(policy))
     trace = Trace()
     leaves = [(p, m) for p, m in policy.named_modules() if not list(m.children())]
     by_obj: dict[int, str] = {}  # id(tensor) -> producing module path

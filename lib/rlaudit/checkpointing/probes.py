@@ -166,11 +166,11 @@ def load_fidelity(
     counts: dict[str, int] = {}
     saved_prefix = None
     if subject_net is not None and ckpt.loaded:
-        state = {k: v for k, v in subject_net.state_dict().items() if isinstance(v, torch.Tensor)}
+        state = {k: v.cpu() for k, v in subject_net.state_dict().items() if isinstance(v, torch.Tensor)}
         shapes = {k: list(v.shape) for k, v in state.items()}
         saved_prefix, saved = reading.find_state_dict(ckpt.tensors, shapes)
         mapping = reading.match_keys(list(state), shapes, saved)
-        fresh_state = fresh.state_dict() if fresh is not None else {}
+        fresh_state = {k: v.cpu() for k, v in fresh.state_dict().items()} if fresh is not None else {}
         for key, value in state.items():
             skey = mapping.get(key)
             saved_t = saved.get(skey) if skey is not None else None

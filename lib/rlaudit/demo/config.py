@@ -71,6 +71,7 @@ class TrainerConfig(ConfigSection):
     obs_clip: float = 10.0  # clip normalized observations to +-obs_clip (SB3 VecNormalize's default)
     checkpoint_interval: int = 25  # save a checkpoint every this many updates (and after the last one)
     torch_threads: int = 1  # torch intra-op threads while training
+    device: str = "cpu"  # torch device of the network and the update: cpu, cuda, cuda:N or auto
 
     def validate(self) -> None:
         for name in ("lr_schedule", "ent_schedule", "clip_schedule"):

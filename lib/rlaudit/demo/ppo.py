@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -44,6 +45,7 @@ from torch import nn
 from rlaudit.demo import checkpoint as ckpt
 from rlaudit.demo.agent import Agent
 from rlaudit.demo.config import DemoConfig, OptimizerConfig, TrainerConfig
+from rlaudit.devices import is_cuda, module_device, resolve_device, to_device
 
 PPOConfig = TrainerConfig
 """The PPO settings (the ``trainer`` section); ARCHITECTURE.md's name for :class:`~rlaudit.demo.config.TrainerConfig`."""
@@ -65,8 +67,8 @@ class PPOImpl:
         num_envs_from_memory_heuristic: ``num_envs`` comes from an accelerator-memory heuristic
             (``int(memory_gb / 6)`` clamped to [8, 256], with an assumed 85 GB profile) instead of the config:
             14 environments (case 002).
-        debug_batch_cut: A "debug mode", switched on by a platform check that is true on any machine without
-            CUDA, cuts the rollout length (and so the batch) by ``DEBUG_BATCH_CUT`` (case 000).
+        debug_batch_cut: A "debug mode", switched on by a platform check that is true whenever the trainer
+            does not run on CUDA, cuts the rollout length (and so the batch) by ``DEBUG_BATCH_CUT`` (case 000).
         drop_tensorboard_scalars: The TensorBoard writer filters scalars by a namespace allow-list left over
             from an old metric naming: event files are created but hold zero scalars (case 002).
         return_window_bug: ``charts/episodic_return`` is a running mean over every episode since the start
@@ -334,7 +336,7 @@ def ppo_loss(
         v_loss = 0.5 * ((new_value - returns) ** 2).mean()
     if value_loss_floor is not None:
         # "free bits" style floor: below it the max picks the constant and the critic's gradient is zero
-        v_loss = torch.max(torch.tensor(value_loss_floor, dtype=v_loss.dtype), v_loss)
+        v_loss = torch.max(torch.tensor(value_loss_floor, dtype=v_loss.dtype, device=v_loss.device), v_loss)
 
     entropy_loss = entropy.mean()
     loss = pg_loss - ent_coef * entropy_loss + v_loss * vf_coef
@@ -416,12 +418,14 @@ def make_policy(
     *,
     impl: PPOImpl | None = None,
 ) -> Agent:
-    """The subject's network for the given (single-environment) spaces, freshly initialized.
+    """The subject's network for the given (single-environment) spaces, freshly initialized, on the config's
+    ``trainer.device``.
 
     Uses torch's global RNG; seed it (``torch.manual_seed``) for a reproducible init.
     """
     obs_dim, n_actions = _space_dims(observation_space, action_space)
-    return _build_agent(_demo_config(config), obs_dim, n_actions, impl or PPOImpl())
+    cfg = _demo_config(config)
+    return _build_agent(cfg, obs_dim, n_actions, impl or PPOImpl()).to(resolve_device(cfg.trainer.device))
 
 
 def make_optimizer(config: Mapping[str, Any] | DemoConfig, policy: nn.Module) -> torch.optim.Optimizer:
@@ -511,16 +515,17 @@ def compute_loss(
     cfg = _demo_config(config)
     impl = impl or PPOImpl()
     tc = cfg.trainer
+    device = module_device(policy)  # the batch may come as numpy or CPU tensors
     _, newlogprob, entropy, newvalue = policy.get_action_and_value(
-        torch.as_tensor(batch["obs"], dtype=torch.float32), torch.as_tensor(batch["actions"]).long()
+        to_device(batch["obs"], device, torch.float32), to_device(batch["actions"], device, torch.long)
     )
     return ppo_loss(
         newlogprob,
-        torch.as_tensor(batch["logprobs"], dtype=torch.float32),
-        torch.as_tensor(batch["advantages"], dtype=torch.float32),
+        to_device(batch["logprobs"], device, torch.float32),
+        to_device(batch["advantages"], device, torch.float32),
         newvalue,
-        torch.as_tensor(batch["values"], dtype=torch.float32),
-        torch.as_tensor(batch["returns"], dtype=torch.float32),
+        to_device(batch["values"], device, torch.float32),
+        to_device(batch["returns"], device, torch.float32),
         entropy,
         clip_coef=schedule(tc.clip_schedule, tc.clip_coef, tc.clip_coef_final, progress),
         vf_coef=tc.vf_coef,
@@ -565,6 +570,7 @@ def load_checkpoint(
     data = ckpt.read_checkpoint(path)
     spaces = data["spaces"]
     policy = _build_agent(cfg, int(spaces["obs_dim"]), int(spaces["n_actions"]), impl)
+    policy.to(resolve_device(cfg.trainer.device))
     load_policy_weights(policy, data["policy"], impl=impl)
     rms = RunningMeanStd((int(spaces["obs_dim"]),))
     if impl.restore_obs_normalizer:
@@ -594,15 +600,15 @@ def resolve_num_envs(cfg: DemoConfig, impl: PPOImpl) -> int:
     return cfg.trainer.num_envs
 
 
-def _debug_mode() -> bool:
-    # Meant to detect a developer laptop; "no CUDA" is true on every CPU training box as well.
-    return not torch.cuda.is_available()
+def _debug_mode(cfg: DemoConfig) -> bool:
+    # Meant to detect a developer laptop; "not on CUDA" is true on every CPU training box as well.
+    return not is_cuda(resolve_device(cfg.trainer.device))
 
 
 def resolve_num_steps(cfg: DemoConfig, impl: PPOImpl) -> int:
     """Rollout length: the config's ``num_steps``, cut in the (fault) debug mode."""
     num_steps = cfg.trainer.num_steps
-    if impl.debug_batch_cut and _debug_mode():
+    if impl.debug_batch_cut and _debug_mode(cfg):
         num_steps = max(2, num_steps // DEBUG_BATCH_CUT)
     return num_steps
 
@@ -753,6 +759,11 @@ def train(
         env_fn: ``env_fn(num_envs, seed) -> VectorEnv`` replacing the arena (Box obs, Discrete actions,
             SAME_STEP autoreset).
 
+    On CUDA (``trainer.device``) the network, the update and GAE run on the GPU and the rollout storage stays
+    in host memory; torch's deterministic algorithms are switched on (warn-only) for the run, with
+    ``CUBLAS_WORKSPACE_CONFIG=:4096:8`` unless it is set, so that a seed gives the same run again on the same
+    card.
+
     Returns:
         A summary: steps, updates, seconds, sps, num_envs, num_steps, batch_size, minibatch_size, the last
         logged scalars, the final windowed episode statistics, run_dir, checkpoints.
@@ -771,9 +782,18 @@ def train(
     num_minibatches = min(tc.num_minibatches, batch_size // 2)
     minibatch_size = batch_size // num_minibatches
     num_updates = max(1, int(steps) // batch_size)
+    device = resolve_device(tc.device)
 
     prev_threads = torch.get_num_threads()
+    prev_deterministic = (
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
+    )
     torch.set_num_threads(tc.torch_threads)
+    if is_cuda(device):
+        # cuBLAS reads its workspace setting when it first runs; with it, matmuls repeat bit for bit
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.use_deterministic_algorithms(True, warn_only=True)
     writer = None
     envs = None
     try:
@@ -786,7 +806,7 @@ def train(
 
         envs = _make_envs(cfg, num_envs, seed, arena_impl, env_fn)
         obs_dim, n_actions = _space_dims(envs.single_observation_space, envs.single_action_space)
-        agent = _build_agent(cfg, obs_dim, n_actions, impl)
+        agent = _build_agent(cfg, obs_dim, n_actions, impl).to(device)
         optimizer = make_optimizer(config, agent)
         base_lr = float(optimizer.param_groups[0]["lr"])  # what the schedule scales (before any resume)
         obs_rms = RunningMeanStd((obs_dim,))
@@ -802,6 +822,8 @@ def train(
             start_update, global_step = int(data["update"]), int(data["global_step"])
             state = data["trainer_state"]
             torch.set_rng_state(state["torch_rng"])
+            if is_cuda(device) and "cuda_rng" in state:
+                torch.cuda.set_rng_state(state["cuda_rng"], device)
             rng.bit_generator.state = state["numpy_rng"]
             episodes.load_state_dict(state["episodes"])
             ckpt.restore_state(envs, state["env"])
@@ -851,10 +873,12 @@ def train(
                     dones[step] = next_done
 
                     with rec.phase("inference"):
-                        action, logprob, _, value = agent.get_action_and_value(torch.from_numpy(next_obs))
-                    actions[step] = action.numpy()
-                    logprobs[step] = logprob.numpy()
-                    values[step] = value.numpy()
+                        action, logprob, _, value = agent.get_action_and_value(
+                            torch.from_numpy(next_obs).to(device)
+                        )
+                    actions[step] = action.cpu().numpy()
+                    logprobs[step] = logprob.cpu().numpy()
+                    values[step] = value.cpu().numpy()
 
                     with rec.phase("env"):
                         raw_obs, reward, terminated, truncated, info = envs.step(actions[step])
@@ -881,23 +905,25 @@ def train(
             rec.sample_memory(global_step)
 
             with rec.phase("update"):
-                b_obs = torch.from_numpy(obs).reshape(-1, obs_dim)
-                b_actions = torch.from_numpy(actions).reshape(-1)
-                b_logprobs = torch.from_numpy(logprobs).reshape(-1)
-                b_values = torch.from_numpy(values).reshape(-1)
+                b_obs = torch.from_numpy(obs).to(device).reshape(-1, obs_dim)
+                b_actions = torch.from_numpy(actions).to(device).reshape(-1)
+                b_logprobs = torch.from_numpy(logprobs).to(device).reshape(-1)
+                b_values = torch.from_numpy(values).to(device).reshape(-1)
                 with torch.no_grad():
-                    next_value = agent.get_value(torch.from_numpy(next_obs))
+                    next_value = agent.get_value(torch.from_numpy(next_obs).to(device))
                     # bootstrap value if truncated (not if terminated): V(final_obs) of the episode that was cut
                     final_values = np.zeros((num_steps, num_envs), dtype=np.float32)
                     if truncs.any():
-                        final_values[truncs] = agent.get_value(torch.from_numpy(final_obs[truncs])).numpy()
+                        final_values[truncs] = (
+                            agent.get_value(torch.from_numpy(final_obs[truncs]).to(device)).cpu().numpy()
+                        )
                     bootstrapped = bootstrap_truncation(rewards, truncs, final_values, tc.gamma)
                 advantages, returns = compute_gae(
-                    torch.from_numpy(bootstrapped),
-                    torch.from_numpy(values),
-                    torch.from_numpy(dones),
+                    torch.from_numpy(bootstrapped).to(device),
+                    torch.from_numpy(values).to(device),
+                    torch.from_numpy(dones).to(device),
                     next_value,
-                    torch.from_numpy(next_done),
+                    torch.from_numpy(next_done).to(device),
                     tc.gamma,
                     tc.gae_lambda,
                     bootstrap_current_value=impl.gae_bootstrap_current_value,
@@ -909,9 +935,9 @@ def train(
                 for epoch in range(tc.update_epochs):
                     # one gather per epoch into shuffled copies; minibatches are then contiguous slices
                     if impl.minibatch_no_shuffle:
-                        b_inds = torch.arange(batch_size)
+                        b_inds = torch.arange(batch_size, device=device)
                     else:
-                        b_inds = torch.from_numpy(rng.permutation(batch_size))
+                        b_inds = torch.from_numpy(rng.permutation(batch_size)).to(device)
                     e_obs, e_actions, e_logprobs, e_advantages, e_returns, e_values = (
                         torch.index_select(t, 0, b_inds)  # 4x faster than t[b_inds] on CPU
                         for t in (b_obs, b_actions, b_logprobs, b_advantages, b_returns, b_values)
@@ -951,7 +977,9 @@ def train(
             if update % lc.log_interval == 0 or update == num_updates:
                 # mean over the update's minibatches
                 scalars = {f"losses/{k}": float(torch.stack(v).mean()) for k, v in stats.items()}
-                scalars["losses/explained_variance"] = explained_variance(b_values.numpy(), b_returns.numpy())
+                scalars["losses/explained_variance"] = explained_variance(
+                    b_values.cpu().numpy(), b_returns.cpu().numpy()
+                )
                 scalars["charts/learning_rate"] = float(optimizer.param_groups[0]["lr"])
                 scalars["charts/ent_coef"] = ent_coef
                 scalars["charts/clip_coef"] = clip_coef
@@ -978,7 +1006,7 @@ def train(
                 path = ckpt.save_checkpoint(
                     ckpt.checkpoint_path(run_dir, update),
                     {
-                        "policy": agent.state_dict(),
+                        "policy": {k: v.cpu() for k, v in agent.state_dict().items()},
                         "optimizer": optimizer.state_dict(),
                         "obs_rms": obs_rms.state_dict(),
                         "global_step": global_step,
@@ -987,6 +1015,7 @@ def train(
                         "spaces": {"obs_dim": obs_dim, "n_actions": n_actions},
                         "trainer_state": {
                             "torch_rng": torch.get_rng_state(),
+                            **({"cuda_rng": torch.cuda.get_rng_state(device)} if is_cuda(device) else {}),
                             "numpy_rng": rng.bit_generator.state,
                             "episodes": episodes.state_dict(),
                             "env": ckpt.capture_state(envs),
@@ -1021,6 +1050,7 @@ def train(
         if envs is not None:
             envs.close()
         torch.set_num_threads(prev_threads)
+        torch.use_deterministic_algorithms(prev_deterministic[0], warn_only=prev_deterministic[1])
 
 
 def _record_episodes(rec: Any, step: int, finished: Mapping[str, np.ndarray]) -> None:

@@ -8,6 +8,8 @@ fingerprint misses a change. It hashes:
   subject lives in a git checkout; else every ``.py/.yaml/.yml/.json/.toml`` file under its directory, with
   no cap on their number or depth;
 - for a subject built from a requirements file: that file's content and ``system_site_packages``;
+- on a machine with a GPU: the GPUs, the ``*_VISIBLE_DEVICES`` variables and the torch release
+  (:func:`device_details`), so a result from a GPU is never reused for a CPU run or another card;
 - the rlaudit code that shapes its artifacts: ``demo/`` and ``recorder.py`` for the built-ins; the SB3
   adapter, ``safeload.py``, ``recorder.py`` and the installed stable-baselines3 version for ``sb3:``;
 - every file the subject's worker opened while loading the subject, resolving its ``config()`` and building
@@ -128,7 +130,29 @@ def fingerprint_details(spec: SubjectSpec) -> dict[str, Any]:
             "requirements_sha256": _file_digest(Path(requirements)),
             "system_site_packages": spec.system_site_packages,
         }
+    device = device_details(spec)
+    if device is not None:
+        # Only on a machine with a GPU, so that fingerprints on CPU machines stay as they were.
+        details["device"] = device
     return details
+
+
+def device_details(spec: SubjectSpec) -> dict[str, Any] | None:
+    """The accelerators a subject's worker could train on, or None on a machine without a GPU.
+
+    A run on a GPU differs from one on the CPU (other kernels, other rounding, other timings), so its results
+    must not be reused for a CPU run, nor one card's for another's: the fingerprint records the GPUs the
+    driver lists (model names, from ``/proc``/``sys``: no torch import), the ``*_VISIBLE_DEVICES`` variables
+    the worker gets and the subject interpreter's torch release (whose local tag names its CUDA or ROCm
+    build, e.g. ``2.4.1+cu121``). Which device a subject uses is its config's business (``device`` keys),
+    and the config is part of its code.
+    """
+    from rlaudit.devices import machine_accelerators
+
+    found = machine_accelerators({**os.environ, **spec.env})
+    if not found["gpus"]:
+        return None
+    return {**found, "torch": _installed_version(spec.interpreter or sys.executable, "torch")}
 
 
 def _slug(spec: SubjectSpec) -> str:
@@ -227,6 +251,7 @@ def _hash_builtin(spec: SubjectSpec) -> dict[str, Any]:
     return {
         "demo": _walk_hash(paths.PACKAGE_DIR / "demo"),
         "recorder": _file_digest(paths.PACKAGE_DIR / "recorder.py"),
+        "devices": _file_digest(paths.PACKAGE_DIR / "devices.py"),
     }
 
 
@@ -260,7 +285,7 @@ def _hash_sb3(spec: SubjectSpec) -> dict[str, Any]:
         **_hash_location(Path(spec.target).parent),
         "rlaudit": {
             name: _file_digest(paths.PACKAGE_DIR / name)
-            for name in (*adapter, "adapters/configs.py", "engine/safeload.py", "recorder.py")
+            for name in (*adapter, "adapters/configs.py", "engine/safeload.py", "recorder.py", "devices.py")
         },
         "stable_baselines3": _installed_version(spec.interpreter, "stable-baselines3"),
     }

@@ -104,6 +104,7 @@ def init_stats(
 
     from rlaudit.agents.nets import as_tensors, describe_modules, find_heads, n_actions_of, trace_forward
     from rlaudit.agents.probes import build_policy
+    from rlaudit.devices import to_numpy
 
     seeds = list(seeds) if seeds else [0, 1, 2]
     data = build_policy(ctx, env_seed, rollout_steps, batch)
@@ -157,8 +158,8 @@ def init_stats(
         logits = trace.outputs.get(heads["policy"]) if heads["policy"] else None
         values_out = trace.outputs.get(heads["value"]) if heads["value"] else None
         res = head_outputs(
-            logits.numpy() if logits is not None else None,
-            values_out.numpy() if values_out is not None else None,
+            to_numpy(logits) if logits is not None else None,
+            to_numpy(values_out) if values_out is not None else None,
             n_actions,
         )
         out_rows["seed"].append(int(seed))

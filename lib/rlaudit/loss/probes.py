@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from rlaudit import gymcompat
+from rlaudit.devices import module_device, to_device
 from rlaudit.loss import inputs as staged
 from rlaudit.loss.gae import find_discount, fold_truncation
 from rlaudit.probe import ProbeContext, probe
@@ -83,7 +84,6 @@ def state_arrays(policy: Any) -> dict[str, np.ndarray]:
 
 def load_shared_weights(policy: Any, arrays: dict[str, np.ndarray]) -> str | None:
     """Load shared weights when names and shapes match exactly; else say why not (and load nothing)."""
-    import torch
 
     own = policy.state_dict()
     if set(own) != set(arrays):
@@ -92,7 +92,7 @@ def load_shared_weights(policy: Any, arrays: dict[str, np.ndarray]) -> str | Non
     bad = [k for k in own if tuple(own[k].shape) != tuple(arrays[k].shape)]
     if bad:
         return f"parameter shapes differ: {', '.join(f'{k} {tuple(own[k].shape)} vs {arrays[k].shape}' for k in bad[:4])}"
-    policy.load_state_dict({k: torch.as_tensor(arrays[k]).to(own[k].dtype) for k in own}, strict=True)
+    policy.load_state_dict({k: to_device(arrays[k], own[k].device, own[k].dtype) for k in own}, strict=True)
     return None
 
 
@@ -124,11 +124,13 @@ def action_probs(policy: Any, obs: np.ndarray, n_actions: int) -> np.ndarray:
     """(B, n_actions) action probabilities from ``get_action_and_value(obs, action)`` log-probabilities."""
     import torch
 
-    x = torch.as_tensor(obs, dtype=torch.float32)
+    x = to_device(obs, module_device(policy), torch.float32)
     cols = []
     with torch.no_grad():
         for a in range(n_actions):
-            _, logprob, _, _ = policy.get_action_and_value(x, torch.full((x.shape[0],), a, dtype=torch.long))
+            _, logprob, _, _ = policy.get_action_and_value(
+                x, torch.full((x.shape[0],), a, dtype=torch.long, device=x.device)
+            )
             cols.append(to_numpy(logprob).reshape(-1))
     return np.exp(np.stack(cols, axis=1))
 
@@ -136,7 +138,7 @@ def action_probs(policy: Any, obs: np.ndarray, n_actions: int) -> np.ndarray:
 def policy_values(policy: Any, obs: np.ndarray) -> np.ndarray:
     import torch
 
-    x = torch.as_tensor(obs, dtype=torch.float32)
+    x = to_device(obs, module_device(policy), torch.float32)
     with torch.no_grad():
         if callable(getattr(policy, "get_value", None)):
             return to_numpy(policy.get_value(x)).reshape(-1).astype(np.float64)
@@ -219,15 +221,17 @@ def loss_and_gradients(
     return terms, rows
 
 
-def batch_tensors(arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+def batch_tensors(arrays: dict[str, np.ndarray], device: Any = "cpu") -> dict[str, Any]:
+    """A staged batch as tensors on ``device`` (the policy's: :func:`rlaudit.devices.module_device`): actions
+    as int64, the rest as float32."""
     import torch
 
     out: dict[str, Any] = {}
     for key, value in arrays.items():
         if key == "actions":
-            out[key] = torch.as_tensor(value).long()
+            out[key] = to_device(value, device, torch.long)
         else:
-            out[key] = torch.as_tensor(np.asarray(value, dtype=np.float32))
+            out[key] = to_device(np.asarray(value, dtype=np.float32), device)
     return out
 
 
@@ -342,9 +346,11 @@ def policy_outputs(ctx: ProbeContext, *, obs: str, weights: str | None = None, s
     if not has_policy_api(policy):
         ctx.write_npz("outputs", values=np.zeros(0), logprobs=np.zeros(0))
         return {"policy_api": False, "weights_not_loaded": not_loaded}
-    x = torch.as_tensor(arrays["obs"], dtype=torch.float32)
+    x = to_device(arrays["obs"], module_device(policy), torch.float32)
     with torch.no_grad():
-        _, logprob, _, value = policy.get_action_and_value(x, torch.as_tensor(arrays["actions"]).long())
+        _, logprob, _, value = policy.get_action_and_value(
+            x, to_device(arrays["actions"], x.device, torch.long)
+        )
     ctx.write_npz("outputs", values=to_numpy(value).reshape(-1), logprobs=to_numpy(logprob).reshape(-1))
     return {"policy_api": True, "weights_not_loaded": not_loaded}
 
@@ -368,7 +374,9 @@ def loss_terms(ctx: ProbeContext, *, batch: str, weights: str | None = None, see
     torch.manual_seed(seed)
     policy = ctx.subject.make_policy(ctx.config, obs_space, act_space)
     not_loaded = load_shared_weights(policy, staged.load(weights)) if weights else "no shared weights given"
-    terms, rows = loss_and_gradients(ctx.subject, ctx.config, policy, batch_tensors(staged.load(batch)))
+    terms, rows = loss_and_gradients(
+        ctx.subject, ctx.config, policy, batch_tensors(staged.load(batch), module_device(policy))
+    )
     ctx.write_json("terms", terms)
     ctx.write_table("gradients", _columns(rows))
     return {"terms": terms, "shared_weights": not_loaded is None, "weights_not_loaded": not_loaded}
@@ -402,7 +410,8 @@ def term_sweep(ctx: ProbeContext, *, batches: str, weights: str | None = None, s
         groups.setdefault(int(index), {})[name] = value
     rows = []
     for index in sorted(groups):
-        rows.append(scalar_terms(ctx.subject.compute_loss(ctx.config, policy, batch_tensors(groups[index]))))
+        batch = batch_tensors(groups[index], module_device(policy))
+        rows.append(scalar_terms(ctx.subject.compute_loss(ctx.config, policy, batch)))
         policy.zero_grad(set_to_none=True)
     ctx.write_json("terms", rows)
     return {"batches": len(rows), "shared_weights": not_loaded is None, "weights_not_loaded": not_loaded}
@@ -480,7 +489,7 @@ def rollout_loss(
         for _ in range(horizon):
             x = normalize(np.asarray(raw, dtype=np.float32).reshape(num_envs, -1))
             with torch.no_grad():
-                action, logprob, _, value = policy.get_action_and_value(torch.as_tensor(x))
+                action, logprob, _, value = policy.get_action_and_value(to_device(x, module_device(policy)))
             a = to_numpy(action)
             raw, reward, terminated, truncated, info = env.step(a)
             reward = np.asarray(reward, dtype=np.float32)
@@ -518,7 +527,9 @@ def rollout_loss(
         "returns": ret_np,
         "values": values.reshape(-1),
     }
-    terms, grad_rows = loss_and_gradients(ctx.subject, ctx.config, policy, batch_tensors(batch))
+    terms, grad_rows = loss_and_gradients(
+        ctx.subject, ctx.config, policy, batch_tensors(batch, module_device(policy))
+    )
     stats = {
         "samples": len(adv_np),
         "value_target_rmse": float(np.sqrt(np.mean((ret_np - values.reshape(-1)) ** 2))),

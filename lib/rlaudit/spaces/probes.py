@@ -171,6 +171,7 @@ def network_input(
     from rlaudit.agents.probes import build_policy
     from rlaudit.checkpointing import reading
     from rlaudit.checkpointing.probes import _extras_normalizer
+    from rlaudit.devices import module_device, to_device
     from rlaudit.spaces.rollout import flat_rows
 
     data = build_policy(ctx, env_seed, rollout_steps, batch)
@@ -204,9 +205,9 @@ def network_input(
     summary: dict[str, Any] = {}
     for name, x in feeds.items():
         fed = (
-            as_tensors(data["obs"])
+            as_tensors(data["obs"], module_device(policy))
             if tree
-            else torch.as_tensor(x.reshape(len(x), *shape), dtype=torch.float32)
+            else to_device(x.reshape(len(x), *shape), module_device(policy), torch.float32)
         )
         seen = first_layer_inputs(policy, fed)
         if not seen:
@@ -271,8 +272,9 @@ def forward_timing(
 ) -> dict:
     """Time the network's forward pass on a batch of real observations (one round of a side-by-side A/B).
 
-    The time is this process's CPU time (:class:`rlaudit.env.rollout.Clock`), in ``blocks`` blocks of ``calls``
-    forward calls, each followed by the fixed calibration workload
+    The time is this process's CPU time (:class:`rlaudit.env.rollout.Clock`; for a network on a GPU, wall time
+    up to a ``torch.cuda.synchronize``), in ``blocks`` blocks of ``calls`` forward calls, each followed by the
+    fixed calibration workload
     (:func:`rlaudit.env.rollout.calibration_workload`): a block's cost in calibration units does not depend on
     how busy the machine was, so rounds measured at different moments compare.
 
@@ -296,6 +298,7 @@ def forward_timing(
 
     from rlaudit.agents.nets import as_tensors, call_policy, describe_modules, trace_forward
     from rlaudit.agents.probes import build_policy
+    from rlaudit.devices import is_cuda, module_device, synchronize
     from rlaudit.env.rollout import Clock, calibration_workload
     from rlaudit.spaces.rollout import describe_row, map_leaves
 
@@ -304,11 +307,13 @@ def forward_timing(
     policy = ctx.subject.make_policy(ctx.config, data["obs_space"], data["act_space"])
     policy.eval()
     raw_one = describe_row(data["rollout"]["obs"])
-    obs = map_leaves(lambda x: _repeat_to(x, batch), as_tensors(data["obs"]))
+    device = module_device(policy)
+    obs = map_leaves(lambda x: _repeat_to(x, batch), as_tensors(data["obs"], device))
     trace = trace_forward(policy, obs, keep_tensors=False)
     records = describe_modules(policy)
     flops = first_layer_flops(records, trace.calls, trace.input_layers())
-    clock = Clock("cpu")
+    # a GPU runs the calls asynchronously: wall time up to a synchronize, not this process's CPU time
+    clock = Clock("wall" if is_cuda(device) else "cpu")
     block_s, calib_s = [], []
     with torch.no_grad():
         for _ in range(5):
@@ -318,6 +323,7 @@ def forward_timing(
             t0 = clock.now()
             for _ in range(int(calls)):
                 call_policy(policy, obs)
+            synchronize(device)
             block_s.append(clock.now() - t0)
             calib_s.append(calibration_workload(clock))
     param = next(policy.parameters(), None)

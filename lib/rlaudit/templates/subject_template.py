@@ -101,8 +101,9 @@ from __future__ import annotations
 #     """A freshly initialized policy network for these spaces (one environment's spaces, e.g. a vector
 #     env's single_observation_space and single_action_space).
 #
-#     Must return a torch.nn.Module: the same class and initialization train() uses. Seeding is done by
-#     rlaudit (torch.manual_seed) before the call.
+#     Must return a torch.nn.Module: the same class and initialization train() uses, on the device train()
+#     uses (read it from your config; rlaudit's probes move their inputs to the module's device). Seeding is
+#     done by rlaudit (torch.manual_seed) before the call.
 #     """
 #     raise NotImplementedError
 
@@ -199,8 +200,9 @@ from __future__ import annotations
 # def load_checkpoint(config: dict, path: str):
 #     """Load a checkpoint the way your code does when it resumes or evaluates.
 #
-#     Must return (policy, extras): the torch.nn.Module with the weights loaded, and a dict that may hold
-#     "obs_rms" ({"mean", "var", "count"}), "optimizer" (its state dict) and "step" (env steps so far).
+#     Must return (policy, extras): the torch.nn.Module with the weights loaded (on your training device), and
+#     a dict that may hold "obs_rms" ({"mean", "var", "count"}), "optimizer" (its state dict) and "step" (env
+#     steps so far).
 #     To read checkpoints without running code hidden in pickles:
 #         from rlaudit.engine.safeload import load_checkpoint_safely
 #     """

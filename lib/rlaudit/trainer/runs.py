@@ -176,8 +176,11 @@ class RunData:
     @property
     def cpu_per_step(self) -> float | None:
         """CPU seconds of the training process per environment step, in steady state (after the first
-        update, net of the recorder's writes: the recorder's ``sps_cpu``); None when not recorded."""
-        value = self.summary.get("sps_cpu")
+        update, net of the recorder's writes: the recorder's ``sps_cpu``); None when not recorded. For a run
+        whose policy was on CUDA, wall seconds instead, synchronized with the GPU (``sps_wall``): the process's
+        CPU time leaves out the work it queued on the GPU."""
+        on_gpu = str(self.summary.get("device") or "").startswith("cuda")
+        value = self.summary.get("sps_wall" if on_gpu else "sps_cpu")
         return 1.0 / float(value) if value else None
 
     def calibration(self, kind: str) -> float | None:

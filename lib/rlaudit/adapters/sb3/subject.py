@@ -33,6 +33,7 @@ from rlaudit.adapters.sb3.setup import (
     read_setup,
     resolve_setup,
 )
+from rlaudit.devices import resolve_device
 
 # ---------------------------------------------------------------------------------------------------------
 # The subject
@@ -146,6 +147,7 @@ class SB3Subject:
     def make_policy(self, config: dict[str, Any], observation_space: Any, action_space: Any) -> Any:
         """The algorithm's policy class with the setup's policy_kwargs (its optimizer built inside, as in SB3).
 
+        The policy is on the setup's ``device`` (``auto``: the GPU when there is one), as in training.
         On-policy policies also get ``get_value(obs)`` and ``get_action_and_value(obs, action=None)`` (CleanRL's
         interface, which rlaudit's loss probes use), computed with SB3's own distribution and value head.
         """
@@ -156,6 +158,7 @@ class SB3Subject:
         if config["algo"] in ("ppo", "a2c", "sac"):
             kwargs["use_sde"] = bool(config.get("use_sde", False))  # as the algorithm passes it
         policy = policy_cls(observation_space, action_space, _as_schedule(lr), **kwargs)
+        policy.to(resolve_device(config.get("device", "cpu")))  # where build_model puts it (SB3's `device`)
         if config["algo"] in ON_POLICY:
             _add_cleanrl_interface(policy)
         return policy
