@@ -268,7 +268,7 @@ def _limits(job: ProbeJob) -> dict[str, Any]:
 
     options = job.client_options
     return {
-        "stall": options.get("stall_timeout") or limits.stall_timeout() or limits.DEFAULT_STALL_SECONDS,
+        "stall": options.get("stall_timeout") or limits.DEFAULT_STALL_SECONDS,
         "cpu": job.timeout,
         "memory_mb": options.get("memory_mb"),
     }

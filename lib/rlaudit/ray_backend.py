@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from rlaudit.backends import Backend, _Failure, _run_captured
+from rlaudit.worker import TORCH_THREADS_VARIABLE
 
 RAY_INSTALL_HINT = "pip install 'rlaudit[ray]'"
 RAY_GCS_PORT = 6379  # the port `ray start --head` listens on unless told otherwise
 RAY_CLIENT_PORT = 10001  # the Ray Client server (ray://) that `ray start --head` runs
-_THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "RLAUDIT_TORCH_THREADS")
+_THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", TORCH_THREADS_VARIABLE)
 
 
 class RaySetupError(ValueError):
