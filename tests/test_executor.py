@@ -77,7 +77,7 @@ def test_a_backend_is_one_class(monkeypatch: pytest.MonkeyPatch) -> None:
 
         def submit(self, fn: Callable[[Any], Any], item: Any) -> cf.Future[Any]:
             future: cf.Future[Any] = cf.Future()
-            future.set_result(backends._run_captured(fn, item))
+            future.set_result(backends.run_captured(fn, item))
             return future
 
     monkeypatch.setitem(ex.BACKENDS, "inline", InlineBackend)

@@ -19,7 +19,7 @@ import traceback
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from rlaudit.backends import Backend, JobError, ProcessBackend, ThreadBackend, _Failure
+from rlaudit.backends import Backend, Failure, JobError, ProcessBackend, ThreadBackend
 from rlaudit.ray_backend import RayBackend
 
 BACKENDS: dict[str, type[Backend]] = {
@@ -146,8 +146,8 @@ class Executor:
                 try:
                     value = future.result()
                 except Exception as exc:  # the backend itself failed (e.g. a pool process died)
-                    value = _Failure(exc, traceback.format_exc())
-                if isinstance(value, _Failure):
+                    value = Failure(exc, traceback.format_exc())
+                if isinstance(value, Failure):
                     value = JobError(i, items[i], value.error, value.tb)
                 results[i] = value
                 if bar is not None:

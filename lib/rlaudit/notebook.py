@@ -232,7 +232,8 @@ def as_section(obj: Section | Finding | Iterable[Finding], title: str = "") -> S
 # ----------------------------------------------------------------------------------------------------------
 
 
-def _fingerprints(wb: Any) -> dict[str, str]:
+def fingerprints_of(wb: Any) -> dict[str, str]:
+    """Each side's subject fingerprint of a workbench (``{}`` for a stand-in without them)."""
     found = getattr(wb, "fingerprints", None)
     if isinstance(found, Mapping):
         return {str(k): str(v) for k, v in found.items()}
@@ -374,7 +375,7 @@ class Session:
                 options=self.options,
             )
             if not self.quiet:
-                prints = _fingerprints(self._wb)
+                prints = fingerprints_of(self._wb)
                 text = ", ".join(f"{side} {fp}" for side, fp in prints.items()) or "not reported"
                 show(
                     RichText(
@@ -461,7 +462,7 @@ class Session:
             "subsystem": self.subsystem,
             "parameters": self.parameters,
             "subjects": self.labels,
-            "fingerprints": _fingerprints(self._wb) if self._wb is not None else {},
+            "fingerprints": fingerprints_of(self._wb) if self._wb is not None else {},
             "metric": _metric_of(self._wb),
             "profile": self.profile.name,
             "profile_settings": dataclasses.asdict(self.profile),

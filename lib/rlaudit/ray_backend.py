@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from rlaudit.backends import Backend, _Failure, _run_captured
+from rlaudit.backends import Backend, Failure, run_captured
 from rlaudit.worker import TORCH_THREADS_VARIABLE
 
 RAY_INSTALL_HINT = "pip install 'rlaudit[ray]'"
@@ -83,8 +83,8 @@ def _ray_task(fn: Callable[[Any], Any], item: Any, cache_root: str | None, threa
         with contextlib.suppress(Exception):
             torch.set_num_threads(threads)
     if cache_root and not os.path.isdir(cache_root):
-        return _Failure(SharedPathError(_not_shared_message(cache_root, [_node_label()])), "")
-    return _run_captured(fn, item)
+        return Failure(SharedPathError(_not_shared_message(cache_root, [_node_label()])), "")
+    return run_captured(fn, item)
 
 
 def _check_node(root: str, marker: str, token: str) -> dict[str, Any]:
@@ -494,7 +494,7 @@ class RayBackend(Backend):
             value = done.result()
         except Exception as exc:
             lost = _ray_failure(exc, self.max_retries)
-            value = _Failure(lost, f"{type(exc).__name__}: {exc}")
+            value = Failure(lost, f"{type(exc).__name__}: {exc}")
         with self._lock:
             self._inflight.discard(future)
         with contextlib.suppress(cf.InvalidStateError):  # cancelled meanwhile

@@ -36,12 +36,12 @@ from rlaudit.options import RunOptions
 from rlaudit.probe import ProbeInfo, bind_params, probe_import_root, probe_info
 from rlaudit.probe_jobs import (
     ProbeJob,
-    _answer_locally,
-    _execute,
-    _failed,
-    _shutdown,
-    _Subject,
+    SubjectWorkers,
+    answer_locally,
+    execute_job,
+    failed_result,
     run_probe_job,
+    shutdown_subjects,
 )
 from rlaudit.profiles import Profile, get_profile
 from rlaudit.subjects import SubjectSpec, load_pair_file, loader_for, parse_spec
@@ -240,16 +240,16 @@ class Workbench:
             progress=options.progress,
             **options.ray_options,
         )
-        self._subjects: dict[str, _Subject] = {
+        self._subjects: dict[str, SubjectWorkers] = {
             "baseline": self._new_subject(base_spec, "baseline"),
             "candidate": self._new_subject(cand_spec, "candidate"),
         }
-        self._extra: dict[SubjectSpec, _Subject] = {}
+        self._extra: dict[SubjectSpec, SubjectWorkers] = {}
         # Every subject (sides and extra arms), shared with the finalizer, which must not hold the workbench.
-        self._subject_list: list[_Subject] = list(self._subjects.values())
+        self._subject_list: list[SubjectWorkers] = list(self._subjects.values())
         self._lock = threading.Lock()
         self._closed = False
-        self._finalizer = weakref.finalize(self, _shutdown, self._subject_list)
+        self._finalizer = weakref.finalize(self, shutdown_subjects, self._subject_list)
 
     # --- what it holds --------------------------------------------------------------------------------
 
@@ -465,7 +465,7 @@ class Workbench:
                 outcomes = self._run_pooled(items, label, progress)
             else:
                 # Shipped jobs (processes, a Ray cluster): what the shared cache already answers is not shipped.
-                outcomes = [_answer_locally(job, subject) for job, subject in items]
+                outcomes = [answer_locally(job, subject) for job, subject in items]
                 todo = [i for i, outcome in enumerate(outcomes) if outcome is None]
                 if todo:
                     shipped = self._executor.map(
@@ -493,7 +493,7 @@ class Workbench:
                         f"{outcome.error}",
                         outcome.traceback,
                     )
-                outcome = _failed(job, subject, error=error)
+                outcome = failed_result(job, subject, error=error)
             for note in outcome.notes:
                 print(f"rlaudit: {outcome.side}: {note}", flush=True)
                 self.cache_notes.append(f"{outcome.side}: {note}")
@@ -503,7 +503,7 @@ class Workbench:
     # --- machinery ------------------------------------------------------------------------------------
 
     def _run_pooled(
-        self, items: Sequence[tuple[ProbeJob, _Subject]], label: str, progress: bool | None
+        self, items: Sequence[tuple[ProbeJob, SubjectWorkers]], label: str, progress: bool | None
     ) -> list[ProbeResult | JobError]:
         """Run jobs on this process's threads, taking the next one that nobody else is computing.
 
@@ -530,7 +530,7 @@ class Workbench:
             i = claim()
             job, subject = items[i]
             try:
-                return i, _execute(job, subject)
+                return i, execute_job(job, subject)
             except Exception as exc:  # rlaudit itself failed around the probe: reported in the job's slot
                 return i, JobError(i, job, exc, traceback.format_exc())
 
@@ -545,7 +545,7 @@ class Workbench:
             for i, outcome in enumerate(outcomes)
         ]
 
-    def _job(self, subject: _Subject, info: ProbeInfo, root: str, params: dict[str, Any]) -> ProbeJob:
+    def _job(self, subject: SubjectWorkers, info: ProbeInfo, root: str, params: dict[str, Any]) -> ProbeJob:
         return ProbeJob(
             # The interpreter the fingerprint names, even where "this interpreter" is another one (a Ray node).
             spec={**subject.spec.to_dict(), "python": subject.spec.interpreter},
@@ -563,7 +563,7 @@ class Workbench:
             failures_since=self._retry_failed_since,
         )
 
-    def _new_subject(self, spec: SubjectSpec, side: str) -> _Subject:
+    def _new_subject(self, spec: SubjectSpec, side: str) -> SubjectWorkers:
         # A weak reference: subjects are held by the finalizer, which must not keep the workbench alive.
         evict = weakref.WeakMethod(self._evict)
 
@@ -572,7 +572,7 @@ class Workbench:
             if method is not None:
                 method()
 
-        return _Subject(
+        return SubjectWorkers(
             spec,
             side,
             self.cache,
@@ -580,7 +580,7 @@ class Workbench:
             on_release=on_release,
         )
 
-    def _subject(self, target: str | SubjectSpec) -> _Subject:
+    def _subject(self, target: str | SubjectSpec) -> SubjectWorkers:
         if isinstance(target, str) and target in self._subjects:
             return self._subjects[target]
         spec = target if isinstance(target, SubjectSpec) else parse_spec(target)
@@ -633,7 +633,7 @@ class Workbench:
         """
         self._closed = True
         self._executor.shutdown(wait=False)
-        _shutdown(self._subject_list)
+        shutdown_subjects(self._subject_list)
 
     def __enter__(self) -> Workbench:
         return self

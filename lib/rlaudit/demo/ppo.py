@@ -380,7 +380,8 @@ def schedule(kind: str, start: float, end: float, progress: float) -> float:
 # -- subject capabilities --------------------------------------------------------------------------------------
 
 
-def _demo_config(config: Mapping[str, Any] | DemoConfig) -> DemoConfig:
+def demo_config(config: Mapping[str, Any] | DemoConfig) -> DemoConfig:
+    """``config`` as a :class:`DemoConfig` (a plain mapping is parsed)."""
     return config if isinstance(config, DemoConfig) else DemoConfig.from_dict(dict(config))
 
 
@@ -421,7 +422,7 @@ def make_policy(
     Uses torch's global RNG; seed it (``torch.manual_seed``) for a reproducible init.
     """
     obs_dim, n_actions = _space_dims(observation_space, action_space)
-    return _build_agent(_demo_config(config), obs_dim, n_actions, impl or PPOImpl())
+    return _build_agent(demo_config(config), obs_dim, n_actions, impl or PPOImpl())
 
 
 def make_optimizer(config: Mapping[str, Any] | DemoConfig, policy: nn.Module) -> torch.optim.Optimizer:
@@ -469,7 +470,7 @@ def compute_advantages(
     Returns:
         ``(advantages, returns)``, (T, N), numpy for numpy input.
     """
-    cfg = _demo_config(config)
+    cfg = demo_config(config)
     impl = impl or PPOImpl()
     as_numpy = isinstance(rewards, np.ndarray)
     ended = torch.as_tensor(dones)
@@ -508,7 +509,7 @@ def compute_loss(
     Returns:
         :func:`ppo_loss`'s dict (``loss``, ``policy_loss``, ``value_loss``, ``entropy``, ``approx_kl``, ...).
     """
-    cfg = _demo_config(config)
+    cfg = demo_config(config)
     impl = impl or PPOImpl()
     tc = cfg.trainer
     _, newlogprob, entropy, newvalue = policy.get_action_and_value(
@@ -561,7 +562,7 @@ def load_checkpoint(
         (the dict the run was trained with), ``path``.
     """
     impl = impl or PPOImpl()
-    cfg = _demo_config(config)
+    cfg = demo_config(config)
     data = ckpt.read_checkpoint(path)
     spaces = data["spaces"]
     policy = _build_agent(cfg, int(spaces["obs_dim"]), int(spaces["n_actions"]), impl)
@@ -759,7 +760,7 @@ def train(
     """
     from rlaudit.recorder import NullRecorder
 
-    cfg = _demo_config(config)
+    cfg = demo_config(config)
     impl = impl or PPOImpl()
     tc, lc = cfg.trainer, cfg.logging
     rec = recorder if recorder is not None else NullRecorder(lc.run_dir or None)

@@ -447,13 +447,13 @@ def run_audit(args: AuditArgs, options: RunOptions) -> int:
     _print()
     _print(ranked_suspects_text(findings))
     from rlaudit.display import status_counts
-    from rlaudit.notebook import _fingerprints
+    from rlaudit.notebook import fingerprints_of
 
     meta = {
         "notebook": "audit",
         "parameters": parameters,
         "subjects": dict(getattr(wb, "labels", {}) or {}),
-        "fingerprints": _fingerprints(wb),
+        "fingerprints": fingerprints_of(wb),
         "profile": parameters["profile"],
         "subsystems": wanted or list(SUBSYSTEMS),
         "versions": versions(),
