@@ -33,7 +33,7 @@ READERS = {
     "from_env": {"rlaudit/notebook.py", "rlaudit/workbench.py", "rlaudit/worker.py", "rlaudit/options.py"},
     "from_cli": {"rlaudit/cli.py"},
 }
-ENV_HELPERS = ("env_number", "env_flag", "env_choice", "memory_cap", "check_environment")
+ENV_HELPERS = ("env_number", "env_flag", "env_choice", "check_environment")
 
 
 def _modules() -> list[Path]:

@@ -16,8 +16,10 @@ input, says what was expected, what was found and what to do. It checks, cheapes
   cached, what the recorder recorded. This is the one check that may start the subjects' workers: only to
   read their declarations (a cached probe the notebooks reuse), never to train.
 
-The environment helpers (:func:`env_number`, :func:`env_flag`, :func:`env_choice`) are what the library reads
-``RLAUDIT_*`` values through, so that a bad value names its variable wherever it is read; and
+The environment helpers (:func:`env_number`, :func:`env_flag`, :func:`env_choice`) are what the places that
+read ``RLAUDIT_*`` values (:meth:`rlaudit.options.RunOptions.from_env`, at a notebook kernel's or the CLI's
+start, and :meth:`rlaudit.worker.WorkerSettings.from_env`, at a worker's) read them through, so that a bad value
+names its variable; and
 :func:`memory_cap_hint` names the worker's memory cap (``RLAUDIT_WORKER_MEMORY_MB``) beside a failure it likely
 caused. This module imports only the standard library at the top: workers in a subject's interpreter use it.
 """
@@ -222,12 +224,6 @@ _MEMORY_FAILURE = re.compile(
     r"mmap failed|ENOMEM|Resource temporarily unavailable",
     re.IGNORECASE,
 )
-
-
-def memory_cap(environ: Mapping[str, str] | None = None) -> float | None:
-    """The workers' memory cap in MiB (``RLAUDIT_WORKER_MEMORY_MB``), or None when there is none."""
-    value = env_number(MEMORY_VARIABLE, environ)
-    return value if value else None
 
 
 def memory_cap_hint(text: str, cap_mb: float | None = None, *, always: bool = False) -> str:
