@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import rlaudit.workbench
+import rlaudit.engine.workbench
 from rlaudit import curves, display
 from rlaudit import notebook as rn
 from rlaudit.findings import Evidence, Finding, Status, load_findings
@@ -141,7 +141,7 @@ def test_session_creates_the_workbench_lazily_once(monkeypatch: pytest.MonkeyPat
         made.append((args, kwargs))
         return FakeWorkbench()
 
-    monkeypatch.setattr(rlaudit.workbench, "Workbench", factory)
+    monkeypatch.setattr(rlaudit.engine.workbench, "Workbench", factory)
     session = rn.Session(
         "agents", "builtin:reference", "builtin:regressed", "smoke", pair_file="p.yaml", metric="length:lower"
     )

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from rlaudit.cli import AuditArgs, ReportArgs, build_parser, main, typed_args
+from rlaudit.engine.validate import SETTINGS, InputError
 from rlaudit.options import RunOptions
-from rlaudit.validate import SETTINGS, InputError
 
 LIB = Path(__file__).resolve().parents[1] / "lib"
 PACKAGE = LIB / "rlaudit"
@@ -21,16 +21,21 @@ PACKAGE = LIB / "rlaudit"
 # Where an RLAUDIT_* variable may be named in code, and why each is a boundary.
 BOUNDARIES = {
     "rlaudit/options.py": "RunOptions.from_env/environment: a notebook kernel's start, and the CLI's",
-    "rlaudit/worker.py": "WorkerSettings: the worker process's start",
+    "rlaudit/engine/worker.py": "WorkerSettings: the worker process's start",
     "rlaudit/cli.py": "the command line (RLAUDIT_WORKDIR: where the user typed the command)",
-    "rlaudit/validate.py": "the table of settings whose bad values the reading places name",
-    "rlaudit/paths.py": "where the project's files live, resolved alike by every process",
-    "rlaudit/train.py": "`rlaudit train` re-executing itself once (RLAUDIT_TRAIN_REEXEC)",
+    "rlaudit/engine/validate.py": "the table of settings whose bad values the reading places name",
+    "rlaudit/engine/paths.py": "where the project's files live, resolved alike by every process",
+    "rlaudit/engine/train.py": "`rlaudit train` re-executing itself once (RLAUDIT_TRAIN_REEXEC)",
 }
 # Who may build options from the environment: the session (a kernel's start), a workbench made by hand in a
 # kernel or script, and a worker (and the replica processes it starts) reading its own settings.
 READERS = {
-    "from_env": {"rlaudit/notebook.py", "rlaudit/workbench.py", "rlaudit/worker.py", "rlaudit/options.py"},
+    "from_env": {
+        "rlaudit/notebook.py",
+        "rlaudit/engine/workbench.py",
+        "rlaudit/engine/worker.py",
+        "rlaudit/options.py",
+    },
     "from_cli": {"rlaudit/cli.py"},
 }
 ENV_HELPERS = ("env_number", "env_flag", "env_choice", "check_environment")

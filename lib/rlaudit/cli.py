@@ -33,7 +33,7 @@ DEFAULT_CANDIDATE = "builtin:regressed"
 # verb -> "module:function"; the function takes the parsed args and returns an exit code.
 _HANDLERS = {
     "faults": "rlaudit.demo.faults:run_faults",
-    "train": "rlaudit.train:run_train",
+    "train": "rlaudit.engine.train:run_train",
     "bench": "rlaudit.bench:run_bench",
     "audit": "rlaudit.report:run_audit",
     "report": "rlaudit.report:run_report",

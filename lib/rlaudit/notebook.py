@@ -323,7 +323,7 @@ class Session:
         metric: str = "",
         options: RunOptions | None = None,
     ) -> None:
-        from rlaudit.paths import reports_dir
+        from rlaudit.engine.paths import reports_dir
         from rlaudit.profiles import get_profile
 
         if subsystem not in SUBSYSTEMS and subsystem != "summary":
@@ -360,10 +360,10 @@ class Session:
 
     @property
     def wb(self) -> Any:
-        """The :class:`rlaudit.workbench.Workbench` for this pair, created on first use."""
+        """The :class:`rlaudit.engine.workbench.Workbench` for this pair, created on first use."""
         if self._wb is None:
             started = time.perf_counter()
-            from rlaudit.workbench import Workbench
+            from rlaudit.engine.workbench import Workbench
 
             self._wb = Workbench(
                 self.baseline,

@@ -3,15 +3,15 @@
 The command line (:mod:`rlaudit.cli`) builds it from its arguments (:meth:`RunOptions.from_cli`); a notebook
 kernel, which papermill starts as a separate process, builds it from its environment
 (:meth:`RunOptions.from_env`, called by :class:`rlaudit.notebook.Session`, or by a
-:class:`rlaudit.workbench.Workbench` made by hand in a kernel or script). From there it travels as an
+:class:`rlaudit.engine.workbench.Workbench` made by hand in a kernel or script). From there it travels as an
 argument: Session -> Workbench -> Executor, worker clients and probe jobs; the report runner
 (:mod:`rlaudit.report`) hands it to each notebook's kernel as environment variables
 (:meth:`RunOptions.environment`), the one channel papermill offers.
 
 These are the only places that read ``RLAUDIT_*`` execution settings: this module, the worker's start
-(:func:`rlaudit.worker.WorkerSettings.from_env`) and the CLI. A bad value fails here with an error that names
-its variable (:mod:`rlaudit.validate`). Where the project's files live (``RLAUDIT_HOME``, ``RLAUDIT_CACHE``,
-``RLAUDIT_REPORTS``, ``RLAUDIT_WORKDIR``) is resolved by :mod:`rlaudit.paths`.
+(:func:`rlaudit.engine.worker.WorkerSettings.from_env`) and the CLI. A bad value fails here with an error that names
+its variable (:mod:`rlaudit.engine.validate`). Where the project's files live (``RLAUDIT_HOME``, ``RLAUDIT_CACHE``,
+``RLAUDIT_REPORTS``, ``RLAUDIT_WORKDIR``) is resolved by :mod:`rlaudit.engine.paths`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rlaudit.validate import InputError, env_choice, env_flag, env_number
+from rlaudit.engine.validate import InputError, env_choice, env_flag, env_number
 
 JOBS = "RLAUDIT_JOBS"
 EXECUTOR = "RLAUDIT_EXECUTOR"
@@ -62,7 +62,7 @@ class RunOptions:
         torch_threads: torch/OpenMP threads in each worker (``RLAUDIT_TORCH_THREADS``); None: one when
             several probe calls run at once, else torch's own choice.
         stall_timeout: Seconds a probe may go without progress (``RLAUDIT_STALL_TIMEOUT``, ``--stall-timeout``);
-            None: :data:`rlaudit.limits.DEFAULT_STALL_SECONDS`.
+            None: :data:`rlaudit.engine.limits.DEFAULT_STALL_SECONDS`.
         cpu_limit: CPU-seconds a probe call may use (``RLAUDIT_CPU_LIMIT`` or the older
             ``RLAUDIT_PROBE_TIMEOUT``, ``--cpu-limit``); None: the profile's ``probe_timeout``.
         retry_failed_since: Remembered probe failures older than this Unix time run again
@@ -77,7 +77,7 @@ class RunOptions:
             (``RLAUDIT_REPORT_KERNELS``).
         fingerprint_exclude: Paths never hashed into a subject's fingerprint, such as the report being written
             (``RLAUDIT_FINGERPRINT_EXCLUDE``, ``os.pathsep``-separated).
-        cache_dir: The artifact cache (``RLAUDIT_CACHE``); None: :func:`rlaudit.paths.cache_dir`.
+        cache_dir: The artifact cache (``RLAUDIT_CACHE``); None: :func:`rlaudit.engine.paths.cache_dir`.
     """
 
     jobs: int | None = None
@@ -118,7 +118,7 @@ class RunOptions:
 
     @property
     def ray_options(self) -> dict[str, Any]:
-        """What :class:`rlaudit.executor.Executor` passes to its backend (``address=`` for Ray)."""
+        """What :class:`rlaudit.engine.executor.Executor` passes to its backend (``address=`` for Ray)."""
         return {"address": self.ray_address} if self.ray_address else {}
 
     def profile_name(self, requested: str | None) -> str:

@@ -29,8 +29,8 @@ from rlaudit.checkpointing.sources import (
     own_fidelity,
     sources,
 )
+from rlaudit.engine.workbench import Workbench
 from rlaudit.notebook import Section
-from rlaudit.workbench import Workbench
 
 __all__ = [
     "CHECKS",

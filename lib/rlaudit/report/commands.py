@@ -3,7 +3,7 @@
 :func:`run_report` executes the notebooks (:mod:`rlaudit.report.execution`, on the lanes of
 :mod:`rlaudit.report.lanes`, longest first by :mod:`rlaudit.report.costs`), renders their pages
 (:mod:`rlaudit.report.pages`) and writes the index (:mod:`rlaudit.report.index`). :func:`run_audit` runs the
-same audits without notebooks (:func:`rlaudit.audits.run_audits`).
+same audits without notebooks (:func:`rlaudit.rooms.run_audits`).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rlaudit import exits
+from rlaudit.engine.validate import check_inputs
 from rlaudit.findings import (
     SUBSYSTEMS,
     Evidence,
@@ -35,14 +36,13 @@ from rlaudit.report.index import write_index
 from rlaudit.report.lanes import Lanes
 from rlaudit.report.overview import Overview, collect_findings, format_seconds, is_summary, worst_status
 from rlaudit.report.pages import render
-from rlaudit.validate import check_inputs
 
 if TYPE_CHECKING:
     from rlaudit.cli import AuditArgs, PairArgs, ReportArgs
 
 
 def _parameters(args: PairArgs, options: RunOptions) -> dict[str, Any]:
-    from rlaudit.paths import user_dir
+    from rlaudit.engine.paths import user_dir
     from rlaudit.profiles import get_profile
 
     pair = str(args.pair or "")
@@ -55,7 +55,7 @@ def _parameters(args: PairArgs, options: RunOptions) -> dict[str, Any]:
         pair = str(pair_path.resolve())
     names = (str(args.baseline), str(args.candidate))
     if pair:
-        from rlaudit.subjects import load_pair_file
+        from rlaudit.engine.subjects import load_pair_file
 
         # The pair file decides the subjects; the report names them as the file does (the notebooks get the
         # file itself and ignore these names).
@@ -131,7 +131,7 @@ def run_report(args: ReportArgs, options: RunOptions) -> int:
         otherwise. The report is written either way.
     """
     from rlaudit.display import versions
-    from rlaudit.paths import notebooks_dir, reports_dir
+    from rlaudit.engine.paths import notebooks_dir, reports_dir
     from rlaudit.profiles import get_profile
 
     wall_start = time.perf_counter()
@@ -298,7 +298,7 @@ def bench_report(quick: bool = False) -> list[dict[str, Any]]:
     from nbformat.v4 import new_code_cell, new_notebook
 
     from rlaudit.cli import ReportArgs
-    from rlaudit.paths import locations
+    from rlaudit.engine.paths import locations
 
     count = 2 if quick else 4
     parameters = (
@@ -414,9 +414,9 @@ def run_audit(args: AuditArgs, options: RunOptions) -> int:
         ValueError: Unknown subsystem names.
         FileNotFoundError: The pair file does not exist.
     """
-    from rlaudit.audits import run_audits
     from rlaudit.display import findings_text, versions
-    from rlaudit.workbench import Workbench
+    from rlaudit.engine.workbench import Workbench
+    from rlaudit.rooms import run_audits
 
     wanted = [s.strip() for s in (args.subsystems or "").split(",") if s.strip()]
     unknown = [s for s in wanted if s not in SUBSYSTEMS]
@@ -430,7 +430,7 @@ def run_audit(args: AuditArgs, options: RunOptions) -> int:
     _print(
         f"rlaudit audit: {parameters['baseline']} vs {parameters['candidate']} · profile {parameters['profile']}"
     )
-    # The findings file it writes is never part of a subject's fingerprint (see rlaudit.fingerprint).
+    # The findings file it writes is never part of a subject's fingerprint (see rlaudit.engine.fingerprint).
     options = _excluding(options, Path(args.json_out).expanduser().resolve())
     wb = Workbench(
         parameters["baseline"],

@@ -145,7 +145,7 @@ def notebook_environment(options: RunOptions, jobs: int = 1) -> dict[str, str]:
         options: The options each notebook runs with (its probe jobs, fresh start, executor, limits).
         jobs: Notebooks running at once; above 1 every worker runs torch (and BLAS) on one thread.
     """
-    from rlaudit.paths import LIB_DIR
+    from rlaudit.engine.paths import LIB_DIR
 
     # No frontend renders widgets here: draw static figures.
     options = options.replace(interactive=False)

@@ -171,12 +171,12 @@ def run(args: dict[str, Any], subject: Any = None) -> dict[str, Any]:
     """
     started = time.perf_counter()
     if subject is None:
-        from rlaudit.subjects import load_subject, parse_spec
+        from rlaudit.engine.subjects import load_subject, parse_spec
 
         subject = load_subject(parse_spec(args["spec"]))
         torch = sys.modules.get("torch")
         if torch is not None:  # one thread, as in the worker (and bitwise-stable across processes)
-            from rlaudit.worker import settings
+            from rlaudit.engine.worker import settings
 
             torch.set_num_threads(int(settings().torch_threads or 1))
     config_fn = getattr(subject, "config", None)
@@ -204,7 +204,7 @@ def spawn(args: dict[str, Any], workdir: str) -> tuple[subprocess.Popen[bytes], 
     with os.fdopen(fd, "w") as f:
         json.dump(args, f)
     out_path = Path(args_path).with_suffix(".out.json")
-    from rlaudit.worker import settings
+    from rlaudit.engine.worker import settings
 
     # The same torch thread count as this worker, so floating-point reductions happen in the same order.
     torch = sys.modules.get("torch")

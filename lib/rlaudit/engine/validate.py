@@ -18,7 +18,7 @@ input, says what was expected, what was found and what to do. It checks, cheapes
 
 The environment helpers (:func:`env_number`, :func:`env_flag`, :func:`env_choice`) are what the places that
 read ``RLAUDIT_*`` values (:meth:`rlaudit.options.RunOptions.from_env`, at a notebook kernel's or the CLI's
-start, and :meth:`rlaudit.worker.WorkerSettings.from_env`, at a worker's) read them through, so that a bad value
+start, and :meth:`rlaudit.engine.worker.WorkerSettings.from_env`, at a worker's) read them through, so that a bad value
 names its variable; and
 :func:`memory_cap_hint` names the worker's memory cap (``RLAUDIT_WORKER_MEMORY_MB``) beside a failure it likely
 caused. This module imports only the standard library at the top: workers in a subject's interpreter use it.
@@ -231,7 +231,7 @@ def memory_cap_hint(text: str, cap_mb: float | None = None, *, always: bool = Fa
 
     Args:
         text: The failure: its message, traceback and stderr tail.
-        cap_mb: The worker's cap in MiB (:attr:`rlaudit.worker.WorkerSettings.memory_mb`); None or 0: none.
+        cap_mb: The worker's cap in MiB (:attr:`rlaudit.engine.worker.WorkerSettings.memory_mb`); None or 0: none.
         always: Name the cap whenever there is one, even if ``text`` does not look like a memory failure (a
             worker that died before it could say why).
 
@@ -261,7 +261,7 @@ def check_subject(spec: Any) -> None:
     Raises:
         InputError: The spec cannot be loaded, or its sb3 setup file is malformed.
     """
-    from rlaudit.subjects import loader_for
+    from rlaudit.engine.subjects import loader_for
 
     try:
         loader_for(spec)
@@ -272,7 +272,7 @@ def check_subject(spec: Any) -> None:
     elif spec.scheme == "module" and not spec.requirements:  # (a venv still to be built may hold it)
         _check_module(spec)
     elif spec.scheme == "git":
-        from rlaudit.cache import subject_fingerprint
+        from rlaudit.engine.store import subject_fingerprint
 
         try:  # resolves the ref now, as the workbench would in every notebook
             subject_fingerprint(spec)
@@ -284,8 +284,8 @@ def _check_module(spec: Any) -> None:
     """A ``package.module[:attr]`` spec names a module its interpreter can find (``bultin:x`` is one too)."""
     import difflib
 
-    from rlaudit.fingerprint import module_location
-    from rlaudit.subjects import PREFIX_SCHEMES
+    from rlaudit.engine.fingerprint import module_location
+    from rlaudit.engine.subjects import PREFIX_SCHEMES
 
     top = spec.target.split(".")[0]
     cwd = spec.cwd or os.getcwd()
@@ -397,7 +397,7 @@ def check_variants(text: str) -> list[Variant]:
     Raises:
         InputError: Bad syntax, or a spec that does not parse or load, naming the item.
     """
-    from rlaudit.subjects import parse_spec
+    from rlaudit.engine.subjects import parse_spec
 
     variants = parse_variants(text)
     for variant in variants:
@@ -481,7 +481,7 @@ def recorded_metrics(run_dirs: Iterable[Path]) -> list[str]:
     Args:
         run_dirs: Recorder run directories (holding ``episodes`` and ``scalars`` tables).
     """
-    from rlaudit.io import read_table, table_path
+    from rlaudit.engine.io import read_table, table_path
 
     names: dict[str, None] = {}
     for run_dir in run_dirs:
@@ -592,11 +592,11 @@ def check_inputs(
 
     Raises:
         InputError: The first bad input (see the module docstring). ``FileNotFoundError`` for a missing
-            subject or pair file, as :func:`rlaudit.subjects.parse_spec` raises it.
+            subject or pair file, as :func:`rlaudit.engine.subjects.parse_spec` raises it.
     """
-    from rlaudit.paths import user_dir
+    from rlaudit.engine.paths import user_dir
+    from rlaudit.engine.subjects import load_pair_file, parse_spec
     from rlaudit.profiles import get_profile
-    from rlaudit.subjects import load_pair_file, parse_spec
 
     check_environment()
     profile = get_profile(options.profile_name(args.profile))
@@ -632,7 +632,7 @@ def check_inputs(
     check_variants(variants)
     metric = str(args.metric or "")
     if metric:
-        from rlaudit.workbench import Workbench
+        from rlaudit.engine.workbench import Workbench
 
         wb = Workbench(
             str(args.baseline),

@@ -2,7 +2,7 @@
 
 ::
 
-    from rlaudit.workbench import Workbench
+    from rlaudit.engine.workbench import Workbench
     wb = Workbench(baseline="builtin:reference", candidate="builtin:regressed", profile="smoke")
     pair = wb.run(agents_probes.module_tree, seed=0)     # both sides in parallel, cached
     if (f := pair.guard("agents/architecture", "agents", "The two networks have the same layers")):
@@ -28,13 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rlaudit.cache import ArtifactStore, ProbeResult
-from rlaudit.executor import Executor, JobError
-from rlaudit.findings import Finding
-from rlaudit.fingerprint import exclude_from_fingerprints
-from rlaudit.options import RunOptions
-from rlaudit.probe import ProbeInfo, bind_params, probe_import_root, probe_info
-from rlaudit.probe_jobs import (
+from rlaudit.engine.executor import Executor, JobError
+from rlaudit.engine.fingerprint import exclude_from_fingerprints
+from rlaudit.engine.jobs import (
     ProbeJob,
     SubjectWorkers,
     answer_locally,
@@ -43,9 +39,13 @@ from rlaudit.probe_jobs import (
     run_probe_job,
     shutdown_subjects,
 )
+from rlaudit.engine.store import ArtifactStore, ProbeResult
+from rlaudit.engine.subjects import SubjectSpec, load_pair_file, loader_for, parse_spec
+from rlaudit.engine.worker import ERROR_KINDS, ProbeError
+from rlaudit.findings import Finding
+from rlaudit.options import RunOptions
+from rlaudit.probe import ProbeInfo, bind_params, probe_import_root, probe_info
 from rlaudit.profiles import Profile, get_profile
-from rlaudit.subjects import SubjectSpec, load_pair_file, loader_for, parse_spec
-from rlaudit.worker import ERROR_KINDS, ProbeError
 
 __all__ = [
     "SIDES",
@@ -141,8 +141,8 @@ class Workbench:
             share one fresh start.
         jobs: Probe calls that run at once (worker processes busy at a time); default ``options.jobs`` or the
             profile's ``jobs``. With more than one, workers run torch on one thread each.
-        cache: The artifact store (default: ``options.cache_dir``, else :func:`rlaudit.paths.cache_dir`).
-        timeout: CPU-seconds a probe call may use (:mod:`rlaudit.limits`); default ``options.cpu_limit`` or
+        cache: The artifact store (default: ``options.cache_dir``, else :func:`rlaudit.engine.paths.cache_dir`).
+        timeout: CPU-seconds a probe call may use (:mod:`rlaudit.engine.limits`); default ``options.cpu_limit`` or
             the profile's ``probe_timeout``. A call is also stopped after ``options.stall_timeout`` seconds
             without progress.
         memory_mb: Per-worker address-space limit in MiB (default ``options.memory_mb``: none).
@@ -205,7 +205,7 @@ class Workbench:
         if options.fingerprint_exclude:  # (the report being written is never part of a fingerprint)
             exclude_from_fingerprints(options.fingerprint_exclude)
         self.jobs = max(1, int(jobs if jobs is not None else options.jobs or self.profile.jobs))
-        # CPU-seconds per probe call, and seconds without progress (rlaudit.limits; never wall time alone).
+        # CPU-seconds per probe call, and seconds without progress (rlaudit.engine.limits; never wall time alone).
         self.timeout = float(
             timeout if timeout is not None else options.cpu_limit or self.profile.probe_timeout
         )
@@ -629,7 +629,7 @@ class Workbench:
     def close(self) -> None:
         """Stop every worker and the dispatch threads (also done at exit and when garbage-collected).
 
-        With :func:`rlaudit.probe_jobs.keep_workers` on, idle running workers are kept for the next workbench instead.
+        With :func:`rlaudit.engine.jobs.keep_workers` on, idle running workers are kept for the next workbench instead.
         """
         self._closed = True
         self._executor.shutdown(wait=False)

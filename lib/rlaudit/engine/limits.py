@@ -2,7 +2,7 @@
 
 A probe is stopped for one of two reasons, never for wall time alone:
 
-* **stall**: it made no progress for ``stall`` seconds. Progress is what :mod:`rlaudit.heartbeat` counts in
+* **stall**: it made no progress for ``stall`` seconds. Progress is what :mod:`rlaudit.engine.heartbeat` counts in
   the worker: environment steps, optimizer updates and finished episodes seen by the recorder, and the
   probe's own ``ctx.progress`` calls. A probe that sleeps or spins is stopped; a slow one keeps counting.
 * **CPU time**: the worker's process tree used more than ``cpu`` CPU-seconds on this call, scaled by how
@@ -13,9 +13,9 @@ Both are set from the command line (``rlaudit report --stall-timeout S --cpu-lim
 STALL_TIMEOUT=S CPU_LIMIT=S``) or the environment (:data:`STALL_VARIABLE`, :data:`CPU_VARIABLE`), and travel
 as :class:`rlaudit.options.RunOptions` (``stall_timeout``, ``cpu_limit``) to the workbench, which passes them
 to its workers' clients. ``--retry-failed`` sets ``retry_failed_since``: failures remembered before it
-(:mod:`rlaudit.failures`) are run again.
+(:mod:`rlaudit.engine.failures`) are run again.
 
-Notebook side (the client); the worker side only counts (:mod:`rlaudit.heartbeat`).
+Notebook side (the client); the worker side only counts (:mod:`rlaudit.engine.heartbeat`).
 """
 
 from __future__ import annotations
