@@ -721,8 +721,9 @@ def test_the_worker_records_what_it_reads_not_what_it_writes(tmp_path: Path) -> 
 def test_the_report_being_written_is_not_fingerprinted(
     tmp_path: Path, toy_subject: Path, tmp_cache: Path, monkeypatch: pytest.MonkeyPatch, in_git: bool
 ) -> None:
-    from rlaudit.engine.fingerprint import EXCLUDE_VARIABLE
+    from rlaudit.engine import fingerprint
 
+    monkeypatch.setattr(fingerprint, "_EXCLUDED", set())  # this test's exclusions only
     project = toy_subject.parent
     if in_git:
         _git(project, "init", "-q")
@@ -730,40 +731,38 @@ def test_the_report_being_written_is_not_fingerprinted(
         _git(project, "commit", "-q", "-m", "base")
     out = project / "report"
     spec = parse_spec(str(toy_subject))
-    monkeypatch.setenv(EXCLUDE_VARIABLE, str(out))
+    fingerprint.exclude_from_fingerprints([out])  # as a workbench does with its options' fingerprint_exclude
     before = subject_fingerprint(spec)
     assert ("git" in fingerprint_details(spec)["code"]) is in_git  # git's view, not a fallback walk
     (out / "findings").mkdir(parents=True)
     (out / "findings" / "01_agents.json").write_text("{}")
     (out / "costs.json").write_text("{}")
     assert subject_fingerprint(spec) == before
-    monkeypatch.delenv(EXCLUDE_VARIABLE)
+    fingerprint._EXCLUDED.clear()
     assert subject_fingerprint(spec) != before  # the same files, not excluded, would count
 
 
 def test_a_report_passes_its_out_to_the_notebooks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import argparse
-
-    from rlaudit.engine.fingerprint import EXCLUDE_VARIABLE
+    from rlaudit.cli import ReportArgs
+    from rlaudit.options import FINGERPRINT_EXCLUDE, RunOptions
     from rlaudit.report import commands
 
     seen: list[str] = []
 
     def fake_execute(run: object, parameters: object, cwd: object, env: dict, lanes: object = None) -> object:
-        seen.append(env.get(EXCLUDE_VARIABLE, ""))
+        seen.append(env.get(FINGERPRINT_EXCLUDE, ""))
+        assert RunOptions.from_env(env).fingerprint_exclude == (str(out.resolve()),)  # as the kernel reads it
         run.returncode, run.seconds, run.cpu_seconds = 0, 0.0, 0.0  # type: ignore[attr-defined]
         return run
 
     monkeypatch.setattr(commands, "execute", fake_execute)
-    monkeypatch.setattr(commands, "shared_kernels", lambda: False)
     monkeypatch.setattr(commands, "settle", lambda run, parameters: None)
     monkeypatch.setattr(commands, "render", lambda run: None)
     monkeypatch.setattr(commands, "write_index", lambda *a, **k: tmp_path / "index.html")
     out = tmp_path / "subject" / "report"
-    args = argparse.Namespace(
-        baseline="builtin:reference", candidate="builtin:reference", pair="", profile="smoke", fresh=False,
-        jobs=1, executor="local", ray_address="auto", out=str(out), notebooks="01_agents",
-    )  # fmt: skip
+    args = ReportArgs(
+        candidate="builtin:reference", profile="smoke", jobs=1, out=str(out), notebooks="01_agents"
+    )
     with contextlib.suppress(Exception):
-        commands.run_report(args)
+        commands.run_report(args, RunOptions(report_kernels="fresh"))
     assert seen and all(str(out.resolve()) in value.split(os.pathsep) for value in seen)

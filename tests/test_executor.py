@@ -77,7 +77,7 @@ def test_a_backend_is_one_class(monkeypatch: pytest.MonkeyPatch) -> None:
 
         def submit(self, fn: Callable[[Any], Any], item: Any) -> cf.Future[Any]:
             future: cf.Future[Any] = cf.Future()
-            future.set_result(backends._run_captured(fn, item))
+            future.set_result(backends.run_captured(fn, item))
             return future
 
     monkeypatch.setitem(ex.BACKENDS, "inline", InlineBackend)
@@ -85,16 +85,14 @@ def test_a_backend_is_one_class(monkeypatch: pytest.MonkeyPatch) -> None:
     assert results[0] == 1.0 and isinstance(results[1], JobError)
 
 
-def test_progress_bar_follows_the_setting(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setenv("RLAUDIT_PROGRESS", "1")
-    Executor(jobs=1).map(lambda x: x, [1, 2, 3], desc="toy jobs")
+def test_progress_bar_follows_the_setting(capsys: pytest.CaptureFixture[str]) -> None:
+    from rlaudit.options import RunOptions
+
+    shown = RunOptions.from_env({"RLAUDIT_PROGRESS": "1"})  # as a notebook's kernel reads the variable
+    Executor(jobs=1, progress=shown.progress).map(lambda x: x, [1, 2, 3], desc="toy jobs")
     assert "toy jobs" in capsys.readouterr().err
-    monkeypatch.setenv("RLAUDIT_PROGRESS", "0")
-    Executor(jobs=1).map(lambda x: x, [1, 2, 3], desc="quiet jobs")
+    Executor(jobs=1, progress=False).map(lambda x: x, [1, 2, 3], desc="quiet jobs")
     assert "quiet jobs" not in capsys.readouterr().err
-    monkeypatch.delenv("RLAUDIT_PROGRESS")
     assert ex.progress_enabled() is False  # pytest's stderr is not a terminal, and this is not Jupyter
 
 

@@ -82,18 +82,15 @@ def test_a_spinning_probe_without_progress_is_stopped_at_the_stall_limit(
     assert "CPU-seconds in all" in info.value.message
 
 
-def test_limits_read_from_the_environment_name_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(limits.STALL_VARIABLE, "45")
-    monkeypatch.setenv(limits.CPU_VARIABLE, "abc")
-    assert limits.stall_timeout() == 45.0
+def test_limits_read_from_the_environment_name_the_variable() -> None:
+    from rlaudit.options import RunOptions
+
+    assert RunOptions.from_env({limits.STALL_VARIABLE: "45"}).stall_timeout == 45.0
     with pytest.raises(ValueError, match="RLAUDIT_CPU_LIMIT='abc': expected a number >= 1"):
-        limits.cpu_limit()
-    monkeypatch.setenv(limits.CPU_VARIABLE, "-1")
+        RunOptions.from_env({limits.CPU_VARIABLE: "abc"})
     with pytest.raises(ValueError, match="RLAUDIT_CPU_LIMIT='-1': expected a number >= 1"):
-        limits.cpu_limit()
-    monkeypatch.delenv(limits.CPU_VARIABLE)
-    monkeypatch.setenv(limits.LEGACY_CPU_VARIABLE, "90")
-    assert limits.cpu_limit() == 90.0
+        RunOptions.from_env({limits.CPU_VARIABLE: "-1"})
+    assert RunOptions.from_env({"RLAUDIT_PROBE_TIMEOUT": "90"}).cpu_limit == 90.0  # the older name
 
 
 def test_machine_scale_is_at_least_one() -> None:
@@ -157,22 +154,25 @@ def test_a_hanging_train_costs_one_stall_per_probe_and_later_checks_get_the_reme
     assert elapsed < len(calls) * stall + 60, f"{elapsed:.0f} s for {len(calls)} hanging train calls"
 
 
-def test_command_line_limits_reach_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    from rlaudit.cli import build_parser
+def test_command_line_limits_reach_the_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rlaudit.cli import build_parser, typed_args
+    from rlaudit.options import RunOptions
 
-    for name in (limits.STALL_VARIABLE, limits.CPU_VARIABLE, limits.RETRY_VARIABLE):
-        monkeypatch.setenv(name, "")  # empty is unset; recorded, so the values set below are undone
     before = time.time()
     for verb in ("report", "audit"):
         extra = ["--json", "x.json"] if verb == "audit" else []
-        args = build_parser().parse_args(
-            [verb, "--stall-timeout", "45", "--cpu-limit", "1200", "--retry-failed", *extra]
+        args = typed_args(
+            build_parser().parse_args(
+                [verb, "--stall-timeout", "45", "--cpu-limit", "1200", "--retry-failed", *extra]
+            )
         )
-        limits.export_cli_limits(args)
-        assert limits.stall_timeout() == 45.0 and limits.cpu_limit() == 1200.0
-        assert limits.retry_failed_since() >= before
+        options = RunOptions.from_cli(args, environ={})
+        assert options.stall_timeout == 45.0 and options.cpu_limit == 1200.0
+        assert options.retry_failed_since is not None and options.retry_failed_since >= before
+        # and they reach a notebook's kernel, which reads them back
+        assert RunOptions.from_env(options.environment()) == options
     with pytest.raises(ValueError, match="--stall-timeout 0: expected a positive number"):
-        limits.export_cli_limits(build_parser().parse_args(["report", "--stall-timeout", "0"]))
+        RunOptions.from_cli(typed_args(build_parser().parse_args(["report", "--stall-timeout", "0"])), {})
 
 
 def test_time_spent_waiting_for_a_core_is_not_charged_to_the_stall_limit(

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import rlaudit.engine.workbench
 from rlaudit import curves, display
 from rlaudit import notebook as rn
 from rlaudit.findings import Evidence, Finding, Status, load_findings
@@ -136,17 +137,25 @@ def test_section_rejects_non_findings() -> None:
 def test_session_creates_the_workbench_lazily_once(monkeypatch: pytest.MonkeyPatch) -> None:
     made = []
 
-    def factory(*args: object) -> FakeWorkbench:
-        made.append(args)
+    def factory(*args: object, **kwargs: object) -> FakeWorkbench:
+        made.append((args, kwargs))
         return FakeWorkbench()
 
-    monkeypatch.setattr(rn, "_new_workbench", factory)
+    monkeypatch.setattr(rlaudit.engine.workbench, "Workbench", factory)
     session = rn.Session(
         "agents", "builtin:reference", "builtin:regressed", "smoke", pair_file="p.yaml", metric="length:lower"
     )
     assert made == []
     assert session.wb is session.wb
-    assert made == [("builtin:reference", "builtin:regressed", "smoke", False, "p.yaml", "length:lower")]
+    ((args, kwargs),) = made
+    assert args == ("builtin:reference", "builtin:regressed")
+    assert kwargs == {
+        "profile": "smoke",
+        "pair_file": "p.yaml",
+        "fresh": False,
+        "metric": "length:lower",
+        "options": session.options,  # the session's options, read once from its kernel's environment
+    }
 
 
 def test_session_keeps_findings_and_saves_them_with_metadata(
@@ -230,6 +239,7 @@ def fake_kernel(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: shell))
     monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
     monkeypatch.setenv("JPY_PARENT_PID", "4242")
+    monkeypatch.setattr(display, "_FORCED_INTERACTIVE", [None])  # whatever a session in this process forced
     return monkeypatch
 
 
@@ -257,9 +267,12 @@ def test_interactive_needs_a_frontend_and_no_batch_runner(
     assert display.interactive() is expected
 
 
-def test_interactive_can_be_forced(fake_kernel: pytest.MonkeyPatch) -> None:
+def test_interactive_can_be_forced(fake_kernel: pytest.MonkeyPatch, tmp_path: Path) -> None:
     fake_kernel.setattr(display, "_cmdline", lambda pid: "jupyter-lab")
-    fake_kernel.setenv("RLAUDIT_INTERACTIVE", "0")
+    assert display.interactive() is True
+    fake_kernel.setenv("RLAUDIT_INTERACTIVE", "0")  # as `rlaudit report` starts its kernels
+    assert display.interactive() is True  # the variable alone changes nothing: the session reads it
+    rn.Session("optimizer", "a", "b", "smoke", findings_dir=str(tmp_path), quiet=True)
     assert display.interactive() is False
 
 

@@ -417,7 +417,7 @@ def test_a_task_refuses_a_cache_directory_its_node_lacks(
     ran: list[Any] = []
     missing = tmp_path / "not-on-this-node"
     failure = rb._ray_task(ran.append, "job", str(missing), 1)
-    assert ran == [] and isinstance(failure, backends._Failure) and isinstance(failure.error, SharedPathError)
+    assert ran == [] and isinstance(failure, backends.Failure) and isinstance(failure.error, SharedPathError)
     assert str(missing) in str(failure.error) and "same path on every node" in str(failure.error)
     assert rb._ray_task(ran.append, "job", str(tmp_path), 1) is None and ran == ["job"]
     assert os.environ["RLAUDIT_TORCH_THREADS"] == os.environ["OMP_NUM_THREADS"] == "1"

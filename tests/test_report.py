@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
@@ -13,8 +12,10 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from rlaudit.cli import AuditArgs, ReportArgs
 from rlaudit.findings import Evidence, Finding, Status, load_findings, save_findings
-from rlaudit.report import commands, costs, execution, index, lanes, overview, pages
+from rlaudit.options import REPORT_KERNELS, RunOptions
+from rlaudit.report import commands, costs, execution, index, overview, pages
 
 # Pictographs, dingbats, arrows-as-emoji and the emoji presentation selector: code points that need an emoji
 # font (Debian's Chromium without one draws them as empty boxes).
@@ -64,21 +65,21 @@ TRAINER_CELLS = (
 )
 
 
-def _args(out: Path, **changes: object) -> argparse.Namespace:
-    values = dict(
-        baseline="builtin:reference",
-        candidate="builtin:regressed",
-        pair="",
-        profile="smoke",
-        fresh=False,
-        jobs=2,
-        executor="local",
-        ray_address="auto",
-        out=str(out),
-        notebooks="",
-    )
-    values.update(changes)
-    return argparse.Namespace(**values)
+def _report(args: ReportArgs) -> int:
+    """``rlaudit report`` as the CLI runs it: options built once from the arguments and the environment."""
+    return commands.run_report(args, RunOptions.from_cli(args))
+
+
+def _audit(args: AuditArgs) -> int:
+    """``rlaudit audit`` as the CLI runs it."""
+    return commands.run_audit(args, RunOptions.from_cli(args))
+
+
+def _args(out: Path, **changes: object) -> ReportArgs | AuditArgs:
+    """Typed arguments of ``rlaudit report`` (of ``rlaudit audit`` when ``json_out`` is given)."""
+    if "json_out" in changes:
+        return AuditArgs(profile="smoke", **changes)  # type: ignore[arg-type]
+    return ReportArgs(profile="smoke", out=str(out), **changes)  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -96,14 +97,14 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_report_survives_a_failing_notebook_and_marks_it_error(
     home: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch, kernels: str
 ) -> None:
-    monkeypatch.setenv(lanes.KERNELS_VARIABLE, kernels)
+    monkeypatch.setenv(REPORT_KERNELS, kernels)
     nbformat.write(_notebook(*AGENTS_CELLS), home / "notebooks" / "01_agents.ipynb")
     nbformat.write(_notebook(*TRAINER_CELLS), home / "notebooks" / "02_trainer.ipynb")
     out = home / "reports"
     # A stale findings file from an earlier run must not stand in for the failing notebook's verdict.
     save_findings(out / "findings" / "02_trainer.json", [], {"parameters": {}})
 
-    code = commands.run_report(_args(out))
+    code = _report(_args(out))
 
     assert code != 0
     index_html = (out / "index.html").read_text()
@@ -158,7 +159,7 @@ def test_summary_runs_last_after_every_other_notebook_finished(
 
     monkeypatch.delenv("RLAUDIT_JOBS", raising=False)
     monkeypatch.setattr(commands, "execute", fake_execute)
-    code = commands.run_report(_args(home / "reports", jobs=3))
+    code = _report(_args(home / "reports", jobs=3))
     assert code == 3  # 05_env saved no findings (rlaudit.exits.NOTEBOOK_FAILED)
     assert events[-2:] == [("start", "15_summary"), ("end", "15_summary")]
     env_findings, _ = load_findings(home / "reports" / "findings" / "05_env.json")
@@ -186,7 +187,7 @@ def test_every_notebook_gets_the_metric_and_the_summary_its_arms(
     monkeypatch.setattr(commands, "execute", fake_execute)
     out = home / "reports"
     args = _args(out, metric="heart.get:lower", variants="fix=builtin:reference", changes="off")
-    assert commands.run_report(args) == 0
+    assert _report(args) == 0
     assert {name: p["metric"] for name, p in given.items()} == dict.fromkeys(given, "heart.get:lower")
     assert "variants" not in given["01_agents"] and "changes" not in given["07_optimizer"]
     assert (
@@ -225,9 +226,9 @@ def test_lanes_share_a_kernel_reset_between_notebooks_and_replace_a_dead_one(
         )
         nbformat.write(nb, home / "notebooks" / f"{name}.ipynb")
     monkeypatch.delenv("RLAUDIT_JOBS", raising=False)
-    monkeypatch.delenv(lanes.KERNELS_VARIABLE, raising=False)
+    monkeypatch.delenv(REPORT_KERNELS, raising=False)
     out = home / "reports"
-    assert commands.run_report(_args(out, jobs=1, metric="heart.get", variants="fix=builtin:reference")) == 3
+    assert _report(_args(out, jobs=1, metric="heart.get", variants="fix=builtin:reference")) == 3
     rec = {name: json.loads((out / f"{name}.record.json").read_text()) for name in cells}
     # One lane: the notebooks ran in the order of their expected costs, in one kernel until it died.
     assert rec["02_trainer"]["pid"] == rec["04_checkpointing"]["pid"] == rec["01_agents"]["pid"]
@@ -347,10 +348,9 @@ def test_papermill_gets_typed_parameters_and_python3_kernel(tmp_path: Path) -> N
 
 
 def test_notebook_environment_pins_threads_only_in_parallel(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("RLAUDIT_TORCH_THREADS", raising=False)
-    monkeypatch.delenv("RLAUDIT_JOBS", raising=False)
-    assert "RLAUDIT_TORCH_THREADS" not in execution.notebook_environment(1)
-    env = execution.notebook_environment(2, probe_jobs=1, fresh_since=12.5)
+    monkeypatch.setenv("RLAUDIT_TORCH_THREADS", "3")  # an execution setting of this process is not inherited
+    assert "RLAUDIT_TORCH_THREADS" not in execution.notebook_environment(RunOptions(), 1)
+    env = execution.notebook_environment(RunOptions(jobs=1, fresh_since=12.5), 2)
     assert env["RLAUDIT_TORCH_THREADS"] == "1"
     assert env["RLAUDIT_JOBS"] == "1"
     assert env["RLAUDIT_FRESH_SINCE"] == "12.5"
@@ -506,10 +506,10 @@ def test_every_subsystem_is_registered() -> None:
 def test_run_audit_writes_json_and_exits_4_on_error_findings(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
-    from rlaudit import notebook as rn
+    import rlaudit.engine.workbench
     from rlaudit import rooms as audits
 
-    monkeypatch.setattr(rn, "_new_workbench", lambda *args: _Workbench())
+    monkeypatch.setattr(rlaudit.engine.workbench, "Workbench", lambda *args, **kwargs: _Workbench())
     monkeypatch.setitem(
         audits.AUDITS,
         "agents",
@@ -518,31 +518,28 @@ def test_run_audit_writes_json_and_exits_4_on_error_findings(
     monkeypatch.setitem(audits.AUDITS, "trainer", "rlaudit.no_such_room:audit_all")
     out = tmp_path / "audit.json"
     args = _args(tmp_path, subsystems="agents,trainer", json_out=str(out))
-    assert commands.run_audit(args) == 4  # the trainer room is an ERROR finding
+    assert _audit(args) == 4  # the trainer room is an ERROR finding
     findings, meta = load_findings(out)
     assert [f.status for f in findings] == [Status.SUSPECT, Status.ERROR]
     assert meta["fingerprints"] == {"baseline": "f1", "candidate": "f2"}
     assert "SUSPECT" in capsys.readouterr().out
 
-    assert commands.run_audit(_args(tmp_path, subsystems="trainer", json_out=str(out))) == 4
-    assert commands.run_audit(_args(tmp_path, subsystems="agents", json_out=str(out))) == 0
+    assert _audit(_args(tmp_path, subsystems="trainer", json_out=str(out))) == 4
+    assert _audit(_args(tmp_path, subsystems="agents", json_out=str(out))) == 0
     with pytest.raises(ValueError, match="unknown optimiser"):
-        commands.run_audit(_args(tmp_path, subsystems="optimiser", json_out=str(out)))
+        _audit(_args(tmp_path, subsystems="optimiser", json_out=str(out)))
 
 
 def test_a_pair_file_names_the_subjects_of_the_report(tmp_path: Path) -> None:
-    import argparse
-
+    from rlaudit.options import RunOptions
     from rlaudit.report.commands import _parameters
 
     (tmp_path / "a.py").write_text("def config():\n    return {}\n")
     (tmp_path / "pair.yaml").write_text(
         "baseline: {spec: a.py, label: old trainer}\ncandidate: {spec: a.py, label: new trainer}\n"
     )
-    args = argparse.Namespace(
-        baseline="builtin:reference", candidate="builtin:regressed", pair=str(tmp_path / "pair.yaml")
-    )
-    parameters = _parameters(args)
+    args = ReportArgs(pair=str(tmp_path / "pair.yaml"))
+    parameters = _parameters(args, RunOptions())
     assert (parameters["baseline"], parameters["candidate"]) == ("old trainer", "new trainer")
     assert parameters["pair_file"] == str(tmp_path / "pair.yaml")
 
@@ -598,7 +595,7 @@ def test_report_exit_codes_tell_a_ci_job_what_happened(
     code: int,
 ) -> None:
     _fake_report(home, monkeypatch, statuses)
-    assert commands.run_report(_args(home / "reports", jobs=1, fail_on=fail_on)) == code
+    assert _report(_args(home / "reports", jobs=1, fail_on=fail_on)) == code
     printed = capsys.readouterr().out
     assert (f"exit {code}:" in printed) == (code != 0)
 
@@ -611,17 +608,17 @@ def test_report_exit_codes_read_only_this_run_and_count_the_summarys_decided_cau
     stale = [Finding(id="loss/old", subsystem="loss", hypothesis="h", status="CONFIRMED")]
     save_findings(out / "findings" / "06_loss.json", stale, {"parameters": {}})
     _fake_report(home, monkeypatch, {"01_agents": ["CLEARED"]})
-    assert commands.run_report(_args(out, jobs=1, fail_on="confirmed", notebooks="01_agents")) == 0
+    assert _report(_args(out, jobs=1, fail_on="confirmed", notebooks="01_agents")) == 0
     # the summary's own finding for a decided cause is a confirmed regression
     _fake_report(home, monkeypatch, {"01_agents": ["NOTED"], "15_summary": ["CONFIRMED"]})
-    assert commands.run_report(_args(out, jobs=1, fail_on="confirmed")) == 5
+    assert _report(_args(out, jobs=1, fail_on="confirmed")) == 5
 
 
 def test_audit_exit_codes_follow_fail_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from rlaudit import notebook as rn
+    import rlaudit.engine.workbench
     from rlaudit import rooms as audits
 
-    monkeypatch.setattr(rn, "_new_workbench", lambda *args: _Workbench())
+    monkeypatch.setattr(rlaudit.engine.workbench, "Workbench", lambda *args, **kwargs: _Workbench())
     monkeypatch.setitem(
         audits.AUDITS,
         "agents",
@@ -634,9 +631,9 @@ def test_audit_exit_codes_follow_fail_on(tmp_path: Path, monkeypatch: pytest.Mon
     )
     out = str(tmp_path / "audit.json")
     codes = {
-        level: commands.run_audit(_args(tmp_path, subsystems="agents", json_out=out, fail_on=level))
+        level: _audit(_args(tmp_path, subsystems="agents", json_out=out, fail_on=level))
         for level in ("none", "error", "confirmed", "suspect")
     }
     assert codes == {"none": 0, "error": 0, "confirmed": 0, "suspect": 6}
     both = _args(tmp_path, subsystems="agents,env", json_out=out, fail_on="confirmed")
-    assert commands.run_audit(both) == 5
+    assert _audit(both) == 5

@@ -40,7 +40,7 @@ def test_a_missing_seed_is_refused() -> None:
 def test_chunking_does_not_change_results(monkeypatch: pytest.MonkeyPatch) -> None:
     x = np.random.default_rng(0).normal(size=50)
     whole = stats.bootstrap_ci(x, n_boot=300, seed=1)
-    monkeypatch.setattr(stats.intervals, "_CHUNK_ELEMENTS", 120)  # forces 2 resamples per chunk
+    monkeypatch.setattr(stats.intervals, "CHUNK_ELEMENTS", 120)  # forces 2 resamples per chunk
     assert stats.bootstrap_ci(x, n_boot=300, seed=1) == whole
 
 

@@ -216,20 +216,20 @@ def test_every_rlaudit_setting_is_named_in_its_error(
     assert f"{name}={value!r}: expected {expects}" in err and "unset it" in err
 
 
-def test_the_library_reads_settings_through_the_helper_that_names_them(
-    monkeypatch: pytest.MonkeyPatch,
+def test_the_places_that_read_settings_name_a_bad_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from rlaudit.engine.client import WorkerClient
-    from rlaudit.engine.executor import progress_enabled
+    import rlaudit.notebook as rn
+    from rlaudit.engine.worker import WorkerSettings
+    from rlaudit.options import RunOptions
 
     monkeypatch.setenv("RLAUDIT_PROGRESS", "sometimes")
-    with pytest.raises(InputError, match="RLAUDIT_PROGRESS='sometimes'"):
-        progress_enabled()
-    monkeypatch.setenv("RLAUDIT_WORKER_MEMORY_MB", "abc")
-    with pytest.raises(InputError, match="RLAUDIT_WORKER_MEMORY_MB='abc': expected a number"):
-        WorkerClient("builtin:reference", "/tmp")
-    monkeypatch.setenv("RLAUDIT_WORKER_MEMORY_MB", "0")  # 0 means no cap, as before
-    assert WorkerClient("builtin:reference", "/tmp").memory_mb is None
+    with pytest.raises(InputError, match="RLAUDIT_PROGRESS='sometimes'"):  # a notebook's kernel
+        rn.Session("optimizer", "a", "b", "smoke", findings_dir=str(tmp_path), quiet=True)
+    with pytest.raises(InputError, match="RLAUDIT_WORKER_MEMORY_MB='abc': expected a number"):  # a worker's
+        WorkerSettings.from_env({"RLAUDIT_WORKER_MEMORY_MB": "abc"})
+    assert WorkerSettings.from_env({"RLAUDIT_WORKER_MEMORY_MB": "0"}).memory_mb is None  # 0 means no cap
+    assert RunOptions.from_env({"RLAUDIT_WORKER_MEMORY_MB": "0"}).memory_mb is None
     assert validate.env_flag("X", {"X": " On "}) is True and validate.env_number("RLAUDIT_JOBS", {}) is None
 
 

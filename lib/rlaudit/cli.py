@@ -9,16 +9,21 @@ rlaudit report [--baseline A] [--candidate B] [--metric M] [--variants V] [--cha
                [--fail-on none|error|confirmed|suspect]
 rlaudit new-subject DIR
 
-``report`` and ``audit`` exit with a distinct code per outcome (:mod:`rlaudit.exits`).
+``report`` and ``audit`` exit with a distinct code per outcome (:mod:`rlaudit.exits`). Their arguments are
+parsed into a typed :class:`AuditArgs` or :class:`ReportArgs`, and the execution settings into one
+:class:`rlaudit.options.RunOptions` (:meth:`RunOptions.from_cli`), built here once and passed to the command.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from rlaudit import exits
 
@@ -34,6 +39,86 @@ _HANDLERS = {
     "report": "rlaudit.report:run_report",
     "new-subject": "rlaudit.adapters.template:run_new_subject",
 }
+
+
+@dataclass(frozen=True)
+class PairArgs:
+    """What ``rlaudit audit`` and ``rlaudit report`` both take: the pair, its profile, and how to run.
+
+    Attributes:
+        baseline: Spec of the setup that trained well.
+        candidate: Spec of the setup that got worse.
+        pair: A YAML file declaring both subjects (overrides the specs); ``""``: none.
+        profile: ``smoke``, ``standard`` or ``thorough``; None: ``standard`` (``RLAUDIT_PROFILE`` wins).
+        metric: The primary metric (``NAME`` or ``NAME:lower``); ``""``: what the subjects declare.
+        fresh: Ignore cached artifacts.
+        retry_failed: Run again probe calls remembered as failed.
+        stall_timeout: Seconds a probe may go without progress; None: the default.
+        cpu_limit: CPU-seconds a probe call may use; None: the profile's.
+        jobs: Parallel jobs (``rlaudit report``: notebooks at once).
+        executor: ``local`` or ``ray``.
+        ray_address: The Ray cluster with ``executor="ray"``.
+        fail_on: What makes the exit code non-zero (:data:`rlaudit.exits.FAIL_ON`).
+    """
+
+    baseline: str = DEFAULT_BASELINE
+    candidate: str = DEFAULT_CANDIDATE
+    pair: str = ""
+    profile: str | None = None
+    metric: str = ""
+    fresh: bool = False
+    retry_failed: bool = False
+    stall_timeout: float | None = None
+    cpu_limit: float | None = None
+    jobs: int = 2
+    executor: str = "local"
+    ray_address: str = "auto"
+    fail_on: str = exits.DEFAULT_FAIL_ON
+
+
+@dataclass(frozen=True)
+class AuditArgs(PairArgs):
+    """``rlaudit audit``: :class:`PairArgs`, the findings file, and which rooms.
+
+    Attributes:
+        json_out: The file the findings are written to.
+        subsystems: Comma-separated rooms; ``""``: all.
+    """
+
+    json_out: str = ""
+    subsystems: str = ""
+
+
+@dataclass(frozen=True)
+class ReportArgs(PairArgs):
+    """``rlaudit report``: :class:`PairArgs`, where the report goes, and what the summary searches.
+
+    Attributes:
+        out: The report directory; None: ``reports/`` (``RLAUDIT_REPORTS``).
+        notebooks: Comma-separated subset of notebooks; ``""``: all.
+        variants: Extra arms for attribution (``name=spec, name@subsystem=spec``).
+        changes: ``auto`` or ``off``: search the code changes between the two sides.
+    """
+
+    out: str | None = None
+    notebooks: str = ""
+    variants: str = ""
+    changes: str = "auto"
+
+
+_TYPED = {"audit": AuditArgs, "report": ReportArgs}
+
+
+def typed_args(args: argparse.Namespace) -> Any:
+    """The parsed arguments of ``audit`` or ``report`` as their typed :class:`AuditArgs`/:class:`ReportArgs`.
+
+    Other verbs keep their ``argparse.Namespace``.
+    """
+    cls = _TYPED.get(args.verb)
+    if cls is None:
+        return args
+    given = vars(args)
+    return cls(**{f.name: given[f.name] for f in dataclasses.fields(cls)})
 
 
 def _pair_arguments(p: argparse.ArgumentParser) -> None:
@@ -162,10 +247,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     module_name, func_name = _HANDLERS[args.verb].split(":")
     handler = getattr(importlib.import_module(module_name), func_name)
     try:
-        from rlaudit.engine.limits import export_cli_limits
+        typed = typed_args(args)
+        if isinstance(typed, PairArgs):
+            from rlaudit.options import RunOptions
 
-        export_cli_limits(args)  # probe limits reach notebooks and workers as RLAUDIT_* variables
-        return int(handler(args) or 0)
+            # Built once, from the flags over the environment; passed to the command and from there down.
+            return int(handler(typed, RunOptions.from_cli(typed)) or 0)
+        return int(handler(typed) or 0)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

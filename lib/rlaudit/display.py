@@ -401,12 +401,24 @@ def _cmdline(pid: int) -> str:
     return raw.replace(b"\0", b" ").decode("utf-8", "replace")
 
 
+_FORCED_INTERACTIVE: list[bool | None] = [None]  # set by force_interactive
+
+
+def force_interactive(value: bool | None) -> None:
+    """Force :func:`interactive`'s answer for this process (None: decide from the frontend again).
+
+    The notebook's :class:`rlaudit.notebook.Session` calls it with its options' ``interactive``
+    (``RLAUDIT_INTERACTIVE``, which ``rlaudit report`` sets to 0 for its notebooks).
+    """
+    _FORCED_INTERACTIVE[0] = value
+
+
 def interactive() -> bool:
     """True only in a live Jupyter kernel whose frontend renders widgets; when in doubt, False.
 
     Decided in this order:
 
-    1. ``RLAUDIT_INTERACTIVE=1`` or ``0`` forces the answer (``rlaudit report`` sets 0 for its notebooks).
+    1. :func:`force_interactive` forces the answer (``rlaudit report`` forces False for its notebooks).
     2. Not an IPython kernel (a script, a terminal IPython), or ipywidgets not installed: False.
     3. The process that launched the kernel (``JPY_PARENT_PID``, else the parent) is papermill, nbval,
        pytest, nbclient or nbconvert: False.
@@ -414,9 +426,7 @@ def interactive() -> bool:
        jupyter_server does for JupyterLab and Notebook 7), or the launcher is JupyterLab/Notebook/Voila: True.
     5. Anything else: False.
     """
-    from rlaudit.engine.validate import env_flag
-
-    forced = env_flag("RLAUDIT_INTERACTIVE")  # a value other than 0/1 names the variable
+    forced = _FORCED_INTERACTIVE[0]
     if forced is not None:
         return forced
     shell = ipython_shell()

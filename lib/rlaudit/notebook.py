@@ -15,7 +15,6 @@ import base64
 import dataclasses
 import datetime as _dt
 import html
-import os
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from rlaudit.display import (
     findings_html,
     findings_table,
     findings_text,
+    force_interactive,
     inline_markdown,
     ipython_shell,
     register_figure_formatter,
@@ -47,6 +47,7 @@ from rlaudit.findings import (
     save_findings,
     sort_findings,
 )
+from rlaudit.options import RunOptions
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -231,24 +232,8 @@ def as_section(obj: Section | Finding | Iterable[Finding], title: str = "") -> S
 # ----------------------------------------------------------------------------------------------------------
 
 
-def _new_workbench(
-    baseline: str, candidate: str, profile: str, fresh: bool, pair_file: str, metric: str = ""
-) -> Any:
-    from rlaudit.engine.workbench import Workbench
-
-    kwargs: dict[str, Any] = {
-        "baseline": baseline,
-        "candidate": candidate,
-        "profile": profile,
-        "fresh": fresh,
-        "metric": metric,
-    }
-    if pair_file:
-        kwargs["pair_file"] = pair_file
-    return Workbench(**kwargs)
-
-
-def _fingerprints(wb: Any) -> dict[str, str]:
+def fingerprints_of(wb: Any) -> dict[str, str]:
+    """Each side's subject fingerprint of a workbench (``{}`` for a stand-in without them)."""
     found = getattr(wb, "fingerprints", None)
     if isinstance(found, Mapping):
         return {str(k): str(v) for k, v in found.items()}
@@ -304,7 +289,7 @@ class Session:
         subsystem: One of :data:`rlaudit.findings.SUBSYSTEMS`, or ``"summary"``.
         baseline: Spec of the setup that trained well (the notebook's ``baseline`` parameter).
         candidate: Spec of the setup that got worse.
-        profile: ``smoke``, ``standard`` or ``thorough``; ``RLAUDIT_PROFILE`` wins when set.
+        profile: ``smoke``, ``standard`` or ``thorough``; ``options.profile`` (``RLAUDIT_PROFILE``) wins when set.
         pair_file: Optional YAML declaring both subjects (passed to the Workbench).
         fresh: Ignore cached artifacts.
         findings_dir: Where the findings JSON goes; ``""`` means ``<reports>/findings``.
@@ -313,6 +298,9 @@ class Session:
         quiet: Do not display anything (for scripts that only want the JSON).
         metric: The primary metric (``NAME`` or ``NAME:lower``), overriding what the subjects declare in
             ``metrics()``; empty: their declaration, else the episodic return (:mod:`rlaudit.metrics`).
+        options: How probes run (:class:`rlaudit.options.RunOptions`), passed to the workbench; default
+            :meth:`RunOptions.from_env`: the notebook's kernel reads the settings it was started with
+            (``rlaudit report`` passes its own this way) here, and nowhere else.
 
     Attributes:
         findings: Every finding added so far, in order.
@@ -333,6 +321,7 @@ class Session:
         workbench: Any = None,
         quiet: bool = False,
         metric: str = "",
+        options: RunOptions | None = None,
     ) -> None:
         from rlaudit.engine.paths import reports_dir
         from rlaudit.profiles import get_profile
@@ -344,8 +333,11 @@ class Session:
         self.subsystem = subsystem
         self.baseline = str(baseline)
         self.candidate = str(candidate)
+        self.options: RunOptions = options if options is not None else RunOptions.from_env()
+        if self.options.interactive is not None:
+            force_interactive(self.options.interactive)
         self.requested_profile = profile
-        self.profile = get_profile(profile)
+        self.profile = get_profile(self.options.profile_name(profile))
         self.pair_file = str(pair_file or "")
         self.fresh = bool(fresh)
         self.notebook = notebook or notebook_name(subsystem)
@@ -371,16 +363,19 @@ class Session:
         """The :class:`rlaudit.engine.workbench.Workbench` for this pair, created on first use."""
         if self._wb is None:
             started = time.perf_counter()
-            self._wb = _new_workbench(
+            from rlaudit.engine.workbench import Workbench
+
+            self._wb = Workbench(
                 self.baseline,
                 self.candidate,
-                self.profile.name,
-                self.fresh,
-                self.pair_file,
-                self.requested_metric,
+                profile=self.profile.name,
+                pair_file=self.pair_file,
+                fresh=self.fresh,
+                metric=self.requested_metric,
+                options=self.options,
             )
             if not self.quiet:
-                prints = _fingerprints(self._wb)
+                prints = fingerprints_of(self._wb)
                 text = ", ".join(f"{side} {fp}" for side, fp in prints.items()) or "not reported"
                 show(
                     RichText(
@@ -416,7 +411,7 @@ class Session:
         return {"baseline": self.baseline, "candidate": self.candidate}
 
     def _show_header(self) -> None:
-        override = os.environ.get("RLAUDIT_PROFILE")
+        override = self.options.profile
         profile = self.profile.name + (
             " (from RLAUDIT_PROFILE)" if override and override != self.requested_profile else ""
         )
@@ -467,7 +462,7 @@ class Session:
             "subsystem": self.subsystem,
             "parameters": self.parameters,
             "subjects": self.labels,
-            "fingerprints": _fingerprints(self._wb) if self._wb is not None else {},
+            "fingerprints": fingerprints_of(self._wb) if self._wb is not None else {},
             "metric": _metric_of(self._wb),
             "profile": self.profile.name,
             "profile_settings": dataclasses.asdict(self.profile),

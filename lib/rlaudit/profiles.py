@@ -1,14 +1,14 @@
 """Profiles size every experiment: ``smoke`` (CI, seconds per notebook), ``standard`` (the default report,
 minutes on two cores), ``thorough`` (more seeds and steps, for real investigations).
 
-Notebooks take ``profile`` as a papermill parameter; ``RLAUDIT_PROFILE``, when set, wins, so that
-``make test`` runs every notebook at ``smoke`` without editing them.
+Notebooks take ``profile`` as a papermill parameter; ``RLAUDIT_PROFILE``, when set, wins
+(:meth:`rlaudit.options.RunOptions.profile_name`, applied by the notebook session, the workbench and the CLI),
+so that ``make test`` runs every notebook at ``smoke`` without editing them.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
 from dataclasses import dataclass
 
 
@@ -62,12 +62,15 @@ PROFILES: dict[str, Profile] = {
 
 
 def get_profile(name: str | None = None) -> Profile:
-    """Resolve a profile by name; ``RLAUDIT_PROFILE`` overrides ``name`` when set.
+    """Resolve a profile by name (None: ``standard``).
+
+    The user's override (``RLAUDIT_PROFILE``) is applied by the caller, through
+    :meth:`rlaudit.options.RunOptions.profile_name`.
 
     Raises:
         ValueError: Unknown name, listing the known ones.
     """
-    chosen = os.environ.get("RLAUDIT_PROFILE") or name or "standard"
+    chosen = name or "standard"
     try:
         return PROFILES[chosen]
     except KeyError:

@@ -44,7 +44,7 @@ def write_subject_template(directory: str | Path, *, force: bool = False) -> Pat
 
 def run_new_subject(args: Any) -> int:
     """``rlaudit new-subject DIR [--force]``; returns the exit code (bad input raises ValueError)."""
-    target = write_subject_template(args.dir, force=bool(getattr(args, "force", False)))
+    target = write_subject_template(args.dir, force=bool(args.force))
     print(
         f"wrote {target}\n"
         "Uncomment the capabilities your trainer has (start with config and train), check it imports with\n"

@@ -32,8 +32,6 @@ from rlaudit.checkpointing.sources import (
 from rlaudit.engine.workbench import Workbench
 from rlaudit.notebook import Section
 
-_guard_sources = guard_sources  # the name other rooms reading checkpoints (10_spaces) use
-
 __all__ = [
     "CHECKS",
     "audit_all",

@@ -59,7 +59,7 @@ def checkpoint_contents(ctx: ProbeContext, *, paths: list[str], trust: bool = Fa
     return {"n": len(records), "readable": sum(1 for r in records if r.get("loaded"))}
 
 
-def _extras_normalizer(extras: Any) -> dict[str, Any] | None:
+def extras_normalizer(extras: Any) -> dict[str, Any] | None:
     """``obs_rms`` from load_checkpoint's extras: a dict with mean/var (or std) or an object with them."""
     import numpy as np
 
@@ -271,7 +271,7 @@ def load_fidelity(
         if ckpt.loaded
         else None
     )
-    returned = _extras_normalizer(extras) if extras is not None else None
+    returned = extras_normalizer(extras) if extras is not None else None
     norm: dict[str, Any] = {"saved": saved_norm is not None, "returned": returned is not None}
     if saved_norm is not None:
         norm["saved_count"] = saved_norm["count"]

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from rlaudit.env.plots import SIDE_COLORS, _figure
+from rlaudit.env.plots import SIDE_COLORS, new_figure
 
 CALLS = ("sample", "update")
 
@@ -14,7 +14,7 @@ CALLS = ("sample", "update")
 def _per_call_panels(table: Any, height: float) -> Any:
     """A figure with one panel per curriculum call, and per panel ``(ax, call, [(side, color, rows), ...])`` for
     the sides that have rows."""
-    fig, axes = _figure(10.0, height, ncols=len(CALLS))
+    fig, axes = new_figure(10.0, height, ncols=len(CALLS))
     panels = []
     for ax, call in zip(axes, CALLS, strict=True):
         part = table[table["call"] == call]
@@ -73,7 +73,7 @@ def distributions(counts: Any) -> Any:
     """
     import seaborn as sns
 
-    fig, (ax,) = _figure(max(6.0, 0.35 * counts["task"].nunique()), 3.0)
+    fig, (ax,) = new_figure(max(6.0, 0.35 * counts["task"].nunique()), 3.0)
     sns.barplot(data=counts, x="task", y="probability", hue="side", palette=SIDE_COLORS, ax=ax)
     ax.tick_params(axis="x", rotation=90, labelsize=7)
     ax.set_title("how often each task is drawn after the same synthetic scores (all phases)")

@@ -382,7 +382,8 @@ def schedule(kind: str, start: float, end: float, progress: float) -> float:
 # -- subject capabilities --------------------------------------------------------------------------------------
 
 
-def _demo_config(config: Mapping[str, Any] | DemoConfig) -> DemoConfig:
+def demo_config(config: Mapping[str, Any] | DemoConfig) -> DemoConfig:
+    """``config`` as a :class:`DemoConfig` (a plain mapping is parsed)."""
     return config if isinstance(config, DemoConfig) else DemoConfig.from_dict(dict(config))
 
 
@@ -424,7 +425,7 @@ def make_policy(
     Uses torch's global RNG; seed it (``torch.manual_seed``) for a reproducible init.
     """
     obs_dim, n_actions = _space_dims(observation_space, action_space)
-    cfg = _demo_config(config)
+    cfg = demo_config(config)
     return _build_agent(cfg, obs_dim, n_actions, impl or PPOImpl()).to(resolve_device(cfg.trainer.device))
 
 
@@ -473,7 +474,7 @@ def compute_advantages(
     Returns:
         ``(advantages, returns)``, (T, N), numpy for numpy input.
     """
-    cfg = _demo_config(config)
+    cfg = demo_config(config)
     impl = impl or PPOImpl()
     as_numpy = isinstance(rewards, np.ndarray)
     ended = torch.as_tensor(dones)
@@ -512,7 +513,7 @@ def compute_loss(
     Returns:
         :func:`ppo_loss`'s dict (``loss``, ``policy_loss``, ``value_loss``, ``entropy``, ``approx_kl``, ...).
     """
-    cfg = _demo_config(config)
+    cfg = demo_config(config)
     impl = impl or PPOImpl()
     tc = cfg.trainer
     device = module_device(policy)  # the batch may come as numpy or CPU tensors
@@ -566,7 +567,7 @@ def load_checkpoint(
         (the dict the run was trained with), ``path``.
     """
     impl = impl or PPOImpl()
-    cfg = _demo_config(config)
+    cfg = demo_config(config)
     data = ckpt.read_checkpoint(path)
     spaces = data["spaces"]
     policy = _build_agent(cfg, int(spaces["obs_dim"]), int(spaces["n_actions"]), impl)
@@ -770,7 +771,7 @@ def train(
     """
     from rlaudit.recorder import NullRecorder
 
-    cfg = _demo_config(config)
+    cfg = demo_config(config)
     impl = impl or PPOImpl()
     tc, lc = cfg.trainer, cfg.logging
     rec = recorder if recorder is not None else NullRecorder(lc.run_dir or None)

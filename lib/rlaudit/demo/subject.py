@@ -163,7 +163,7 @@ class BuiltinSubject:
         from rlaudit.demo import ppo
         from rlaudit.demo.arena import make_arena
 
-        num_envs = ppo.resolve_num_envs(ppo._demo_config(config), self._ppo_impl)
+        num_envs = ppo.resolve_num_envs(ppo.demo_config(config), self._ppo_impl)
         return make_arena(config, num_envs, seed, impl=self._arena_impl)
 
     def make_policy(self, config: dict[str, Any], observation_space: Any, action_space: Any):

@@ -37,7 +37,7 @@ def _short(item: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-class _Failure:
+class Failure:
     """A job's exception, made picklable (a process backend sends it back to the parent)."""
 
     def __init__(self, error: BaseException, tb: str) -> None:
@@ -51,11 +51,13 @@ class _Failure:
             self.error = RuntimeError(f"{type(error).__name__}: {error}")
 
 
-def _run_captured(fn: Callable[[Any], Any], item: Any) -> Any:
+def run_captured(fn: Callable[[Any], Any], item: Any) -> Any:
+    """``fn(item)``, or a :class:`Failure` holding the exception and its traceback: what a backend's job
+    returns, so that the exception survives pickling across processes."""
     try:
         return fn(item)
     except Exception as exc:
-        return _Failure(exc, traceback.format_exc())
+        return Failure(exc, traceback.format_exc())
 
 
 class Backend(abc.ABC):
@@ -99,7 +101,7 @@ class ThreadBackend(Backend):
         self._pool = cf.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="rlaudit-job")
 
     def submit(self, fn: Callable[[Any], Any], item: Any) -> cf.Future[Any]:
-        return self._pool.submit(_run_captured, fn, item)
+        return self._pool.submit(run_captured, fn, item)
 
     def shutdown(self, wait: bool = True) -> None:
         self._pool.shutdown(wait=wait, cancel_futures=True)
@@ -122,7 +124,7 @@ class ProcessBackend(Backend):
         self._pool = cf.ProcessPoolExecutor(max_workers=jobs, mp_context=context)
 
     def submit(self, fn: Callable[[Any], Any], item: Any) -> cf.Future[Any]:
-        return self._pool.submit(_run_captured, fn, item)
+        return self._pool.submit(run_captured, fn, item)
 
     def shutdown(self, wait: bool = True) -> None:
         self._pool.shutdown(wait=wait, cancel_futures=True)

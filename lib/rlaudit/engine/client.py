@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from rlaudit.engine.worker import ProbeError
+from rlaudit.engine.worker import ProbeError, WorkerSettings
 
 TAIL_BYTES = 4000  # how much of the worker's stderr log an error carries
 KEEP_LOGS = 50  # worker logs kept per subject (older ones are deleted when a worker starts)
@@ -77,13 +77,14 @@ class WorkerClient:
         timeout: Default CPU-seconds a probe call's process tree may use (``call(..., timeout=)`` overrides
             it), scaled by :func:`rlaudit.engine.limits.machine_scale`; never a wall-clock limit.
         stall_timeout: Seconds a probe call may go without progress (:mod:`rlaudit.engine.heartbeat`) before it is
-            stopped as hung (``call(..., stall=)`` overrides it); default ``RLAUDIT_STALL_TIMEOUT`` or
-            :data:`rlaudit.engine.limits.DEFAULT_STALL_SECONDS`.
+            stopped as hung (``call(..., stall=)`` overrides it); default
+            :data:`rlaudit.engine.limits.DEFAULT_STALL_SECONDS` (the workbench passes its options' ``stall_timeout``).
         load_timeout: Seconds starting the worker and importing the subject may go without progress (a module
             imported counts); default: the stall limit. Loading also has the probe calls' CPU limit.
-        memory_mb: Address-space limit of the worker in MiB (``RLIMIT_AS``); default
-            ``RLAUDIT_WORKER_MEMORY_MB`` or none. Note that it caps *virtual* memory: torch alone maps ~1 GB.
-        torch_threads: Threads for torch/OpenMP in the worker (``RLAUDIT_TORCH_THREADS``); default inherit.
+        memory_mb: Address-space limit of the worker in MiB (``RLIMIT_AS``); default none (the workbench passes
+            its options' ``memory_mb``). Note that it caps *virtual* memory: torch alone maps ~1 GB.
+        torch_threads: Threads for torch/OpenMP in the worker; default inherit. Both reach the worker as its
+            :class:`rlaudit.engine.worker.WorkerSettings`.
         env: Extra environment variables on top of the spec's.
     """
 
@@ -106,13 +107,9 @@ class WorkerClient:
         from rlaudit.engine import limits
 
         self.timeout = float(timeout)
-        self.stall_timeout = float(stall_timeout or limits.stall_timeout() or limits.DEFAULT_STALL_SECONDS)
+        self.stall_timeout = float(stall_timeout or limits.DEFAULT_STALL_SECONDS)
         self.load_timeout = float(load_timeout or self.stall_timeout)
-        if memory_mb is None:
-            from rlaudit.engine.validate import memory_cap
-
-            memory_mb = memory_cap()  # a bad value names RLAUDIT_WORKER_MEMORY_MB
-        self.memory_mb = memory_mb
+        self.memory_mb = memory_mb or None
         self.torch_threads = torch_threads
         self.extra_env = dict(env or {})
         self.info: dict[str, Any] = {}
@@ -155,13 +152,7 @@ class WorkerClient:
         existing = env.get("PYTHONPATH", "")
         env["PYTHONPATH"] = str(LIB_DIR) + (os.pathsep + existing if existing else "")
         env["PYTHONUNBUFFERED"] = "1"  # so the log tail attached to an error is up to date
-        if self.torch_threads:
-            env["RLAUDIT_TORCH_THREADS"] = str(int(self.torch_threads))
-        if self.memory_mb:
-            env["RLAUDIT_WORKER_MEMORY_MB"] = str(self.memory_mb)
-        else:
-            env.pop("RLAUDIT_WORKER_MEMORY_MB", None)
-        return env
+        return WorkerSettings(torch_threads=self.torch_threads, memory_mb=self.memory_mb).environment(env)
 
     def start(self) -> dict[str, Any]:
         """Start the worker and load the subject (no-op when running); returns the load info.

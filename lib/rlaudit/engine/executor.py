@@ -19,7 +19,7 @@ import traceback
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from rlaudit.engine.backends import Backend, JobError, ProcessBackend, ThreadBackend, _Failure
+from rlaudit.engine.backends import Backend, Failure, JobError, ProcessBackend, ThreadBackend
 from rlaudit.engine.ray_backend import RayBackend
 
 BACKENDS: dict[str, type[Backend]] = {
@@ -54,11 +54,9 @@ def _in_jupyter() -> bool:
     return ip is not None and type(ip).__name__ == "ZMQInteractiveShell"
 
 
-def progress_enabled() -> bool:
-    """Show progress bars? ``RLAUDIT_PROGRESS=0/1`` decides; else only in Jupyter or on a terminal."""
-    from rlaudit.engine.validate import env_flag
-
-    setting = env_flag("RLAUDIT_PROGRESS")  # a value other than 0/1 names the variable
+def progress_enabled(setting: bool | None = None) -> bool:
+    """Show progress bars? ``setting`` (:attr:`rlaudit.options.RunOptions.progress`) decides when given;
+    else only in Jupyter or on a terminal."""
     if setting is not None:
         return setting
     return _in_jupyter() or bool(getattr(sys.stderr, "isatty", lambda: False)())
@@ -72,6 +70,8 @@ class Executor:
         backend: ``"local"`` (threads; the default), ``"processes"``, ``"ray"`` (:class:`RayBackend`), or a
             name registered in :data:`BACKENDS`.
         desc: Default progress-bar label.
+        progress: Show progress bars (:attr:`rlaudit.options.RunOptions.progress`); None: in Jupyter or on a
+            terminal.
         options: Passed to the backend (e.g. ``address=`` for a Ray cluster).
 
     Example::
@@ -81,10 +81,19 @@ class Executor:
         failed = [r for r in results if isinstance(r, JobError)]
     """
 
-    def __init__(self, jobs: int = 2, backend: str = "local", desc: str = "", **options: Any) -> None:
+    def __init__(
+        self,
+        jobs: int = 2,
+        backend: str = "local",
+        desc: str = "",
+        *,
+        progress: bool | None = None,
+        **options: Any,
+    ) -> None:
         if int(jobs) < 1:
             raise ValueError(f"jobs must be at least 1, got {jobs}")
         self.jobs = int(jobs)
+        self.progress = progress
         self.backend_name = backend
         self.desc = desc
         self._backend = make_backend(backend, self.jobs, **options)
@@ -111,7 +120,8 @@ class Executor:
             fn: The job (for the process backend: a picklable module-level function).
             items: Inputs, one job each.
             desc: Progress-bar label (default: the executor's ``desc``).
-            progress: Force the bar on or off (default: :func:`progress_enabled`).
+            progress: Force the bar on or off (default: the executor's ``progress``, see
+                :func:`progress_enabled`).
 
         Returns:
             Results in the order of ``items``.
@@ -123,7 +133,7 @@ class Executor:
         results: list[Any] = [None] * len(items)
         if not items:
             return results
-        show = progress_enabled() if progress is None else progress
+        show = progress_enabled(self.progress if progress is None else progress)
         bar = None
         if show:
             from tqdm.auto import tqdm
@@ -136,8 +146,8 @@ class Executor:
                 try:
                     value = future.result()
                 except Exception as exc:  # the backend itself failed (e.g. a pool process died)
-                    value = _Failure(exc, traceback.format_exc())
-                if isinstance(value, _Failure):
+                    value = Failure(exc, traceback.format_exc())
+                if isinstance(value, Failure):
                     value = JobError(i, items[i], value.error, value.tb)
                 results[i] = value
                 if bar is not None:

@@ -16,7 +16,8 @@ fingerprint misses a change. It hashes:
   its environment (``make_env``), even when git ignores it (a ``local.yaml`` beside a config loader): see
   *Files the subject read* below.
 
-The cache and the report being written (``--out``, passed on as :data:`EXCLUDE_VARIABLE`) are never part of a
+The cache and the report being written (``--out``, :attr:`rlaudit.options.RunOptions.fingerprint_exclude`, which
+the workbench registers with :func:`exclude_from_fingerprints`) are never part of a
 fingerprint: a report must not change the fingerprint of the subject it is writing about.
 
 **Incremental hashing.** A file's SHA-256 is kept in a small index in the cache (``<cache>/.fingerprints/``),
@@ -72,9 +73,7 @@ SKIP_DIRS = frozenset(
 MAX_HASH_BYTES = 16 * 2**20  # files bigger than this are fingerprinted by size and mtime
 GIT_TIMEOUT = 30.0  # seconds per git command
 RACY_SECONDS = 2.0  # a file modified this recently is hashed again next time instead of indexed
-EXCLUDE_VARIABLE = "RLAUDIT_FINGERPRINT_EXCLUDE"
-"""Environment variable: paths (``os.pathsep``-separated) never part of a fingerprint; ``rlaudit report`` sets
-it to its ``--out`` for the notebooks it runs."""
+_EXCLUDED: set[str] = set()  # paths registered by exclude_from_fingerprints, resolved
 MAX_READS = 5000  # bound on the files a worker reports as read (a subject reading more is not sane to track)
 
 
@@ -487,13 +486,22 @@ def _excluded_roots(inside: Path | None = None) -> tuple[str, ...]:
     cache = _cache_root()
     if cache is not None:
         found.append(str(cache))
-    for raw in os.environ.get(EXCLUDE_VARIABLE, "").split(os.pathsep):
-        if raw.strip():
+    found.extend(sorted(_EXCLUDED))
+    return tuple(found)
+
+
+def exclude_from_fingerprints(roots: Iterable[str | Path]) -> None:
+    """Never hash files under ``roots`` into a fingerprint in this process (the report being written).
+
+    Called by :class:`rlaudit.engine.workbench.Workbench` with its options' ``fingerprint_exclude``; the exclusion
+    lasts for the process, as the report it names does.
+    """
+    for raw in roots:
+        if str(raw).strip():
             try:
-                found.append(str(Path(raw.strip()).expanduser().resolve()))
+                _EXCLUDED.add(str(Path(str(raw).strip()).expanduser().resolve()))
             except OSError:
                 continue
-    return tuple(found)
 
 
 def _under(path: str, roots: Iterable[str]) -> bool:

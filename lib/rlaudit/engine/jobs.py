@@ -30,7 +30,7 @@ class _Missing(Exception):
         self.capabilities = list(capabilities)
 
 
-class _Subject:
+class SubjectWorkers:
     """One subject: its fingerprint, known capabilities, and a pool of worker clients.
 
     Args:
@@ -178,7 +178,7 @@ def run_probe_job(job: ProbeJob) -> ProbeResult:
     Ray node). Failures come back as a :class:`ProbeResult` with ``error`` set, never as an exception.
     """
     store = ArtifactStore(job.cache_root)
-    subject = _Subject(
+    subject = SubjectWorkers(
         SubjectSpec.from_dict(job.spec),
         job.side,
         store,
@@ -186,12 +186,12 @@ def run_probe_job(job: ProbeJob) -> ProbeResult:
         client_options={"timeout": job.timeout, **job.client_options},
     )
     try:
-        return _execute(job, subject)
+        return execute_job(job, subject)
     finally:
-        _shutdown([subject])
+        shutdown_subjects([subject])
 
 
-def _answer_locally(job: ProbeJob, subject: _Subject) -> ProbeResult | None:
+def answer_locally(job: ProbeJob, subject: SubjectWorkers) -> ProbeResult | None:
     """The result when no worker is needed: a cache hit or a capability known to be missing; else None."""
     hit = subject.store.get(
         job.fingerprint,
@@ -205,25 +205,25 @@ def _answer_locally(job: ProbeJob, subject: _Subject) -> ProbeResult | None:
     if hit is not None:
         return hit
     missing = subject.missing(job.requires)
-    return _failed(job, subject, missing=missing) if missing else None
+    return failed_result(job, subject, missing=missing) if missing else None
 
 
-def _execute(job: ProbeJob, subject: _Subject) -> ProbeResult:
+def execute_job(job: ProbeJob, subject: SubjectWorkers) -> ProbeResult:
     """One probe call: a cache hit, a capability known to be missing, or computed in a worker."""
     store = subject.store
     key_args = (job.fingerprint, job.probe, job.version, job.params)
-    known = _answer_locally(job, subject)
+    known = answer_locally(job, subject)
     if known is not None:
         return known
     if subject.load_error is not None:
-        return _failed(job, subject, error=ProbeError.from_dict(subject.load_error.to_dict()))
+        return failed_result(job, subject, error=ProbeError.from_dict(subject.load_error.to_dict()))
     # A call that failed before (a hang, a crash) is not run again by every check that needs it.
     record = failures.record_path(store.root, *key_args)
     limits = _limits(job)
     since = max((t for t in (job.newer_than, job.failures_since) if t is not None), default=None)
     remembered = failures.recall(record, limits, since)
     if remembered is not None:
-        return _failed(job, subject, error=remembered)
+        return failed_result(job, subject, error=remembered)
 
     def produce(out: Any) -> None:
         again = failures.recall(record, limits, since)
@@ -257,9 +257,9 @@ def _execute(job: ProbeJob, subject: _Subject) -> ProbeResult:
             *key_args, produce, newer_than=job.newer_than, side=job.side, spec=subject.spec.text
         )
     except _Missing as exc:
-        return _failed(job, subject, missing=exc.capabilities)
+        return failed_result(job, subject, missing=exc.capabilities)
     except ProbeError as exc:
-        return _failed(job, subject, error=exc, seconds=time.perf_counter() - start)
+        return failed_result(job, subject, error=exc, seconds=time.perf_counter() - start)
 
 
 def _limits(job: ProbeJob) -> dict[str, Any]:
@@ -268,20 +268,22 @@ def _limits(job: ProbeJob) -> dict[str, Any]:
 
     options = job.client_options
     return {
-        "stall": options.get("stall_timeout") or limits.stall_timeout() or limits.DEFAULT_STALL_SECONDS,
+        "stall": options.get("stall_timeout") or limits.DEFAULT_STALL_SECONDS,
         "cpu": job.timeout,
         "memory_mb": options.get("memory_mb"),
     }
 
 
-def _failed(
+def failed_result(
     job: ProbeJob,
-    subject: _Subject,
+    subject: SubjectWorkers,
     *,
     missing: Sequence[str] = (),
     error: ProbeError | None = None,
     seconds: float = 0.0,
 ) -> ProbeResult:
+    """The :class:`ProbeResult` of a job that did not run (the subject lacks the ``missing`` capabilities) or
+    failed (``error``): no artifacts."""
     return ProbeResult(
         side=job.side,
         spec=subject.spec.text,
@@ -296,7 +298,7 @@ def _failed(
     )
 
 
-def _shutdown(subjects: list[_Subject]) -> None:
+def shutdown_subjects(subjects: list[SubjectWorkers]) -> None:
     """Stop the subjects' workers, or keep the idle running ones for the next workbench (see
     :func:`keep_workers`)."""
     held: list[tuple[tuple[str, ...], WorkerClient]] = []

@@ -10,9 +10,10 @@ A probe is stopped for one of two reasons, never for wall time alone:
   cores, so a loaded machine does not reach it sooner.
 
 Both are set from the command line (``rlaudit report --stall-timeout S --cpu-limit S``; ``make report
-STALL_TIMEOUT=S CPU_LIMIT=S``), which passes them on as :data:`STALL_VARIABLE` and :data:`CPU_VARIABLE`
-to the notebooks and their workers, as the other settings travel. ``--retry-failed`` sets
-:data:`RETRY_VARIABLE`: failures remembered before it (:mod:`rlaudit.engine.failures`) are run again.
+STALL_TIMEOUT=S CPU_LIMIT=S``) or the environment (:data:`STALL_VARIABLE`, :data:`CPU_VARIABLE`), and travel
+as :class:`rlaudit.options.RunOptions` (``stall_timeout``, ``cpu_limit``) to the workbench, which passes them
+to its workers' clients. ``--retry-failed`` sets ``retry_failed_since``: failures remembered before it
+(:mod:`rlaudit.engine.failures`) are run again.
 
 Notebook side (the client); the worker side only counts (:mod:`rlaudit.engine.heartbeat`).
 """
@@ -20,16 +21,11 @@ Notebook side (the client); the worker side only counts (:mod:`rlaudit.engine.he
 from __future__ import annotations
 
 import functools
-import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-STALL_VARIABLE = "RLAUDIT_STALL_TIMEOUT"
-CPU_VARIABLE = "RLAUDIT_CPU_LIMIT"
-LEGACY_CPU_VARIABLE = "RLAUDIT_PROBE_TIMEOUT"  # the older name of the CPU limit, still read
-RETRY_VARIABLE = "RLAUDIT_RETRY_FAILED_SINCE"
+from rlaudit.options import CPU_LIMIT as CPU_VARIABLE
+from rlaudit.options import STALL_TIMEOUT as STALL_VARIABLE
 
 DEFAULT_STALL_SECONDS = 300.0
 """Seconds without a step, update, episode or progress report before a probe counts as hung. The slowest
@@ -61,50 +57,6 @@ class ProbeLimits:
     def cpu_scaled(self) -> float | None:
         """The CPU limit on this machine (``cpu`` times :func:`machine_scale`)."""
         return None if self.cpu is None else self.cpu * machine_scale()
-
-
-def env_seconds(name: str) -> float | None:
-    """A positive number of seconds from the environment variable ``name``; None when unset or empty.
-
-    Raises:
-        ValueError: The value is not a number of at least one second (the message names the variable).
-    """
-    from rlaudit.engine.validate import env_number
-
-    return env_number(name)
-
-
-def stall_timeout() -> float | None:
-    """The stall limit the user set (``--stall-timeout``, :data:`STALL_VARIABLE`), else None."""
-    return env_seconds(STALL_VARIABLE)
-
-
-def cpu_limit() -> float | None:
-    """The CPU limit the user set (``--cpu-limit``, :data:`CPU_VARIABLE`, or the older
-    :data:`LEGACY_CPU_VARIABLE`), else None (the profile's ``probe_timeout`` applies)."""
-    return env_seconds(CPU_VARIABLE) or env_seconds(LEGACY_CPU_VARIABLE)
-
-
-def retry_failed_since() -> float | None:
-    """With ``--retry-failed``: the Unix time before which remembered failures are run again."""
-    from rlaudit.engine.validate import env_number
-
-    return env_number(RETRY_VARIABLE)
-
-
-def export_cli_limits(args: Any) -> None:
-    """Pass ``--stall-timeout``, ``--cpu-limit`` and ``--retry-failed`` on as environment variables, which
-    the notebooks of ``rlaudit report`` (and ``rlaudit audit``'s workbench) read, as their workers do."""
-    stall = getattr(args, "stall_timeout", None)
-    cpu = getattr(args, "cpu_limit", None)
-    for name, flag, value in ((STALL_VARIABLE, "--stall-timeout", stall), (CPU_VARIABLE, "--cpu-limit", cpu)):
-        if value is None:
-            continue
-        if not value > 0:
-            raise ValueError(f"{flag} {value:g}: expected a positive number of seconds, e.g. {flag} 600")
-        os.environ[name] = repr(float(value))
-    if getattr(args, "retry_failed", False):
-        os.environ[RETRY_VARIABLE] = repr(time.time())
 
 
 @functools.cache

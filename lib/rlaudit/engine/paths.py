@@ -1,7 +1,8 @@
 """Where rlaudit keeps things: the artifact cache, run directories, reports.
 
 Nothing here creates directories at import time; callers create what they write into.
-Environment variables override the defaults (useful in tests and CI):
+Environment variables override the defaults (useful in tests and CI); every process, a worker or a notebook
+kernel included, resolves them here the same way (execution settings are :mod:`rlaudit.options`):
 
 - ``RLAUDIT_HOME``: the project root (default: the checkout that contains this package, else the cwd);
 - ``RLAUDIT_CACHE``: the artifact cache (default ``<home>/data/cache``);
@@ -12,7 +13,9 @@ Environment variables override the defaults (useful in tests and CI):
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
@@ -53,3 +56,25 @@ def user_dir() -> Path:
 
 def notebooks_dir() -> Path:
     return home() / "notebooks"
+
+
+@contextlib.contextmanager
+def locations(*, home: str | Path | None = None, reports: str | Path | None = None) -> Iterator[None]:
+    """Within the block, the project root is ``home`` and reports go to ``reports`` (for this process and
+    the notebooks it starts); the previous locations are restored after it.
+
+    Used by ``rlaudit bench report``, which runs notebooks of its own in a temporary project.
+    """
+    changes = {"RLAUDIT_HOME": home, "RLAUDIT_REPORTS": reports}
+    saved = {name: os.environ.get(name) for name in changes}
+    try:
+        for name, value in changes.items():
+            if value is not None:
+                os.environ[name] = str(value)
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value

@@ -17,12 +17,13 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from rlaudit.engine.backends import Backend, _Failure, _run_captured
+from rlaudit.engine.backends import Backend, Failure, run_captured
+from rlaudit.engine.worker import TORCH_THREADS_VARIABLE
 
 RAY_INSTALL_HINT = "pip install 'rlaudit[ray]'"
 RAY_GCS_PORT = 6379  # the port `ray start --head` listens on unless told otherwise
 RAY_CLIENT_PORT = 10001  # the Ray Client server (ray://) that `ray start --head` runs
-_THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "RLAUDIT_TORCH_THREADS")
+_THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", TORCH_THREADS_VARIABLE)
 
 
 class RaySetupError(ValueError):
@@ -82,8 +83,8 @@ def _ray_task(fn: Callable[[Any], Any], item: Any, cache_root: str | None, threa
         with contextlib.suppress(Exception):
             torch.set_num_threads(threads)
     if cache_root and not os.path.isdir(cache_root):
-        return _Failure(SharedPathError(_not_shared_message(cache_root, [_node_label()])), "")
-    return _run_captured(fn, item)
+        return Failure(SharedPathError(_not_shared_message(cache_root, [_node_label()])), "")
+    return run_captured(fn, item)
 
 
 def _check_node(root: str, marker: str, token: str) -> dict[str, Any]:
@@ -493,7 +494,7 @@ class RayBackend(Backend):
             value = done.result()
         except Exception as exc:
             lost = _ray_failure(exc, self.max_retries)
-            value = _Failure(lost, f"{type(exc).__name__}: {exc}")
+            value = Failure(lost, f"{type(exc).__name__}: {exc}")
         with self._lock:
             self._inflight.discard(future)
         with contextlib.suppress(cf.InvalidStateError):  # cancelled meanwhile

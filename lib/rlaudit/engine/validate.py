@@ -16,8 +16,10 @@ input, says what was expected, what was found and what to do. It checks, cheapes
   cached, what the recorder recorded. This is the one check that may start the subjects' workers: only to
   read their declarations (a cached probe the notebooks reuse), never to train.
 
-The environment helpers (:func:`env_number`, :func:`env_flag`, :func:`env_choice`) are what the library reads
-``RLAUDIT_*`` values through, so that a bad value names its variable wherever it is read; and
+The environment helpers (:func:`env_number`, :func:`env_flag`, :func:`env_choice`) are what the places that
+read ``RLAUDIT_*`` values (:meth:`rlaudit.options.RunOptions.from_env`, at a notebook kernel's or the CLI's
+start, and :meth:`rlaudit.engine.worker.WorkerSettings.from_env`, at a worker's) read them through, so that a bad value
+names its variable; and
 :func:`memory_cap_hint` names the worker's memory cap (``RLAUDIT_WORKER_MEMORY_MB``) beside a failure it likely
 caused. This module imports only the standard library at the top: workers in a subject's interpreter use it.
 """
@@ -224,18 +226,12 @@ _MEMORY_FAILURE = re.compile(
 )
 
 
-def memory_cap(environ: Mapping[str, str] | None = None) -> float | None:
-    """The workers' memory cap in MiB (``RLAUDIT_WORKER_MEMORY_MB``), or None when there is none."""
-    value = env_number(MEMORY_VARIABLE, environ)
-    return value if value else None
-
-
 def memory_cap_hint(text: str, cap_mb: float | None = None, *, always: bool = False) -> str:
     """A sentence naming the memory cap when it is the likely cause of the failure ``text`` describes.
 
     Args:
         text: The failure: its message, traceback and stderr tail.
-        cap_mb: The cap in MiB (default: ``RLAUDIT_WORKER_MEMORY_MB``, unreadable taken as none).
+        cap_mb: The worker's cap in MiB (:attr:`rlaudit.engine.worker.WorkerSettings.memory_mb`); None or 0: none.
         always: Name the cap whenever there is one, even if ``text`` does not look like a memory failure (a
             worker that died before it could say why).
 
@@ -243,11 +239,6 @@ def memory_cap_hint(text: str, cap_mb: float | None = None, *, always: bool = Fa
         ``""`` without a cap, or when the failure does not look like memory; else `` (the worker's memory cap
         RLAUDIT_WORKER_MEMORY_MB=2048 MiB is the likely cause ...)`` with how to raise it.
     """
-    if cap_mb is None:
-        try:
-            cap_mb = memory_cap()
-        except InputError:
-            cap_mb = None
     if not cap_mb or not (always or _MEMORY_FAILURE.search(text or "")):
         return ""
     return (
@@ -577,12 +568,26 @@ def check_metric(metric: str, wb: Any) -> str:
 # --- everything at once ------------------------------------------------------------------------------------
 
 
-def check_inputs(args: Any, *, out: Path | None = None, say: Callable[[str], None] = print) -> None:
+def check_inputs(
+    args: Any,
+    options: Any,
+    *,
+    out: Path | None = None,
+    out_given: bool = False,
+    variants: str = "",
+    json_out: str = "",
+    say: Callable[[str], None] = print,
+) -> None:
     """Check the input of ``rlaudit report`` or ``rlaudit audit`` before anything runs.
 
     Args:
-        args: The parsed arguments (baseline, candidate, pair, profile, metric; variants for a report).
+        args: The parsed command (:class:`rlaudit.cli.PairArgs`: baseline, candidate, pair, profile, metric).
+        options: The run's :class:`rlaudit.options.RunOptions` (its profile override; the workbench that
+            reads the subjects' metric declarations runs with them).
         out: The report directory (``rlaudit report``); None for ``rlaudit audit``.
+        out_given: ``out`` is the user's ``--out`` (not the default), as the error names it.
+        variants: ``--variants`` (``rlaudit report``).
+        json_out: ``--json`` (``rlaudit audit``).
         say: Where a note (not an error) goes.
 
     Raises:
@@ -594,8 +599,8 @@ def check_inputs(args: Any, *, out: Path | None = None, say: Callable[[str], Non
     from rlaudit.profiles import get_profile
 
     check_environment()
-    get_profile(getattr(args, "profile", None))
-    pair = str(getattr(args, "pair", "") or "")
+    profile = get_profile(options.profile_name(args.profile))
+    pair = str(args.pair or "")
     if pair:
         path = user_dir() / Path(pair).expanduser()
         if not path.is_file():
@@ -605,8 +610,7 @@ def check_inputs(args: Any, *, out: Path | None = None, say: Callable[[str], Non
         specs = list(load_pair_file(path.resolve()))
     else:
         specs = []
-        for side in ("baseline", "candidate"):
-            text = str(getattr(args, side, "") or "")
+        for side, text in (("baseline", str(args.baseline or "")), ("candidate", str(args.candidate or ""))):
             try:
                 specs.append(parse_spec(text))
             except FileNotFoundError as exc:
@@ -614,31 +618,32 @@ def check_inputs(args: Any, *, out: Path | None = None, say: Callable[[str], Non
             except ValueError as exc:
                 raise InputError(f"--{side}: {exc}") from None
     # The cheap checks first; then the ones that import a subject's framework or ask git.
-    variants = str(getattr(args, "variants", "") or "")
+    variants = str(variants or "")
     parse_variants(variants)
     if out is not None:
-        given = getattr(args, "out", None)
-        check_out(out, specs, "--out" if given else "the report directory (RLAUDIT_REPORTS or reports/)")
-    if getattr(args, "json_out", None):  # rlaudit audit writes its findings there only at the end
-        check_json_out(args.json_out)
+        check_out(out, specs, "--out" if out_given else "the report directory (RLAUDIT_REPORTS or reports/)")
+    if json_out:  # rlaudit audit writes its findings there only at the end
+        check_json_out(json_out)
     for side, spec in zip(("baseline", "candidate"), specs, strict=True):
         try:
             check_subject(spec)
         except InputError as exc:
             raise InputError(f"{f'pair file {pair}, ' if pair else '--'}{side}: {exc}") from None
     check_variants(variants)
-    metric = str(getattr(args, "metric", "") or "")
+    metric = str(args.metric or "")
     if metric:
-        from rlaudit.notebook import _new_workbench
+        from rlaudit.engine.workbench import Workbench
 
-        wb = _new_workbench(
-            str(args.baseline), str(args.candidate), get_profile(args.profile).name, False, pair and str(path)
+        wb = Workbench(
+            str(args.baseline),
+            str(args.candidate),
+            profile=profile.name,
+            pair_file=pair and str(path),
+            options=options,
         )
         try:
             note = check_metric(metric, wb)
         finally:
-            close = getattr(wb, "close", None)
-            if callable(close):
-                close()
+            wb.close()
         if note:
             say(note)

@@ -19,31 +19,31 @@ a fix commit) share the same cache and worker machinery through :meth:`Workbench
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 import time
 import traceback
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from rlaudit.engine import limits
 from rlaudit.engine.executor import Executor, JobError
+from rlaudit.engine.fingerprint import exclude_from_fingerprints
 from rlaudit.engine.jobs import (
     ProbeJob,
-    _answer_locally,
-    _execute,
-    _failed,
-    _shutdown,
-    _Subject,
+    SubjectWorkers,
+    answer_locally,
+    execute_job,
+    failed_result,
     run_probe_job,
+    shutdown_subjects,
 )
 from rlaudit.engine.store import ArtifactStore, ProbeResult
 from rlaudit.engine.subjects import SubjectSpec, load_pair_file, loader_for, parse_spec
-from rlaudit.engine.validate import env_number
 from rlaudit.engine.worker import ERROR_KINDS, ProbeError
 from rlaudit.findings import Finding
+from rlaudit.options import RunOptions
 from rlaudit.probe import ProbeInfo, bind_params, probe_import_root, probe_info
 from rlaudit.profiles import Profile, get_profile
 
@@ -133,23 +133,26 @@ class Workbench:
     Args:
         baseline: Spec (string or :class:`SubjectSpec`) of the setup that trained well.
         candidate: Spec of the setup that got worse.
-        profile: ``"smoke"``, ``"standard"``, ``"thorough"`` or a :class:`Profile` (``RLAUDIT_PROFILE`` wins
-            over a name).
+        profile: ``"smoke"``, ``"standard"``, ``"thorough"`` or a :class:`Profile` (``options.profile``, set by
+            ``RLAUDIT_PROFILE``, wins over a name).
         pair_file: YAML declaring both subjects (overrides ``baseline`` and ``candidate``).
         fresh: Recompute artifacts made before this workbench was created (each once per session).
-            ``RLAUDIT_FRESH_SINCE`` (a Unix time) moves that point earlier, so that the notebooks of one report
+            ``options.fresh_since`` (a Unix time) moves that point earlier, so that the notebooks of one report
             share one fresh start.
-        jobs: Probe calls that run at once (worker processes busy at a time); default ``RLAUDIT_JOBS`` or the
+        jobs: Probe calls that run at once (worker processes busy at a time); default ``options.jobs`` or the
             profile's ``jobs``. With more than one, workers run torch on one thread each.
-        cache: The artifact store (default: ``data/cache`` or ``RLAUDIT_CACHE``).
-        timeout: CPU-seconds a probe call may use (:mod:`rlaudit.engine.limits`); default ``RLAUDIT_CPU_LIMIT``
-            (or the older ``RLAUDIT_PROBE_TIMEOUT``) or the profile's ``probe_timeout``. A call is also stopped
-            after ``RLAUDIT_STALL_TIMEOUT`` seconds without progress.
-        memory_mb: Per-worker address-space limit in MiB (default ``RLAUDIT_WORKER_MEMORY_MB`` or none).
+        cache: The artifact store (default: ``options.cache_dir``, else :func:`rlaudit.engine.paths.cache_dir`).
+        timeout: CPU-seconds a probe call may use (:mod:`rlaudit.engine.limits`); default ``options.cpu_limit`` or
+            the profile's ``probe_timeout``. A call is also stopped after ``options.stall_timeout`` seconds
+            without progress.
+        memory_mb: Per-worker address-space limit in MiB (default ``options.memory_mb``: none).
         load_timeout: Seconds a worker may take to start and import its subject.
         metric: The primary metric, overriding what the subjects declare (``"NAME"`` or
             ``"NAME:lower"``); empty: the subjects' ``metrics()``, else the episodic return
             (:mod:`rlaudit.metrics`).
+        options: How probes run (:class:`rlaudit.options.RunOptions`): what the CLI or the notebook's
+            :class:`rlaudit.notebook.Session` built; default :meth:`RunOptions.from_env`, the settings the
+            process that makes a workbench by hand was started with.
 
     Raises:
         ValueError / FileNotFoundError: A spec, pair file or profile is wrong (the message says how).
@@ -169,7 +172,10 @@ class Workbench:
         memory_mb: float | None = None,
         load_timeout: float | None = None,
         metric: str = "",
+        options: RunOptions | None = None,
     ) -> None:
+        self.options: RunOptions = options if options is not None else RunOptions.from_env()
+        options = self.options
         self.metric_override = str(metric or "").strip()
         self._metric: Any = None
         self._train_steps: int | None = None
@@ -179,7 +185,9 @@ class Workbench:
         # What the cache had to repair (an invalid entry recomputed), naming the file: printed as it happens,
         # and attached by each check to its findings and section (rlaudit.checks).
         self.cache_notes: list[str] = []
-        self.profile: Profile = profile if isinstance(profile, Profile) else get_profile(profile)
+        self.profile: Profile = (
+            profile if isinstance(profile, Profile) else get_profile(options.profile_name(profile))
+        )
         if pair_file:
             base_spec, cand_spec = load_pair_file(pair_file)
         else:
@@ -191,49 +199,57 @@ class Workbench:
             base_spec, cand_spec = parse_spec(baseline), parse_spec(candidate)
         for spec in (base_spec, cand_spec):
             loader_for(spec)  # an unloadable scheme fails here, not in every probe
-        self.cache = cache if cache is not None else ArtifactStore()
-        env_jobs = env_number("RLAUDIT_JOBS")  # a bad value names its variable
-        self.jobs = max(1, int(jobs if jobs is not None else env_jobs or self.profile.jobs))
-        # CPU-seconds per probe call, and seconds without progress (rlaudit.engine.limits; never wall time alone):
-        # `rlaudit report --cpu-limit/--stall-timeout` arrive as RLAUDIT_CPU_LIMIT/RLAUDIT_STALL_TIMEOUT.
+        if cache is None:
+            cache = ArtifactStore(Path(options.cache_dir).resolve() if options.cache_dir else None)
+        self.cache = cache
+        if options.fingerprint_exclude:  # (the report being written is never part of a fingerprint)
+            exclude_from_fingerprints(options.fingerprint_exclude)
+        self.jobs = max(1, int(jobs if jobs is not None else options.jobs or self.profile.jobs))
+        # CPU-seconds per probe call, and seconds without progress (rlaudit.engine.limits; never wall time alone).
         self.timeout = float(
-            timeout if timeout is not None else limits.cpu_limit() or self.profile.probe_timeout
+            timeout if timeout is not None else options.cpu_limit or self.profile.probe_timeout
         )
-        self.stall_timeout = limits.stall_timeout()
-        self._retry_failed_since = limits.retry_failed_since()
-        self.memory_mb = memory_mb
+        self.stall_timeout = options.stall_timeout
+        self._retry_failed_since = options.retry_failed_since
+        self.memory_mb = memory_mb if memory_mb is not None else options.memory_mb
         self.load_timeout = load_timeout
         self.fresh = bool(fresh)
         self._since: float | None = None
         if self.fresh:
-            self._since = float(env_number("RLAUDIT_FRESH_SINCE") or time.time())
+            self._since = float(options.fresh_since or time.time())
         # Parallel workers each get one torch thread so they do not fight over the cores (unless the user
-        # chose a number with RLAUDIT_TORCH_THREADS).
-        self._torch_threads = None if "RLAUDIT_TORCH_THREADS" in os.environ or self.jobs == 1 else 1
+        # chose a number: options.torch_threads).
+        if options.torch_threads is not None:
+            self._torch_threads: int | None = options.torch_threads
+        else:
+            self._torch_threads = None if self.jobs == 1 else 1
         self._max_live = max(4, 2 * self.jobs)  # idle workers beyond this are shut down (they hold memory)
         self._client_options: dict[str, Any] = {
-            "memory_mb": memory_mb,
+            "memory_mb": self.memory_mb,
             "torch_threads": self._torch_threads,
             "stall_timeout": self.stall_timeout,
         }
         if load_timeout:
             self._client_options["load_timeout"] = load_timeout
-        # `rlaudit report --executor NAME` arrives as RLAUDIT_EXECUTOR; an unavailable backend fails here.
-        self.executor_backend = os.environ.get("RLAUDIT_EXECUTOR") or "local"
-        options = (
-            {"address": os.environ["RLAUDIT_RAY_ADDRESS"]} if os.environ.get("RLAUDIT_RAY_ADDRESS") else {}
+        # An unavailable backend (`--executor ray` without ray) fails here.
+        self.executor_backend = options.executor
+        self._executor = Executor(
+            jobs=self.jobs,
+            backend=self.executor_backend,
+            desc="probes",
+            progress=options.progress,
+            **options.ray_options,
         )
-        self._executor = Executor(jobs=self.jobs, backend=self.executor_backend, desc="probes", **options)
-        self._subjects: dict[str, _Subject] = {
+        self._subjects: dict[str, SubjectWorkers] = {
             "baseline": self._new_subject(base_spec, "baseline"),
             "candidate": self._new_subject(cand_spec, "candidate"),
         }
-        self._extra: dict[SubjectSpec, _Subject] = {}
+        self._extra: dict[SubjectSpec, SubjectWorkers] = {}
         # Every subject (sides and extra arms), shared with the finalizer, which must not hold the workbench.
-        self._subject_list: list[_Subject] = list(self._subjects.values())
+        self._subject_list: list[SubjectWorkers] = list(self._subjects.values())
         self._lock = threading.Lock()
         self._closed = False
-        self._finalizer = weakref.finalize(self, _shutdown, self._subject_list)
+        self._finalizer = weakref.finalize(self, shutdown_subjects, self._subject_list)
 
     # --- what it holds --------------------------------------------------------------------------------
 
@@ -449,7 +465,7 @@ class Workbench:
                 outcomes = self._run_pooled(items, label, progress)
             else:
                 # Shipped jobs (processes, a Ray cluster): what the shared cache already answers is not shipped.
-                outcomes = [_answer_locally(job, subject) for job, subject in items]
+                outcomes = [answer_locally(job, subject) for job, subject in items]
                 todo = [i for i, outcome in enumerate(outcomes) if outcome is None]
                 if todo:
                     shipped = self._executor.map(
@@ -477,7 +493,7 @@ class Workbench:
                         f"{outcome.error}",
                         outcome.traceback,
                     )
-                outcome = _failed(job, subject, error=error)
+                outcome = failed_result(job, subject, error=error)
             for note in outcome.notes:
                 print(f"rlaudit: {outcome.side}: {note}", flush=True)
                 self.cache_notes.append(f"{outcome.side}: {note}")
@@ -487,7 +503,7 @@ class Workbench:
     # --- machinery ------------------------------------------------------------------------------------
 
     def _run_pooled(
-        self, items: Sequence[tuple[ProbeJob, _Subject]], label: str, progress: bool | None
+        self, items: Sequence[tuple[ProbeJob, SubjectWorkers]], label: str, progress: bool | None
     ) -> list[ProbeResult | JobError]:
         """Run jobs on this process's threads, taking the next one that nobody else is computing.
 
@@ -514,7 +530,7 @@ class Workbench:
             i = claim()
             job, subject = items[i]
             try:
-                return i, _execute(job, subject)
+                return i, execute_job(job, subject)
             except Exception as exc:  # rlaudit itself failed around the probe: reported in the job's slot
                 return i, JobError(i, job, exc, traceback.format_exc())
 
@@ -529,7 +545,7 @@ class Workbench:
             for i, outcome in enumerate(outcomes)
         ]
 
-    def _job(self, subject: _Subject, info: ProbeInfo, root: str, params: dict[str, Any]) -> ProbeJob:
+    def _job(self, subject: SubjectWorkers, info: ProbeInfo, root: str, params: dict[str, Any]) -> ProbeJob:
         return ProbeJob(
             # The interpreter the fingerprint names, even where "this interpreter" is another one (a Ray node).
             spec={**subject.spec.to_dict(), "python": subject.spec.interpreter},
@@ -547,7 +563,7 @@ class Workbench:
             failures_since=self._retry_failed_since,
         )
 
-    def _new_subject(self, spec: SubjectSpec, side: str) -> _Subject:
+    def _new_subject(self, spec: SubjectSpec, side: str) -> SubjectWorkers:
         # A weak reference: subjects are held by the finalizer, which must not keep the workbench alive.
         evict = weakref.WeakMethod(self._evict)
 
@@ -556,7 +572,7 @@ class Workbench:
             if method is not None:
                 method()
 
-        return _Subject(
+        return SubjectWorkers(
             spec,
             side,
             self.cache,
@@ -564,7 +580,7 @@ class Workbench:
             on_release=on_release,
         )
 
-    def _subject(self, target: str | SubjectSpec) -> _Subject:
+    def _subject(self, target: str | SubjectSpec) -> SubjectWorkers:
         if isinstance(target, str) and target in self._subjects:
             return self._subjects[target]
         spec = target if isinstance(target, SubjectSpec) else parse_spec(target)
@@ -617,7 +633,7 @@ class Workbench:
         """
         self._closed = True
         self._executor.shutdown(wait=False)
-        _shutdown(self._subject_list)
+        shutdown_subjects(self._subject_list)
 
     def __enter__(self) -> Workbench:
         return self

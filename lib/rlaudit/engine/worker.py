@@ -41,6 +41,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -177,7 +178,9 @@ class _Server:
             from rlaudit.engine.validate import memory_cap_hint
 
             # A cap too low for torch to load shows as "libtorch_cpu.so: failed to map segment": name the cap.
-            hint = memory_cap_hint(f"{type(exc).__name__}: {exc}", always=isinstance(exc, MemoryError))
+            hint = memory_cap_hint(
+                f"{type(exc).__name__}: {exc}", settings().memory_mb, always=isinstance(exc, MemoryError)
+            )
             kind = "oom" if isinstance(exc, MemoryError) or hint else "import"
             label = spec_data.get("label") or spec_data.get("text")
             self.load_error = _error(
@@ -268,7 +271,9 @@ class _Server:
             from rlaudit.engine.validate import memory_cap_hint
 
             # torch's allocator raises RuntimeError, not MemoryError: under a cap, either is the cap's doing.
-            hint = memory_cap_hint(f"{type(exc).__name__}: {exc}", always=isinstance(exc, MemoryError))
+            hint = memory_cap_hint(
+                f"{type(exc).__name__}: {exc}", settings().memory_mb, always=isinstance(exc, MemoryError)
+            )
             kind = "oom" if isinstance(exc, MemoryError) or hint else "exception"
             return {
                 "ok": False,
@@ -322,7 +327,7 @@ class _Server:
     def _apply_torch_threads(self) -> None:
         # torch is imported only if the subject or a probe imports it (it costs ~1.5 s); once it is, pin its
         # thread count so parallel workers do not oversubscribe the cores.
-        threads = os.environ.get("RLAUDIT_TORCH_THREADS")
+        threads = settings().torch_threads
         torch = sys.modules.get("torch")
         if not threads or torch is None or self._torch_threads_applied:
             return
@@ -368,7 +373,7 @@ def _not_the_subjects() -> tuple[str, ...]:
             skip.add(site.getusersitepackages())
         skip.add(str(Path(__file__).resolve().parents[1]))  # rlaudit (a scheme's own code is hashed by name)
         skip.add(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"))
-        cache = os.environ.get("RLAUDIT_CACHE")
+        cache = settings().cache_dir
         if cache:
             skip.add(os.path.realpath(cache))
         skip.update([os.path.realpath(root) for root in skip if root])
@@ -484,6 +489,71 @@ def _error(kind: str, message: str, tb: str = "") -> dict[str, str]:
     return {"kind": kind, "message": message, "traceback": tb}
 
 
+TORCH_THREADS_VARIABLE = "RLAUDIT_TORCH_THREADS"
+MEMORY_VARIABLE = "RLAUDIT_WORKER_MEMORY_MB"
+CACHE_VARIABLE = "RLAUDIT_CACHE"
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """What a worker process is started with: the one place a worker reads ``RLAUDIT_*`` variables.
+
+    The client (:class:`rlaudit.engine.client.WorkerClient`) writes them with :meth:`environment`; the worker
+    reads them once, at its start, with :meth:`from_env`.
+
+    Attributes:
+        torch_threads: torch/OpenMP/BLAS threads (``RLAUDIT_TORCH_THREADS``); None: the libraries' own.
+        memory_mb: Address-space cap in MiB (``RLAUDIT_WORKER_MEMORY_MB``); None: no cap.
+        cache_dir: The artifact cache, whose files are never the subject's inputs (``RLAUDIT_CACHE``).
+    """
+
+    torch_threads: int | None = None
+    memory_mb: float | None = None
+    cache_dir: str | None = None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> WorkerSettings:
+        """The settings of this process.
+
+        Raises:
+            rlaudit.engine.validate.InputError: A bad value, naming its variable.
+        """
+        from rlaudit.engine.validate import env_number
+
+        env = os.environ if environ is None else environ
+        threads = env_number(TORCH_THREADS_VARIABLE, env)
+        memory = env_number(MEMORY_VARIABLE, env)
+        return cls(
+            torch_threads=None if threads is None else int(threads),
+            memory_mb=memory or None,
+            cache_dir=(env.get(CACHE_VARIABLE) or "").strip() or None,
+        )
+
+    def environment(self, base: Mapping[str, str]) -> dict[str, str]:
+        """``base`` with these settings written in (a worker's environment); what is unset is removed.
+
+        The cache stays as ``base`` has it: the worker resolves the same cache as the process that starts it.
+        """
+        env = dict(base)
+        if self.torch_threads:
+            env[TORCH_THREADS_VARIABLE] = str(int(self.torch_threads))
+        if self.memory_mb:
+            env[MEMORY_VARIABLE] = str(self.memory_mb)
+        else:
+            env.pop(MEMORY_VARIABLE, None)
+        return env
+
+
+_SETTINGS: list[WorkerSettings] = []  # this process's settings, read once
+
+
+def settings() -> WorkerSettings:
+    """This worker's :class:`WorkerSettings`, read from its environment on first use."""
+    if not _SETTINGS:
+        _SETTINGS.append(WorkerSettings.from_env())
+    return _SETTINGS[0]
+
+
 def _prepare_process() -> None:
     """Process-wide settings made before any subject code runs."""
     import faulthandler
@@ -494,22 +564,19 @@ def _prepare_process() -> None:
     if hasattr(faulthandler, "register"):
         faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
 
-    from rlaudit.engine.validate import env_number, memory_cap
-
-    threads = env_number("RLAUDIT_TORCH_THREADS")  # a bad value names its variable
+    current = settings()  # a bad value names its variable
     # An import is progress too (torch alone takes seconds before a probe's first step): counted for the
     # stall limit, so a probe that is still loading libraries on a busy machine is not taken for a hung one.
     from rlaudit.engine import heartbeat
 
     sys.addaudithook(heartbeat.audit_hook)
 
-    threads = os.environ.get("RLAUDIT_TORCH_THREADS")
-    if threads:
+    if current.torch_threads:
         # Read by OpenMP/MKL/OpenBLAS when torch or numpy load, so they must be set before either imports.
         for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-            os.environ[name] = str(int(threads))
+            os.environ[name] = str(int(current.torch_threads))
 
-    memory_mb = memory_cap()  # a bad value names RLAUDIT_WORKER_MEMORY_MB
+    memory_mb = current.memory_mb
     if memory_mb:
         import resource
 

@@ -11,7 +11,9 @@ import numpy as np
 SIDE_COLORS = {"baseline": "#4C72B0", "candidate": "#DD8452"}
 
 
-def _figure(width: float, height: float, ncols: int = 1, nrows: int = 1) -> tuple[Any, np.ndarray]:
+def new_figure(width: float, height: float, ncols: int = 1, nrows: int = 1) -> tuple[Any, np.ndarray]:
+    """A constrained-layout figure (not registered with pyplot) and its axes as a flat array; the rooms' plots
+    share it."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(width, height), layout="constrained")
@@ -25,7 +27,7 @@ def divergence(fractions: Mapping[str, np.ndarray], title: str = "") -> Any:
     Args:
         fractions: field name -> ``(steps,)`` fractions in [0, 1] (step 0 is the reset).
     """
-    fig, (ax,) = _figure(7.5, 3.0)
+    fig, (ax,) = new_figure(7.5, 3.0)
     for name, values in fractions.items():
         ax.plot(np.arange(len(values)), values, label=name, linewidth=1.3)
     ax.set_xlabel("step (0 = reset)")
@@ -45,7 +47,7 @@ def histograms(samples: Mapping[str, Mapping[str, Sequence[float]]], title: str 
     import seaborn as sns
 
     names = list(samples)
-    fig, axes = _figure(4.0 * max(1, len(names)), 3.2, ncols=max(1, len(names)))
+    fig, axes = new_figure(4.0 * max(1, len(names)), 3.2, ncols=max(1, len(names)))
     for ax, name in zip(axes, names, strict=False):
         data = samples[name]
         pooled = np.concatenate([np.asarray(v, dtype=float) for v in data.values()]) if data else np.zeros(0)
@@ -80,7 +82,7 @@ def reset_raster(ends: Mapping[str, tuple[np.ndarray, np.ndarray]], num_envs: Ma
         num_envs: side -> number of environments.
     """
     sides = list(ends)
-    fig, axes = _figure(7.5, 2.4 * len(sides), nrows=len(sides))
+    fig, axes = new_figure(7.5, 2.4 * len(sides), nrows=len(sides))
     for ax, side in zip(axes, sides, strict=False):
         steps, envs = ends[side]
         ax.scatter(steps, envs, s=12, color=SIDE_COLORS.get(side), marker="|", linewidths=1.2)
@@ -99,7 +101,7 @@ def throughput_curves(table: Any) -> Any:
     """
     import seaborn as sns
 
-    fig, (ax,) = _figure(6.0, 3.4)
+    fig, (ax,) = new_figure(6.0, 3.4)
     common = {"data": table, "x": "num_envs", "y": "sps", "hue": "side", "palette": SIDE_COLORS, "ax": ax}
     sns.lineplot(**common, estimator="median", errorbar=("pi", 50), marker="o")
     sns.stripplot(**common, native_scale=True, size=3, alpha=0.5, legend=False)

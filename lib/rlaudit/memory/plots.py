@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlaudit.env.plots import SIDE_COLORS, _figure
+from rlaudit.env.plots import SIDE_COLORS, new_figure
 
 
 def rss_over_time(rollout: Any | None, training: Any | None = None) -> Any:
@@ -18,7 +18,7 @@ def rss_over_time(rollout: Any | None, training: Any | None = None) -> Any:
     has_rollout = rollout is not None and len(rollout)
     has_training = training is not None and len(training)
     panels = max(1, int(bool(has_rollout)) + int(bool(has_training)))
-    fig, axes = _figure(5.0 * panels, 3.2, ncols=panels)
+    fig, axes = new_figure(5.0 * panels, 3.2, ncols=panels)
     axes = list(axes)
     if has_rollout:
         ax = axes.pop(0)
@@ -54,7 +54,7 @@ def growth_bars(table: Any, title: str) -> Any:
     """
     import seaborn as sns
 
-    fig, (ax,) = _figure(7.5, max(2.4, 0.35 * table["item"].nunique() + 1.0))
+    fig, (ax,) = new_figure(7.5, max(2.4, 0.35 * table["item"].nunique() + 1.0))
     if table.empty:
         ax.set_title(f"{title}: nothing grows")
         return fig

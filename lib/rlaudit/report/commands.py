@@ -9,17 +9,15 @@ same audits without notebooks (:func:`rlaudit.rooms.run_audits`).
 from __future__ import annotations
 
 import datetime as _dt
-import os
 import shlex
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlaudit import exits
-from rlaudit.engine.fingerprint import EXCLUDE_VARIABLE
 from rlaudit.engine.validate import check_inputs
 from rlaudit.findings import (
     SUBSYSTEMS,
@@ -31,19 +29,23 @@ from rlaudit.findings import (
     save_findings,
     sort_findings,
 )
+from rlaudit.options import RunOptions
 from rlaudit.report.costs import expected_costs, save_costs, schedule
 from rlaudit.report.execution import NotebookRun, discover_notebooks, execute, notebook_environment, settle
 from rlaudit.report.index import write_index
-from rlaudit.report.lanes import Lanes, shared_kernels
+from rlaudit.report.lanes import Lanes
 from rlaudit.report.overview import Overview, collect_findings, format_seconds, is_summary, worst_status
 from rlaudit.report.pages import render
 
+if TYPE_CHECKING:
+    from rlaudit.cli import AuditArgs, PairArgs, ReportArgs
 
-def _parameters(args: Any) -> dict[str, Any]:
+
+def _parameters(args: PairArgs, options: RunOptions) -> dict[str, Any]:
     from rlaudit.engine.paths import user_dir
     from rlaudit.profiles import get_profile
 
-    pair = str(getattr(args, "pair", "") or "")
+    pair = str(args.pair or "")
     if pair:
         pair_path = user_dir() / Path(pair).expanduser()
         if not pair_path.exists():
@@ -61,19 +63,19 @@ def _parameters(args: Any) -> dict[str, Any]:
     return {
         "baseline": names[0],
         "candidate": names[1],
-        "profile": get_profile(getattr(args, "profile", None)).name,
+        "profile": get_profile(options.profile_name(args.profile)).name,
         "pair_file": pair,
-        "fresh": bool(getattr(args, "fresh", False)),
-        "metric": str(getattr(args, "metric", "") or ""),
+        "fresh": bool(args.fresh),
+        "metric": str(args.metric or ""),
     }
 
 
-def _summary_parameters(args: Any, parameters: Mapping[str, Any]) -> dict[str, Any]:
+def _summary_parameters(args: ReportArgs, parameters: Mapping[str, Any]) -> dict[str, Any]:
     """The summary's parameters: the pair's, plus the variant arms and the change-set search switch."""
     return {
         **parameters,
-        "variants": str(getattr(args, "variants", "") or ""),
-        "changes": str(getattr(args, "changes", "") or "auto"),
+        "variants": str(args.variants or ""),
+        "changes": str(args.changes or "auto"),
     }
 
 
@@ -110,17 +112,18 @@ def _print(line: str = "") -> None:
         print(line, flush=True)
 
 
-def _excluding(current: str, path: Path) -> str:
-    """``current`` (an ``os.pathsep`` list) with ``path`` added."""
-    return os.pathsep.join(p for p in (current, str(path)) if p)
+def _excluding(options: RunOptions, path: Path) -> RunOptions:
+    """``options`` with ``path`` never part of a subject's fingerprint (the report or findings being written)."""
+    return options.replace(fingerprint_exclude=(*options.fingerprint_exclude, str(path)))
 
 
-def run_report(args: Any) -> int:
+def run_report(args: ReportArgs, options: RunOptions) -> int:
     """``rlaudit report``: execute the notebooks, render the pages, write ``index.html``.
 
     Args:
-        args: Parsed arguments of ``rlaudit report`` (baseline, candidate, pair, profile, fresh, jobs,
-            executor, ray_address, out, notebooks).
+        args: Parsed arguments of ``rlaudit report``.
+        options: How probes and notebooks run (what the CLI built, :meth:`RunOptions.from_cli`); each
+            notebook's kernel gets them (:func:`rlaudit.report.execution.notebook_environment`).
 
     Returns:
         The exit code (:mod:`rlaudit.exits`): 3 when a notebook did not run or save its findings, else 4 for
@@ -133,28 +136,23 @@ def run_report(args: Any) -> int:
 
     wall_start = time.perf_counter()
     started = _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
-    jobs = max(1, int(getattr(args, "jobs", 1) or 1))
+    jobs = max(1, int(args.jobs or 1))
     nb_dir = notebooks_dir()
-    selected = discover_notebooks(nb_dir, getattr(args, "notebooks", "") or "")
-    out = Path(args.out).expanduser().resolve() if getattr(args, "out", None) else reports_dir()
+    selected = discover_notebooks(nb_dir, args.notebooks or "")
+    out = Path(args.out).expanduser().resolve() if args.out else reports_dir()
     # Bad input fails here, in seconds, with the same messages as `rlaudit audit`: not in every notebook.
-    check_inputs(args, out=out, say=_print)
-    parameters = _parameters(args)
+    check_inputs(args, options, out=out, out_given=bool(args.out), variants=args.variants, say=_print)
+    parameters = _parameters(args, options)
     findings_dir = out / "findings"
     findings_dir.mkdir(parents=True, exist_ok=True)
     parameters["findings_dir"] = str(findings_dir)
-    executor = getattr(args, "executor", "local")
-    ray_address = getattr(args, "ray_address", "auto")
-    fresh_since = time.time() if parameters["fresh"] else None
+    executor = options.executor
+    # The report it writes is never part of a subject's fingerprint, even inside the subject's directory.
+    kernels = _excluding(options, out)
     # While up to -j notebooks run side by side each probes one job at a time; the summary runs alone and
-    # may use all -j for its attribution runs.
-    env = notebook_environment(
-        jobs, executor, ray_address, probe_jobs=1 if jobs > 1 else None, fresh_since=fresh_since
-    )
-    env_last = notebook_environment(jobs, executor, ray_address, probe_jobs=jobs, fresh_since=fresh_since)
-    for notebook_env in (env, env_last):
-        # The report it writes is never part of a subject's fingerprint, even inside the subject's directory.
-        notebook_env[EXCLUDE_VARIABLE] = _excluding(notebook_env.get(EXCLUDE_VARIABLE, ""), out)
+    # may use all -j for its attribution runs (unless the user chose the probe jobs: RLAUDIT_JOBS).
+    env = notebook_environment(kernels.replace(jobs=options.jobs or (1 if jobs > 1 else None)), jobs)
+    env_last = notebook_environment(kernels.replace(jobs=options.jobs or jobs), jobs)
 
     runs = [
         NotebookRun(
@@ -193,7 +191,7 @@ def run_report(args: Any) -> int:
 
     summary_parameters = _summary_parameters(args, parameters)
 
-    lanes = Lanes(jobs, nb_dir, env, out / "logs") if shared_kernels() else None
+    lanes = Lanes(jobs, nb_dir, env, out / "logs") if options.report_kernels == "shared" else None
 
     def start(run: NotebookRun, run_env: Mapping[str, str]) -> NotebookRun:
         _print(f"  started {run.name}")
@@ -237,7 +235,7 @@ def run_report(args: Any) -> int:
         "versions": versions(),
         "started": started,
         "wall_seconds": time.perf_counter() - wall_start,
-        "command": _command_line(summary_parameters, jobs, getattr(args, "notebooks", "") or ""),
+        "command": _command_line(summary_parameters, jobs, args.notebooks or ""),
     }
     index = write_index(out, overview, runs, info)
     wall = time.perf_counter() - wall_start
@@ -263,9 +261,7 @@ def run_report(args: Any) -> int:
         f"rendering {format_seconds(sum(r.render_seconds for r in runs))})"
     )
     code = exits.exit_code(
-        [f for r in runs for f in r.findings],
-        fail_on=getattr(args, "fail_on", exits.DEFAULT_FAIL_ON),
-        notebooks_failed=len(failed),
+        [f for r in runs for f in r.findings], fail_on=args.fail_on, notebooks_failed=len(failed)
     )
     if code:
         _print(exits.describe(code))
@@ -294,13 +290,15 @@ def bench_report(quick: bool = False) -> list[dict[str, Any]]:
         ``ratio``): per-notebook overhead (papermill + kernel start + rendering), render time per page,
         index time, and the wall time of the two runs.
     """
-    import argparse
     import contextlib
     import io
     import tempfile
 
     import nbformat
     from nbformat.v4 import new_code_cell, new_notebook
+
+    from rlaudit.cli import ReportArgs
+    from rlaudit.engine.paths import locations
 
     count = 2 if quick else 4
     parameters = (
@@ -309,7 +307,6 @@ def bench_report(quick: bool = False) -> list[dict[str, Any]]:
         'findings_dir: str = ""  # findings dir'
     )
     figures: list[dict[str, Any]] = []
-    saved = {k: os.environ.get(k) for k in ("RLAUDIT_HOME", "RLAUDIT_REPORTS", "RLAUDIT_PROFILE")}
     with tempfile.TemporaryDirectory(prefix="rlaudit-bench-") as tmp:
         home = Path(tmp)
         (home / "notebooks").mkdir()
@@ -324,20 +321,15 @@ def bench_report(quick: bool = False) -> list[dict[str, Any]]:
             )
             nbformat.write(nb, home / "notebooks" / f"{notebook_name(subsystem)}.ipynb")
         walls = {}
-        try:
-            os.environ["RLAUDIT_HOME"] = str(home)
-            os.environ.pop("RLAUDIT_PROFILE", None)
-            for jobs in (1, 2):
-                out = home / f"reports-j{jobs}"
-                os.environ["RLAUDIT_REPORTS"] = str(out)
-                args = argparse.Namespace(
-                    baseline="builtin:reference", candidate="builtin:regressed", pair="", profile="smoke",
-                    fresh=False, jobs=jobs,
-                    executor="local", ray_address="auto", out=str(out), notebooks="",
-                )  # fmt: skip
+        # Default options: the trivial notebooks run at the smoke profile whatever RLAUDIT_PROFILE says.
+        options = RunOptions()
+        for jobs in (1, 2):
+            out = home / f"reports-j{jobs}"
+            args = ReportArgs(profile="smoke", jobs=jobs, out=str(out))
+            with locations(home=home, reports=out):
                 started = time.perf_counter()
                 with contextlib.redirect_stdout(io.StringIO()):
-                    code = run_report(args)
+                    code = run_report(args, options)
                 walls[jobs] = time.perf_counter() - started
                 if code != 0:
                     raise RuntimeError(f"bench notebooks failed; see the logs in {out / 'logs'}")
@@ -349,12 +341,6 @@ def bench_report(quick: bool = False) -> list[dict[str, Any]]:
                     )  # fmt: skip
                     inside = sum(m.get("duration_seconds", 0.0) for m in metas) / max(1, len(metas))
                     figures.append({"name": "report.session_seconds", "value": round(inside, 3), "unit": "s"})
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
         figures.append(
             {"name": "report.parallel_wall", "value": round(walls[2], 2), "unit": "s", "baseline": round(walls[1], 2),
              "candidate": round(walls[2], 2), "ratio": round(walls[2] / walls[1], 3), "note": "-j 2 over -j 1"}
@@ -413,8 +399,12 @@ def ranked_suspects_text(findings: Sequence[Finding]) -> str:
     return "\n".join(lines)
 
 
-def run_audit(args: Any) -> int:
+def run_audit(args: AuditArgs, options: RunOptions) -> int:
     """``rlaudit audit``: run the audits without notebooks, print the findings, save them as JSON.
+
+    Args:
+        args: Parsed arguments of ``rlaudit audit``.
+        options: How probes run (what the CLI built, :meth:`RunOptions.from_cli`), passed to the workbench.
 
     Returns:
         The exit code (:mod:`rlaudit.exits`): 4 for ERROR findings, 5 for a CONFIRMED one, 6 for a SUSPECT
@@ -425,36 +415,31 @@ def run_audit(args: Any) -> int:
         FileNotFoundError: The pair file does not exist.
     """
     from rlaudit.display import findings_text, versions
-    from rlaudit.notebook import _new_workbench
+    from rlaudit.engine.workbench import Workbench
     from rlaudit.rooms import run_audits
 
-    wanted = [s.strip() for s in (getattr(args, "subsystems", "") or "").split(",") if s.strip()]
+    wanted = [s.strip() for s in (args.subsystems or "").split(",") if s.strip()]
     unknown = [s for s in wanted if s not in SUBSYSTEMS]
     if unknown:
         raise ValueError(
             f"--subsystems: unknown {', '.join(unknown)}; expected any of {', '.join(SUBSYSTEMS)}"
         )
-    check_inputs(args, say=_print)
-    parameters = _parameters(args)
+    check_inputs(args, options, json_out=args.json_out, say=_print)
+    parameters = _parameters(args, options)
     started = time.perf_counter()
     _print(
         f"rlaudit audit: {parameters['baseline']} vs {parameters['candidate']} · profile {parameters['profile']}"
     )
     # The findings file it writes is never part of a subject's fingerprint (see rlaudit.engine.fingerprint).
-    os.environ[EXCLUDE_VARIABLE] = _excluding(
-        os.environ.get(EXCLUDE_VARIABLE, ""), Path(args.json_out).expanduser().resolve()
-    )
-    executor = getattr(args, "executor", "local")
-    if executor != "local":  # the workbench reads these, as the notebooks of `rlaudit report` do
-        os.environ["RLAUDIT_EXECUTOR"] = executor
-        os.environ["RLAUDIT_RAY_ADDRESS"] = getattr(args, "ray_address", "auto") or "auto"
-    wb = _new_workbench(
+    options = _excluding(options, Path(args.json_out).expanduser().resolve())
+    wb = Workbench(
         parameters["baseline"],
         parameters["candidate"],
-        parameters["profile"],
-        parameters["fresh"],
-        parameters["pair_file"],
-        parameters["metric"],
+        profile=parameters["profile"],
+        pair_file=parameters["pair_file"],
+        fresh=parameters["fresh"],
+        metric=parameters["metric"],
+        options=options,
     )
     findings = sort_findings(run_audits(wb, wanted or None, progress=lambda line: _print("  " + line)))
     _print()
@@ -462,13 +447,13 @@ def run_audit(args: Any) -> int:
     _print()
     _print(ranked_suspects_text(findings))
     from rlaudit.display import status_counts
-    from rlaudit.notebook import _fingerprints
+    from rlaudit.notebook import fingerprints_of
 
     meta = {
         "notebook": "audit",
         "parameters": parameters,
         "subjects": dict(getattr(wb, "labels", {}) or {}),
-        "fingerprints": _fingerprints(wb),
+        "fingerprints": fingerprints_of(wb),
         "profile": parameters["profile"],
         "subsystems": wanted or list(SUBSYSTEMS),
         "versions": versions(),
@@ -479,7 +464,7 @@ def run_audit(args: Any) -> int:
     _print(f"\nwrote {len(findings)} findings to {path} ({format_seconds(time.perf_counter() - started)})")
     if findings and all(f.status is Status.ERROR for f in findings):
         _print("every audit errored: nothing was checked")
-    code = exits.exit_code(findings, fail_on=getattr(args, "fail_on", exits.DEFAULT_FAIL_ON))
+    code = exits.exit_code(findings, fail_on=args.fail_on)
     if code:
         _print(exits.describe(code))
     return code

@@ -25,6 +25,7 @@ from rlaudit.findings import Finding, Status, load_findings, save_findings
 from rlaudit.report.overview import subsystem_of
 
 if TYPE_CHECKING:
+    from rlaudit.options import RunOptions
     from rlaudit.report.lanes import Lanes
 
 _NOTEBOOK_RE = re.compile(r"^(\d\d)_([A-Za-z0-9_]+)\.ipynb$")
@@ -134,45 +135,31 @@ def papermill_command(run: NotebookRun, parameters: Mapping[str, Any], cwd: Path
     ]
 
 
-def notebook_environment(
-    jobs: int,
-    executor: str = "local",
-    ray_address: str = "auto",
-    *,
-    probe_jobs: int | None = None,
-    fresh_since: float | None = None,
-) -> dict[str, str]:
+def notebook_environment(options: RunOptions, jobs: int = 1) -> dict[str, str]:
     """Environment of each papermill subprocess (and so of its kernel and the workers it starts).
 
+    A notebook's kernel is a separate process: ``options`` reach its :class:`rlaudit.notebook.Session` as
+    ``RLAUDIT_*`` variables (:meth:`RunOptions.environment`), read back there by :meth:`RunOptions.from_env`.
+
     Args:
+        options: The options each notebook runs with (its probe jobs, fresh start, executor, limits).
         jobs: Notebooks running at once; above 1 every worker runs torch (and BLAS) on one thread.
-        executor: ``local`` or ``ray``; passed on as ``RLAUDIT_EXECUTOR`` when not local.
-        ray_address: Passed on as ``RLAUDIT_RAY_ADDRESS`` with the ray executor.
-        probe_jobs: Probe calls each notebook's workbench runs at once (``RLAUDIT_JOBS``), unless the user
-            set ``RLAUDIT_JOBS`` already.
-        fresh_since: With ``--fresh``: the report's start time (``RLAUDIT_FRESH_SINCE``), so artifacts one
-            notebook recomputed are reused by the next instead of being recomputed once per notebook.
     """
     from rlaudit.engine.paths import LIB_DIR
 
-    env = dict(os.environ)
+    # No frontend renders widgets here: draw static figures.
+    options = options.replace(interactive=False)
+    if jobs > 1:
+        # Several notebooks (and their workers) share the cores: one torch/BLAS thread each.
+        options = options.replace(torch_threads=1)
+    env = options.child_environment()
     # The kernel must import the same rlaudit as this process, installed or not.
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(LIB_DIR), env.get("PYTHONPATH", "")) if p)
-    env["RLAUDIT_INTERACTIVE"] = "0"  # no frontend renders widgets here: draw static figures
     # Prefer this environment's "python3" kernelspec over a user-level one (as the Makefile does).
     env.setdefault("JUPYTER_PREFER_ENV_PATH", "1")
     env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     if jobs > 1:
-        # Several notebooks (and their workers) share the cores: one torch/BLAS thread each.
-        env["RLAUDIT_TORCH_THREADS"] = "1"
         env.setdefault("OMP_NUM_THREADS", "1")
-    if probe_jobs is not None and "RLAUDIT_JOBS" not in os.environ:
-        env["RLAUDIT_JOBS"] = str(probe_jobs)
-    if fresh_since is not None:
-        env["RLAUDIT_FRESH_SINCE"] = repr(fresh_since)
-    if executor != "local":
-        env["RLAUDIT_EXECUTOR"] = executor
-        env["RLAUDIT_RAY_ADDRESS"] = ray_address
     return env
 
 
@@ -186,7 +173,7 @@ def execute(
     """Run one notebook with papermill; fills ``returncode``, ``seconds`` and ``cpu_seconds``.
 
     With ``lanes`` (what :func:`rlaudit.report.commands.run_report` passes with shared kernels, the default;
-    see :data:`rlaudit.report.lanes.KERNELS_VARIABLE`) the notebook runs on a free lane: a kernel that ran
+    :attr:`rlaudit.options.RunOptions.report_kernels`) the notebook runs on a free lane: a kernel that ran
     earlier notebooks of the report, namespace reset, its subjects' workers still running. Otherwise
     papermill runs in a subprocess of its own with a fresh kernel.
     """

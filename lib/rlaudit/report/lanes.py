@@ -4,6 +4,18 @@
 (:func:`lane_main`) holding one Jupyter kernel that runs notebook after notebook, its namespace reset in
 between, so imports and the idle workers of the previous notebook carry over. The report talks to a lane
 with JSON lines over the lane's stdin and stdout.
+
+:attr:`rlaudit.options.RunOptions.report_kernels` (``RLAUDIT_REPORT_KERNELS``):
+``shared`` (the default): ``rlaudit report -j N`` runs its notebooks on N lanes, each one papermill process
+with one kernel that runs notebook after notebook; ``fresh``: one papermill process and kernel per notebook.
+
+A fresh kernel per notebook costs its start and imports (pandas, matplotlib, scipy: ~1.5 s of CPU), and each
+notebook's workbench then starts a worker per subject that imports torch and the subject again (~3 s of CPU
+each for the built-ins): over fifteen notebooks, a quarter of a standard report's CPU. On a lane the kernel's
+namespace is reset between notebooks (``get_ipython().reset()``, figures closed, the environment set to the
+notebook's), so each starts from a clean slate as in a fresh kernel, while imported modules and the idle
+workers of the previous notebook's workbench (:func:`rlaudit.engine.jobs.keep_workers`, only for the same
+subject fingerprint) carry over. A lane whose kernel dies gets a new kernel for its next notebook.
 """
 
 from __future__ import annotations
@@ -22,18 +34,6 @@ from typing import Any
 
 from rlaudit.report.execution import NO_IRI_CHECKER, NotebookRun, log_tail
 
-KERNELS_VARIABLE = "RLAUDIT_REPORT_KERNELS"
-"""``shared`` (the default): ``rlaudit report -j N`` runs its notebooks on N lanes, each one papermill process
-with one kernel that runs notebook after notebook; ``fresh``: one papermill process and kernel per notebook.
-
-A fresh kernel per notebook costs its start and imports (pandas, matplotlib, scipy: ~1.5 s of CPU), and each
-notebook's workbench then starts a worker per subject that imports torch and the subject again (~3 s of CPU
-each for the built-ins): over fifteen notebooks, a quarter of a standard report's CPU. On a lane the kernel's
-namespace is reset between notebooks (``get_ipython().reset()``, figures closed, the environment set to the
-notebook's), so each starts from a clean slate as in a fresh kernel, while imported modules and the idle
-workers of the previous notebook's workbench (:func:`rlaudit.engine.jobs.keep_workers`, only for the same
-subject fingerprint) carry over. A lane whose kernel dies gets a new kernel for its next notebook."""
-
 _LANE_MAIN = NO_IRI_CHECKER + "from rlaudit.report.lanes import lane_main; sys.exit(lane_main())"
 
 # Run in a lane's kernel once, after it started: keep idle workers between the notebooks' workbenches.
@@ -51,13 +51,6 @@ _LANE_RESET = (
     "_gc.collect()\n"
     "del _gc\n"
 )
-
-
-def shared_kernels() -> bool:
-    """True unless ``RLAUDIT_REPORT_KERNELS=fresh`` asks for a fresh kernel per notebook."""
-    from rlaudit.engine.validate import env_choice
-
-    return env_choice(KERNELS_VARIABLE) != "fresh"
 
 
 class _Lane:

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from rlaudit.env.plots import SIDE_COLORS, _figure
+from rlaudit.env.plots import SIDE_COLORS, new_figure
 
 
 def component_bars(table: Any, value: str = "per_episode", title: str = "") -> Any:
@@ -17,7 +17,7 @@ def component_bars(table: Any, value: str = "per_episode", title: str = "") -> A
     """
     import seaborn as sns
 
-    fig, (ax,) = _figure(7.0, 3.2)
+    fig, (ax,) = new_figure(7.0, 3.2)
     if table.empty:
         ax.set_title("no reward components could be measured")
         return fig
@@ -34,7 +34,7 @@ def value_frequencies(table: Any) -> Any:
     Args:
         table: DataFrame with columns ``value``, ``side``, ``frequency`` (fraction of steps).
     """
-    fig, (ax,) = _figure(7.0, 3.0)
+    fig, (ax,) = new_figure(7.0, 3.0)
     if table.empty:
         ax.set_title("reward values not histogrammed (too many distinct values)")
         return fig

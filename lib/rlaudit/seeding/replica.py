@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -175,9 +176,9 @@ def run(args: dict[str, Any], subject: Any = None) -> dict[str, Any]:
         subject = load_subject(parse_spec(args["spec"]))
         torch = sys.modules.get("torch")
         if torch is not None:  # one thread, as in the worker (and bitwise-stable across processes)
-            from rlaudit.engine.validate import env_number
+            from rlaudit.engine.worker import settings
 
-            torch.set_num_threads(int(env_number("RLAUDIT_TORCH_THREADS") or 1))
+            torch.set_num_threads(int(settings().torch_threads or 1))
     config_fn = getattr(subject, "config", None)
     config = dict(config_fn()) if callable(config_fn) else {}
     out: dict[str, Any] = {"pid": os.getpid(), "hashseed": os.environ.get("PYTHONHASHSEED")}
@@ -203,12 +204,14 @@ def spawn(args: dict[str, Any], workdir: str) -> tuple[subprocess.Popen[bytes], 
     with os.fdopen(fd, "w") as f:
         json.dump(args, f)
     out_path = Path(args_path).with_suffix(".out.json")
-    env = dict(os.environ)
+    from rlaudit.engine.worker import settings
+
     # The same torch thread count as this worker, so floating-point reductions happen in the same order.
     torch = sys.modules.get("torch")
-    threads = str(torch.get_num_threads()) if torch is not None else env.get("RLAUDIT_TORCH_THREADS", "1")
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "RLAUDIT_TORCH_THREADS"):
-        env[var] = threads
+    threads = int(torch.get_num_threads()) if torch is not None else settings().torch_threads or 1
+    env = replace(settings(), torch_threads=threads).environment(os.environ)
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[var] = str(threads)
     proc = subprocess.Popen(
         [sys.executable, "-m", "rlaudit.seeding.replica", args_path, str(out_path)],
         env=env,

@@ -76,7 +76,7 @@ def network_input_pair(wb: Workbench, trust: bool = False) -> Pair | Stopped:
             lacking,
         )
     src = ckpt_audit.sources(wb)
-    stop = ckpt_audit._guard_sources(src, "spaces/network-input", "")
+    stop = ckpt_audit.guard_sources(src, "spaces/network-input", "")
     if stop is not None:
         return Stopped(stop)
     results = {}

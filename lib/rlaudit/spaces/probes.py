@@ -170,7 +170,7 @@ def network_input(
     from rlaudit.agents.nets import as_tensors
     from rlaudit.agents.probes import build_policy
     from rlaudit.checkpointing import reading
-    from rlaudit.checkpointing.probes import _extras_normalizer
+    from rlaudit.checkpointing.probes import extras_normalizer
     from rlaudit.devices import module_device, to_device
     from rlaudit.spaces.rollout import flat_rows
 
@@ -183,7 +183,7 @@ def network_input(
     policy.eval()
     ckpt = reading.read(path, trust=trust)
     saved = reading.find_normalizer(ckpt.metadata if isinstance(ckpt.metadata, dict) else {}, ckpt.tensors)
-    returned = _extras_normalizer(extras)
+    returned = extras_normalizer(extras)
     feeds: dict[str, np.ndarray] = {"raw": raw.astype(np.float32)}
     notes: dict[str, str] = {}
     if saved is not None and saved["mean"].size == raw.shape[1] and not tree:

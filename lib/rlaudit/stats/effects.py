@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from rlaudit.stats.intervals import Interval, Seed, _as_1d, _bootstrap
+from rlaudit.stats.intervals import Interval, Seed, as_1d, bootstrap_statistic
 
 
 def _poi_batch(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -59,7 +59,7 @@ def probability_of_improvement_ci(
     """
     probability_of_improvement(a, b)  # validates shapes
     arr_a, arr_b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    return _bootstrap(
+    return bootstrap_statistic(
         [arr_a, arr_b],
         lambda xs: _poi_batch(xs[0], xs[1]),
         paired=False,
@@ -80,7 +80,7 @@ def cohens_d(a: Any, b: Any) -> float:
     Returns:
         d; 0.0 when both samples are constant and equal, +/-inf when they are constant and differ.
     """
-    arr_a, arr_b = _as_1d(a, "a"), _as_1d(b, "b")
+    arr_a, arr_b = as_1d(a, "a"), as_1d(b, "b")
     n, m = len(arr_a), len(arr_b)
     if n + m < 3:
         raise ValueError(f"Cohen's d needs at least 3 values in total to estimate a spread, got {n} + {m}")
@@ -147,7 +147,7 @@ def two_sample_test(
     """
     from scipy import stats
 
-    arr_a, arr_b = _as_1d(a, "a"), _as_1d(b, "b")
+    arr_a, arr_b = as_1d(a, "a"), as_1d(b, "b")
     n, m = len(arr_a), len(arr_b)
     constant_a = bool(np.all(arr_a == arr_a[0]))
     constant_b = bool(np.all(arr_b == arr_b[0]))

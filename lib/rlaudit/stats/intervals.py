@@ -22,9 +22,9 @@ if TYPE_CHECKING:
 Seed = int | np.random.Generator
 Method = Literal["percentile", "bca"]
 
-# Resampled values held in memory at once; bootstraps over long arrays are done in chunks of this size so
-# that 2000 resamples of 100k episode returns do not allocate gigabytes. Chunking does not change results.
-_CHUNK_ELEMENTS = 2_000_000
+CHUNK_ELEMENTS = 2_000_000
+"""Resampled values held in memory at once; bootstraps over long arrays are done in chunks of this size so
+that 2000 resamples of 100k episode returns do not allocate gigabytes. Chunking does not change results."""
 
 
 class Interval(NamedTuple):
@@ -68,7 +68,12 @@ def as_generator(seed: Seed) -> np.random.Generator:
     )
 
 
-def _as_1d(x: Any, name: str, *, min_len: int = 1) -> np.ndarray:
+def as_1d(x: Any, name: str, *, min_len: int = 1) -> np.ndarray:
+    """``x`` as a 1-D float array of at least ``min_len`` values.
+
+    Raises:
+        ValueError: Another shape or too few values, naming ``name``.
+    """
     arr = np.asarray(x, dtype=float)
     if arr.ndim == 0:
         arr = arr.reshape(1)
@@ -79,13 +84,18 @@ def _as_1d(x: Any, name: str, *, min_len: int = 1) -> np.ndarray:
     return arr
 
 
-def _check_level(level: float) -> float:
+def check_level(level: float) -> float:
+    """A confidence level in (0, 1), as a float.
+
+    Raises:
+        ValueError: Outside (0, 1).
+    """
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must be in (0, 1), e.g. 0.95, got {level}")
     return float(level)
 
 
-def _percentiles(draws: np.ndarray, level: float) -> tuple[float, float]:
+def percentiles(draws: np.ndarray, level: float) -> tuple[float, float]:
     """The central ``level`` interval of resampled values ``draws`` (B,); NaN bounds when there are none."""
     if draws.size == 0:
         return math.nan, math.nan
@@ -113,7 +123,7 @@ def _apply(stat: Callable[..., Any], data: np.ndarray) -> np.ndarray:
 # ----------------------------------------------------------------------------------------------------------
 
 
-def _bootstrap(
+def bootstrap_statistic(
     samples: Sequence[np.ndarray],
     combine: Callable[[list[np.ndarray]], np.ndarray],
     *,
@@ -126,7 +136,7 @@ def _bootstrap(
     """Bootstrap a statistic of one or more samples with ``scipy.stats.bootstrap``.
 
     scipy resamples the row indices of each sample (so samples of any shape resample along axis 0) in batches
-    of :data:`_CHUNK_ELEMENTS`, and computes the BCa interval (Efron 1987; for several independent samples the
+    of :data:`CHUNK_ELEMENTS`, and computes the BCa interval (Efron 1987; for several independent samples the
     multi-sample jackknife). What scipy does not do is kept here: a sample of one value is held fixed (its
     resamples are all the same), and resamples whose statistic is not finite (a zero denominator) are dropped,
     the interval then being the percentile interval of the others; so is a BCa interval that scipy cannot
@@ -144,7 +154,7 @@ def _bootstrap(
     from scipy.stats import DegenerateDataWarning, bootstrap
 
     rng = as_generator(seed)
-    level = _check_level(level)
+    level = check_level(level)
     if n_boot < 1:
         raise ValueError(f"n_boot must be a positive number of resamples, got {n_boot}")
     if method not in ("percentile", "bca"):
@@ -184,7 +194,7 @@ def _bootstrap(
                 paired=paired,
                 vectorized=True,
                 n_resamples=n_boot,
-                batch=max(1, _CHUNK_ELEMENTS // per_row),
+                batch=max(1, CHUNK_ELEMENTS // per_row),
                 confidence_level=level,
                 method="BCa" if method == "bca" else "percentile",
                 random_state=rng,
@@ -195,7 +205,7 @@ def _bootstrap(
         return Interval(point, math.nan, math.nan)
     low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
     if method == "percentile" or finite.size < theta.size or not (math.isfinite(low) and math.isfinite(high)):
-        return Interval(point, *_percentiles(finite, level))
+        return Interval(point, *percentiles(finite, level))
     return Interval(point, low, high)
 
 
@@ -221,8 +231,8 @@ def bootstrap_ci(
     Returns:
         ``Interval(point, low, high)`` where ``point = stat(x)``.
     """
-    arr = _as_1d(x, "x")
-    return _bootstrap(
+    arr = as_1d(x, "x")
+    return bootstrap_statistic(
         [arr],
         lambda xs: _apply(stat, xs[0]),
         paired=False,
@@ -263,7 +273,7 @@ def bootstrap_diff(
         boot = np.median(x[ia], axis=1) - np.median(y[ib], axis=1)
     else:
         boot = np.array([stat(x[i]) - stat(y[j]) for i, j in zip(ia, ib, strict=True)])
-    return Interval(point, *_percentiles(boot, level))
+    return Interval(point, *percentiles(boot, level))
 
 
 def paired_bootstrap_diff(
@@ -286,8 +296,8 @@ def paired_bootstrap_diff(
     Returns:
         ``Interval(stat(a) - stat(b), low, high)``.
     """
-    arr_a, arr_b = _as_1d(a, "a"), _as_1d(b, "b")
-    return _bootstrap(
+    arr_a, arr_b = as_1d(a, "a"), as_1d(b, "b")
+    return bootstrap_statistic(
         [arr_a, arr_b],
         lambda xs: _apply(stat, xs[0]) - _apply(stat, xs[1]),
         paired=True,
@@ -315,8 +325,8 @@ def paired_t_interval(a: Any, b: Any, *, level: float = 0.95) -> Interval:
     """
     from scipy.stats import t as student_t
 
-    level = _check_level(level)
-    arr_a, arr_b = _as_1d(a, "a", min_len=2), _as_1d(b, "b", min_len=2)
+    level = check_level(level)
+    arr_a, arr_b = as_1d(a, "a", min_len=2), as_1d(b, "b", min_len=2)
     if arr_a.shape != arr_b.shape:
         raise ValueError(f"a has {arr_a.size} seeds and b {arr_b.size}; pair them by seed first")
     d = arr_a - arr_b
@@ -346,8 +356,8 @@ def bootstrap_ratio_ci(
     Returns:
         ``Interval(stat(a) / stat(b), low, high)``; resamples with ``stat(b) == 0`` are dropped.
     """
-    arr_a, arr_b = _as_1d(a, "a"), _as_1d(b, "b")
-    return _bootstrap(
+    arr_a, arr_b = as_1d(a, "a"), as_1d(b, "b")
+    return bootstrap_statistic(
         [arr_a, arr_b],
         lambda xs: _apply(stat, xs[0]) / _apply(stat, xs[1]),
         paired=paired,
@@ -405,9 +415,9 @@ def fraction_restored(
         ValueError: The arrays have different lengths, or the baseline and candidate have the same
             statistic (there is no gap to restore).
     """
-    arr_b = _as_1d(baseline, "baseline")
-    arr_c = _as_1d(candidate, "candidate")
-    arr_v = _as_1d(variant, "variant")
+    arr_b = as_1d(baseline, "baseline")
+    arr_c = as_1d(candidate, "candidate")
+    arr_v = as_1d(variant, "variant")
     gap = float(stat(arr_b)) - float(stat(arr_c))
     if gap == 0.0:
         raise ValueError(
@@ -420,7 +430,7 @@ def fraction_restored(
         den = b - c
         return np.where(den == 0.0, np.nan, (v - c) / np.where(den == 0.0, 1.0, den))
 
-    return _bootstrap(
+    return bootstrap_statistic(
         [arr_b, arr_c, arr_v],
         combine,
         paired=True,
@@ -465,9 +475,9 @@ def fractions_restored_pooled(
         ValueError: Baseline and candidate differ in length, a variant has more seeds than they do, or there
             is no gap (``mean(g) == 0``).
     """
-    level = _check_level(level)
+    level = check_level(level)
     draws = _pooled_share_draws(baseline, candidate, variants, n_boot=n_boot, seed=seed)
-    return {name: Interval(point, *_percentiles(ratio, level)) for name, (point, ratio) in draws.items()}
+    return {name: Interval(point, *percentiles(ratio, level)) for name, (point, ratio) in draws.items()}
 
 
 class FamilyShare(NamedTuple):
@@ -530,7 +540,7 @@ def fractions_restored_holm(
     Returns:
         Name -> :class:`FamilyShare`; variants with no usable seed are left out (and are not in the family).
     """
-    level = _check_level(level)
+    level = check_level(level)
     alpha = 1.0 - level
     usable = _usable_variants(candidate, variants)
     n_boot = max(n_boot, math.ceil(50 * max(1, usable) / alpha))
@@ -542,7 +552,7 @@ def fractions_restored_holm(
     out: dict[str, FamilyShare] = {}
     for name, p, lv, p_adj in zip(names, pvalues, levels, adjusted, strict=True):
         point, ratio = draws[name]
-        out[name] = FamilyShare(point, *_percentiles(ratio, lv), lv, p, p_adj, len(names))
+        out[name] = FamilyShare(point, *percentiles(ratio, lv), lv, p, p_adj, len(names))
     return out
 
 
@@ -592,7 +602,7 @@ def holm_levels(pvalues: Sequence[float], level: float = 0.95) -> list[float]:
     0.975, 0.975]``: the third arm's 0.04 would pass alone (below 0.05) but not at its Holm level (0.025), so
     it and the fourth stay undecided.
     """
-    level = _check_level(level)
+    level = check_level(level)
     alpha = 1.0 - level
     p = np.asarray(pvalues, dtype=float)
     m = p.size
@@ -634,8 +644,8 @@ def _pooled_share_draws(
     :func:`fractions_restored_pooled`, which documents the method). ``parametric`` draws each mean from a
     normal with the pooled residual variance instead of resampling the residuals (smooth tails for one- and
     two-seed arms, see :func:`fractions_restored_holm`)."""
-    b = _as_1d(baseline, "baseline")
-    c = _as_1d(candidate, "candidate")
+    b = as_1d(baseline, "baseline")
+    c = as_1d(candidate, "candidate")
     if b.shape != c.shape:
         raise ValueError(f"baseline has {b.size} seeds and candidate {c.size}; pair them by seed first")
     g = b - c
@@ -646,7 +656,7 @@ def _pooled_share_draws(
         )
     diffs: dict[str, np.ndarray] = {}
     for name, values in variants.items():
-        v = _as_1d(values, name)
+        v = as_1d(values, name)
         if v.size > c.size:
             raise ValueError(f"variant {name!r} has {v.size} seeds, more than the candidate's {c.size}")
         d = v - c[: v.size]

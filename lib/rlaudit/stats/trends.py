@@ -11,13 +11,13 @@ from typing import Any, Literal
 import numpy as np
 
 from rlaudit.stats.intervals import (
-    _CHUNK_ELEMENTS,
+    CHUNK_ELEMENTS,
     Interval,
     Seed,
-    _as_1d,
-    _check_level,
-    _percentiles,
+    as_1d,
     as_generator,
+    check_level,
+    percentiles,
 )
 
 
@@ -63,7 +63,7 @@ def loglog_slope(sizes: Any, times: Any, *, n_boot: int = 2000, level: float = 0
     if any(size <= 0 for size, _ in groups) or any(np.any(row <= 0) for _, row in groups):
         raise ValueError("sizes and times must be positive to take logs")
     rng = as_generator(seed)
-    level = _check_level(level)
+    level = check_level(level)
     log_x = np.log([size for size, _ in groups])
     log_t = [np.log(row) for _, row in groups]
     point = float(_ols_slopes(log_x[np.newaxis], np.array([[row.mean() for row in log_t]]))[0])
@@ -71,7 +71,7 @@ def loglog_slope(sizes: Any, times: Any, *, n_boot: int = 2000, level: float = 0
     for g, row in enumerate(log_t):
         means[:, g] = row[rng.integers(0, len(row), size=(n_boot, len(row)))].mean(axis=1)
     slopes = _ols_slopes(np.broadcast_to(log_x, means.shape), means)
-    return Interval(point, *_percentiles(slopes, level))
+    return Interval(point, *percentiles(slopes, level))
 
 
 def growth_slope(
@@ -97,17 +97,17 @@ def growth_slope(
     Returns:
         ``Interval(slope * per, low * per, high * per)``.
     """
-    arr_x, arr_y = _as_1d(x, "x", min_len=2), _as_1d(y, "y", min_len=2)
+    arr_x, arr_y = as_1d(x, "x", min_len=2), as_1d(y, "y", min_len=2)
     if arr_x.shape != arr_y.shape:
         raise ValueError(f"x and y must have the same length, got {arr_x.shape[0]} and {arr_y.shape[0]}")
     if np.all(arr_x == arr_x[0]):
         raise ValueError("x has no spread: a slope needs at least two different positions")
     rng = as_generator(seed)
-    level = _check_level(level)
+    level = check_level(level)
     point = float(_ols_slopes(arr_x[np.newaxis], arr_y[np.newaxis])[0])
     if groups is None:
         slopes = []
-        chunk = max(1, _CHUNK_ELEMENTS // (2 * len(arr_x)))
+        chunk = max(1, CHUNK_ELEMENTS // (2 * len(arr_x)))
         for start in range(0, n_boot, chunk):
             idx = rng.integers(0, len(arr_x), size=(min(chunk, n_boot - start), len(arr_x)))
             slopes.append(_ols_slopes(arr_x[idx], arr_y[idx]))
@@ -132,7 +132,7 @@ def growth_slope(
         with np.errstate(divide="ignore", invalid="ignore"):
             boot = np.where(den > 0, (cnt * sxy - sx * sy) / np.where(den > 0, den, 1.0), np.nan)
     boot = boot[np.isfinite(boot)]
-    low, high = _percentiles(boot, level)
+    low, high = percentiles(boot, level)
     return Interval(point * per, low * per, high * per)
 
 
@@ -182,11 +182,11 @@ def trend_test(
     """
     from scipy import stats
 
-    arr_y = _as_1d(y, "y", min_len=3)
-    arr_x = np.arange(len(arr_y), dtype=float) if x is None else _as_1d(x, "x")
+    arr_y = as_1d(y, "y", min_len=3)
+    arr_x = np.arange(len(arr_y), dtype=float) if x is None else as_1d(x, "x")
     if arr_x.shape != arr_y.shape:
         raise ValueError(f"x and y must have the same length, got {arr_x.shape[0]} and {arr_y.shape[0]}")
-    level = _check_level(level)
+    level = check_level(level)
     n = len(arr_y)
     order = np.argsort(arr_x, kind="stable")
     xs, ys = arr_x[order], arr_y[order]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlaudit.adapters.sb3.runtime import _schedule_value
+from rlaudit.adapters.sb3.runtime import schedule_value
 from rlaudit.adapters.sb3.setup import ON_POLICY
 
 
@@ -134,7 +134,7 @@ def compute_loss(
     out: dict[str, Any] = {}
     progress_remaining = 1.0 - float(progress)
     if algo == "ppo":
-        clip_range = _schedule_value(config["clip_range"], progress_remaining)
+        clip_range = schedule_value(config["clip_range"], progress_remaining)
         ratio = torch.exp(log_prob - old_logprob)
         surrogate = advantages * ratio
         clipped = advantages * torch.clamp(ratio, 1 - clip_range, 1 + clip_range)
@@ -142,7 +142,7 @@ def compute_loss(
         if config.get("clip_range_vf") is None:
             values_pred = values
         else:
-            clip_vf = _schedule_value(config["clip_range_vf"], progress_remaining)
+            clip_vf = schedule_value(config["clip_range_vf"], progress_remaining)
             values_pred = old_values + torch.clamp(values - old_values, -clip_vf, clip_vf)
         with torch.no_grad():
             log_ratio = log_prob - old_logprob

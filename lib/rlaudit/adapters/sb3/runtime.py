@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from rlaudit.adapters.sb3.setup import (
-    _POLICY_NOT_KWARGS,
-    _algo_class,
-    _plain,
-    _signature_defaults,
+    POLICY_NOT_KWARGS,
+    algo_class,
     hyperparameter_defaults,
+    plain_value,
     resolve_class,
+    signature_defaults,
 )
 
 # SB3 logger keys -> the field's conventional names (CleanRL's); the rest keep SB3's names.
@@ -42,7 +42,7 @@ SB3_SCALAR_NAMES: dict[str, str] = {
 # Building SB3 objects from a resolved config
 
 
-def _schedule_fn(value: Any) -> Any:
+def schedule_fn(value: Any) -> Any:
     """rl-zoo's ``lin_<x>`` -> SB3's LinearSchedule (x at the start, 0 at the end); numbers stay numbers."""
     if isinstance(value, str) and value.startswith("lin_"):
         from stable_baselines3.common.utils import LinearSchedule
@@ -51,13 +51,13 @@ def _schedule_fn(value: Any) -> Any:
     return value
 
 
-def _schedule_value(value: Any, progress_remaining: float) -> float:
+def schedule_value(value: Any, progress_remaining: float) -> float:
     """A hyperparameter that may be a schedule (``lin_0.2``) at SB3's ``progress_remaining`` (1 -> 0)."""
-    schedule = _schedule_fn(value)
+    schedule = schedule_fn(value)
     return float(schedule(progress_remaining)) if callable(schedule) else float(schedule)
 
 
-def _as_schedule(value: Any) -> Any:
+def as_schedule(value: Any) -> Any:
     """A callable schedule SB3's policies accept (FloatSchedule in SB3 >= 2.6, get_schedule_fn before)."""
     from stable_baselines3.common import utils
 
@@ -66,14 +66,16 @@ def _as_schedule(value: Any) -> Any:
     return utils.get_schedule_fn(value)
 
 
-def _policy_kwargs(config: dict[str, Any]) -> dict[str, Any]:
+def policy_kwargs_of(config: dict[str, Any]) -> dict[str, Any]:
     """Policy keyword arguments for SB3 (class names -> classes); only those differing from the defaults."""
-    cls = _algo_class(config["algo"])
+    cls = algo_class(config["algo"])
     policy_cls = cls.policy_aliases[config["policy"]]
     # compared with the bare __init__ defaults, so SB3's fill-ins shown in the config (A2C's RMSprop, Adam's
     # eps=1e-5, the default net_arch) are passed explicitly: the policy is then the same whether SB3's
     # algorithm builds it or make_policy does
-    defaults = {k: _plain(v) for k, v in _signature_defaults(policy_cls.__init__, _POLICY_NOT_KWARGS).items()}
+    defaults = {
+        k: plain_value(v) for k, v in signature_defaults(policy_cls.__init__, POLICY_NOT_KWARGS).items()
+    }
     out = {}
     for key, value in config["policy_kwargs"].items():
         if key in defaults and value == defaults[key]:
@@ -84,12 +86,13 @@ def _policy_kwargs(config: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _hyperparameters(config: dict[str, Any]) -> dict[str, Any]:
+def hyperparameters_of(config: dict[str, Any]) -> dict[str, Any]:
+    """The algorithm keyword arguments of a resolved setup ``config``, schedules made callables."""
     known = hyperparameter_defaults(config["algo"])
     hyper = {k: copy.deepcopy(config[k]) for k in known if k in config}
     for key in ("learning_rate", "clip_range", "clip_range_vf"):
         if key in hyper and hyper[key] is not None:
-            hyper[key] = _schedule_fn(hyper[key])
+            hyper[key] = schedule_fn(hyper[key])
     for key in ("train_freq",):
         if isinstance(hyper.get(key), list):
             hyper[key] = tuple(hyper[key])
@@ -185,7 +188,7 @@ class SB3VectorEnv:
         self.close()
 
 
-def _add_cleanrl_interface(policy: Any) -> None:
+def add_cleanrl_interface(policy: Any) -> None:
     """Give an SB3 actor-critic policy CleanRL's ``get_value`` / ``get_action_and_value`` (what rlaudit's loss
     probes call), computed by SB3's own ``predict_values`` / ``get_distribution``; nothing else changes."""
     import types
@@ -207,7 +210,7 @@ def _add_cleanrl_interface(policy: Any) -> None:
     policy.get_action_and_value = types.MethodType(get_action_and_value, policy)
 
 
-def _optimizer_of(policy: Any) -> Any:
+def optimizer_of(policy: Any) -> Any:
     """The optimizer SB3 steps for this policy: ``policy.optimizer``, else the critic's (SAC/TD3/DDPG)."""
     optimizer = getattr(policy, "optimizer", None)
     if optimizer is None and getattr(policy, "critic", None) is not None:
@@ -215,7 +218,7 @@ def _optimizer_of(policy: Any) -> Any:
     return optimizer
 
 
-def _make_callback(
+def make_callback(
     recorder: Any, checkpoint_at: int | None = None, save_checkpoint: Callable[[Any], Any] | None = None
 ) -> Any:
     """The callback feeding ``recorder``; with ``checkpoint_at``, it calls ``save_checkpoint(model)`` once, at the
@@ -239,7 +242,7 @@ def _make_callback(
                 self._phase.__enter__()
 
         def _on_training_start(self) -> None:
-            optimizer = _optimizer_of(self.model.policy)
+            optimizer = optimizer_of(self.model.policy)
             if optimizer is not None:
                 recorder.watch(self.model.policy, optimizer)
 
@@ -311,7 +314,7 @@ def rename_scalars(
     return values, excluded
 
 
-def _make_logger(folder: Path, recorder: Any) -> Any:
+def make_logger(folder: Path, recorder: Any) -> Any:
     """SB3 logger writing TensorBoard events and progress.csv to ``folder`` and every scalar to the recorder.
 
     All three get the same names (:func:`rename_scalars`), so what the trainer logged and what reached its
@@ -359,6 +362,7 @@ def _make_logger(folder: Path, recorder: Any) -> Any:
     return Logger(str(folder), formats)
 
 
-def _step_of(path: Path) -> int:
+def step_of(path: Path) -> int:
+    """The step number in a checkpoint file's name (``ppo_5000_steps.zip`` -> 5000); -1 when it has none."""
     match = re.search(r"(\d+)", path.stem)
     return int(match.group(1)) if match else -1

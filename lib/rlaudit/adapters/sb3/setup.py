@@ -59,8 +59,9 @@ _NOT_HYPERPARAMETERS = frozenset(
     }
 )
 _NORMALIZE_NOT_KWARGS = frozenset({"self", "venv", "training", "norm_obs_keys"})
-# use_sde is passed by the algorithm itself (from its own use_sde argument), never through policy_kwargs
-_POLICY_NOT_KWARGS = frozenset({"self", "observation_space", "action_space", "lr_schedule", "use_sde"})
+POLICY_NOT_KWARGS = frozenset({"self", "observation_space", "action_space", "lr_schedule", "use_sde"})
+"""Policy ``__init__`` arguments that are never ``policy_kwargs`` (use_sde is passed by the algorithm itself,
+from its own use_sde argument)."""
 
 # Modules a class named in the YAML (activation_fn, optimizer_class, ...) may come from: importing a name from
 # a YAML file must not become a way to run arbitrary code.
@@ -90,7 +91,12 @@ class SB3SetupError(ValueError):
 # Reading and resolving the setup
 
 
-def _algo_class(algo: str) -> type:
+def algo_class(algo: str) -> type:
+    """The Stable-Baselines3 class of ``algo`` (``ppo`` -> ``PPO``).
+
+    Raises:
+        SB3SetupError: An unknown algorithm, listing the known ones.
+    """
     import stable_baselines3
 
     try:
@@ -101,7 +107,8 @@ def _algo_class(algo: str) -> type:
         ) from None
 
 
-def _signature_defaults(fn: Any, skip: frozenset[str]) -> dict[str, Any]:
+def signature_defaults(fn: Any, skip: frozenset[str]) -> dict[str, Any]:
+    """The keyword defaults of ``fn``'s signature, less the names in ``skip`` and ``*args``/``**kwargs``."""
     out = {}
     for name, param in inspect.signature(fn).parameters.items():
         if name in skip or param.kind in (param.VAR_KEYWORD, param.VAR_POSITIONAL):
@@ -113,7 +120,8 @@ def _signature_defaults(fn: Any, skip: frozenset[str]) -> dict[str, Any]:
 def hyperparameter_defaults(algo: str) -> dict[str, Any]:
     """The algorithm's ``__init__`` keyword arguments with SB3's defaults (as plain values)."""
     return {
-        k: _plain(v) for k, v in _signature_defaults(_algo_class(algo).__init__, _NOT_HYPERPARAMETERS).items()
+        k: plain_value(v)
+        for k, v in signature_defaults(algo_class(algo).__init__, _NOT_HYPERPARAMETERS).items()
     }
 
 
@@ -127,14 +135,14 @@ def _class_name(cls: Any) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def _plain(value: Any) -> Any:
+def plain_value(value: Any) -> Any:
     """JSON-able form of a default or setting (classes become their import path, tuples lists)."""
     if isinstance(value, type):
         return _class_name(value)
     if isinstance(value, tuple | list):
-        return [_plain(v) for v in value]
+        return [plain_value(v) for v in value]
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): plain_value(v) for k, v in value.items()}
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
     if value is None or isinstance(value, bool | int | float | str):
@@ -218,7 +226,13 @@ def _parse_zoo_expression(text: str, *, what: str) -> Any:
     return convert(tree.body)
 
 
-def _check_schedule(value: Any, key: str) -> Any:
+def check_schedule(value: Any, key: str) -> Any:
+    """A learning-rate-like setting ``key`` checked: a number (a numeric string is parsed), an rl-zoo linear
+    schedule ``lin_<start>``, or any other value as given.
+
+    Raises:
+        SB3SetupError: Neither, naming ``key`` and the value.
+    """
     if isinstance(value, str):
         if re.fullmatch(r"lin_[-+0-9.eE]+", value.strip()):
             float(value.strip()[4:])
@@ -278,11 +292,13 @@ def read_setup(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def _normalize_settings(value: Any, gamma: float) -> dict[str, Any]:
+def normalize_settings(value: Any, gamma: float) -> dict[str, Any]:
+    """The ``VecNormalize`` keyword arguments a setup's ``normalize:`` asks for (rl-zoo's syntax), over its
+    defaults, with the algorithm's ``gamma`` as rl-zoo passes it."""
     from stable_baselines3.common.vec_env import VecNormalize
 
     defaults = {
-        k: _plain(v) for k, v in _signature_defaults(VecNormalize.__init__, _NORMALIZE_NOT_KWARGS).items()
+        k: plain_value(v) for k, v in signature_defaults(VecNormalize.__init__, _NORMALIZE_NOT_KWARGS).items()
     }
     # rl-zoo passes the algorithm's gamma to VecNormalize (the return it normalizes rewards by)
     defaults["gamma"] = gamma
@@ -305,18 +321,20 @@ def _normalize_settings(value: Any, gamma: float) -> dict[str, Any]:
     )
 
 
-def _policy_settings(
+def policy_settings(
     algo: str, policy: str, value: Any, hyper: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """The policy's keyword arguments: the user's over the policy class's ``__init__`` defaults, plus the
     optimizer settings SB3 fills in when none are given (so the config shows what SB3 actually builds)."""
-    cls = _algo_class(algo)
+    cls = algo_class(algo)
     policy_cls = cls.policy_aliases.get(policy)
     if policy_cls is None:
         raise SB3SetupError(
             f"policy {policy!r} is not one of {ALGORITHMS[algo]}'s: {', '.join(cls.policy_aliases)}"
         )
-    defaults = {k: _plain(v) for k, v in _signature_defaults(policy_cls.__init__, _POLICY_NOT_KWARGS).items()}
+    defaults = {
+        k: plain_value(v) for k, v in signature_defaults(policy_cls.__init__, POLICY_NOT_KWARGS).items()
+    }
     if isinstance(value, str):
         value = _parse_zoo_expression(value, what="policy_kwargs")
     value = dict(value or {})
@@ -369,10 +387,10 @@ def resolve_setup(data: dict[str, Any], base_dir: Path) -> dict[str, Any]:
     hyper = hyperparameter_defaults(algo)
     for key in hyper:
         if key in data:
-            hyper[key] = _plain(data[key])
+            hyper[key] = plain_value(data[key])
     for key in ("learning_rate", "clip_range", "clip_range_vf"):
         if key in hyper and hyper[key] is not None:
-            hyper[key] = _check_schedule(hyper[key], key)
+            hyper[key] = check_schedule(hyper[key], key)
     policy = str(data.get("policy", "MlpPolicy"))
     gamma = float(hyper.get("gamma", 0.99))
 
@@ -390,9 +408,9 @@ def resolve_setup(data: dict[str, Any], base_dir: Path) -> dict[str, Any]:
         "n_timesteps": int(float(data.get("n_timesteps", 0))),
         "seed": None if data.get("seed") is None else int(data["seed"]),
         "device": str(data.get("device", "cpu")),
-        "env_kwargs": _plain(dict(data.get("env_kwargs") or {})),
-        "normalize": _normalize_settings(data.get("normalize", False), gamma),
-        "policy_kwargs": _policy_settings(algo, policy, data.get("policy_kwargs"), hyper),
+        "env_kwargs": plain_value(dict(data.get("env_kwargs") or {})),
+        "normalize": normalize_settings(data.get("normalize", False), gamma),
+        "policy_kwargs": policy_settings(algo, policy, data.get("policy_kwargs"), hyper),
         **hyper,
         "models": [location(m) for m in models],
         "tensorboard_log": location(data["tensorboard_log"]) if data.get("tensorboard_log") else "",

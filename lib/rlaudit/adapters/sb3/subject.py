@@ -13,23 +13,23 @@ from typing import Any
 from rlaudit.adapters.sb3 import loss
 from rlaudit.adapters.sb3.runtime import (
     SB3VectorEnv,
-    _add_cleanrl_interface,
-    _as_schedule,
-    _hyperparameters,
-    _make_callback,
-    _make_logger,
-    _optimizer_of,
-    _policy_kwargs,
-    _schedule_fn,
-    _step_of,
+    add_cleanrl_interface,
+    as_schedule,
+    hyperparameters_of,
+    make_callback,
+    make_logger,
     make_vec_env,
+    optimizer_of,
+    policy_kwargs_of,
+    schedule_fn,
+    step_of,
 )
 from rlaudit.adapters.sb3.setup import (
     ON_POLICY,
-    _algo_class,
-    _check_schedule,
-    _normalize_settings,
-    _policy_settings,
+    algo_class,
+    check_schedule,
+    normalize_settings,
+    policy_settings,
     read_setup,
     resolve_setup,
 )
@@ -73,9 +73,9 @@ class SB3Subject:
             # re-validate through the same path as the file: a bad value fails here, not mid-training
             for key in ("learning_rate", "clip_range", "clip_range_vf"):
                 if config.get(key) is not None:
-                    config[key] = _check_schedule(config[key], key)
-            config["normalize"] = _normalize_settings(config["normalize"], float(config.get("gamma", 0.99)))
-            config["policy_kwargs"] = _policy_settings(
+                    config[key] = check_schedule(config[key], key)
+            config["normalize"] = normalize_settings(config["normalize"], float(config.get("gamma", 0.99)))
+            config["policy_kwargs"] = policy_settings(
                 config["algo"], config["policy"], config["policy_kwargs"], config
             )
         return json.loads(json.dumps(config))
@@ -151,16 +151,16 @@ class SB3Subject:
         On-policy policies also get ``get_value(obs)`` and ``get_action_and_value(obs, action=None)`` (CleanRL's
         interface, which rlaudit's loss probes use), computed with SB3's own distribution and value head.
         """
-        cls = _algo_class(config["algo"])
+        cls = algo_class(config["algo"])
         policy_cls = cls.policy_aliases[config["policy"]]
-        lr = _schedule_fn(config.get("learning_rate", 3e-4))
-        kwargs = _policy_kwargs(config)
+        lr = schedule_fn(config.get("learning_rate", 3e-4))
+        kwargs = policy_kwargs_of(config)
         if config["algo"] in ("ppo", "a2c", "sac"):
             kwargs["use_sde"] = bool(config.get("use_sde", False))  # as the algorithm passes it
-        policy = policy_cls(observation_space, action_space, _as_schedule(lr), **kwargs)
+        policy = policy_cls(observation_space, action_space, as_schedule(lr), **kwargs)
         policy.to(resolve_device(config.get("device", "cpu")))  # where build_model puts it (SB3's `device`)
         if config["algo"] in ON_POLICY:
-            _add_cleanrl_interface(policy)
+            add_cleanrl_interface(policy)
         return policy
 
     def make_optimizer(self, config: dict[str, Any], policy: Any) -> Any:
@@ -173,10 +173,10 @@ class SB3Subject:
         """
         import torch
 
-        optimizer = _optimizer_of(policy)
+        optimizer = optimizer_of(policy)
         if optimizer is None:
             raise TypeError(f"{type(policy).__name__} has no optimizer attribute; is it an SB3 policy?")
-        schedule = _schedule_fn(config.get("learning_rate", 3e-4))
+        schedule = schedule_fn(config.get("learning_rate", 3e-4))
         if not callable(schedule):
             return optimizer
         per_step = int(config.get("n_steps", 1)) * int(config["n_envs"]) if config["algo"] in ON_POLICY else 1
@@ -210,7 +210,7 @@ class SB3Subject:
 
     def build_model(self, config: dict[str, Any], seed: int, run_dir: str | Path | None = None) -> Any:
         """The SB3 model for the setup on its VecEnv stack (no logger attached)."""
-        cls = _algo_class(config["algo"])
+        cls = algo_class(config["algo"])
         venv = make_vec_env(config, seed)
         return cls(
             config["policy"],
@@ -218,8 +218,8 @@ class SB3Subject:
             seed=seed,
             device=config.get("device", "cpu"),
             verbose=0,
-            policy_kwargs=_policy_kwargs(config),
-            **_hyperparameters(config),
+            policy_kwargs=policy_kwargs_of(config),
+            **hyperparameters_of(config),
         )
 
     def train(
@@ -246,7 +246,7 @@ class SB3Subject:
         run_dir = Path(recorder.run_dir) if getattr(recorder, "run_dir", None) else None
         model = self.build_model(config, seed, run_dir)
         if run_dir is not None:
-            model.set_logger(_make_logger(run_dir / "tb", recorder))
+            model.set_logger(make_logger(run_dir / "tb", recorder))
         else:
             from stable_baselines3.common.logger import configure
 
@@ -281,7 +281,7 @@ class SB3Subject:
         if resume_from is not None:
             policy, extras = self.load_checkpoint(config, resume_from)
             model.policy.load_state_dict(policy.state_dict())
-            optimizer = _optimizer_of(model.policy)
+            optimizer = optimizer_of(model.policy)
             if extras.get("optimizer") and optimizer is not None:
                 optimizer.load_state_dict(extras["optimizer"])
             venv = model.get_env()
@@ -295,7 +295,7 @@ class SB3Subject:
         started = time.perf_counter()
         if remaining > 0:
             half = int(steps) // 2
-            callback = _make_callback(recorder, half if start_step < half else None, save)
+            callback = make_callback(recorder, half if start_step < half else None, save)
             # with reset_num_timesteps=False SB3 runs to num_timesteps + remaining = steps, and its schedules
             # see the progress of the whole run
             model.learn(total_timesteps=remaining, callback=callback, reset_num_timesteps=resume_from is None)
@@ -318,7 +318,7 @@ class SB3Subject:
     def checkpoints(self, config: dict[str, Any], run_dir: str | Path | None = None) -> list[str]:
         """Model zips: the run's (newest first) with ``run_dir``, else the setup's ``models:`` in order."""
         if run_dir is not None:
-            found = sorted((Path(run_dir) / "checkpoints").glob("*.zip"), key=_step_of, reverse=True)
+            found = sorted((Path(run_dir) / "checkpoints").glob("*.zip"), key=step_of, reverse=True)
             return [str(p) for p in found]
         return [m for m in config.get("models", []) if Path(m).is_file()]
 
@@ -326,7 +326,7 @@ class SB3Subject:
         """Observation statistics saved beside a model zip (our .npz, else SB3's .pkl when trusted)."""
         from rlaudit.engine.safeload import load_checkpoint_safely
 
-        step = _step_of(path)
+        step = step_of(path)
         candidates = [path.with_name(f"vecnormalize_{step}.npz"), path.with_name(f"vecnormalize_{step}.pkl")]
         candidates += [path.parent / "vecnormalize.pkl", path.parent / "vec_normalize.pkl"]
         candidates += [path.parent / config["env_id"] / "vecnormalize.pkl"]
