@@ -190,7 +190,9 @@ WB = SimpleNamespace(profile=get_profile("smoke"), metric=None)
 
 
 def _decide(check, baseline: RunData, candidate: RunData):
-    (finding,) = check(WB, given=TrainingRuns(data={"baseline": [baseline], "candidate": [candidate]})).findings
+    (finding,) = check(
+        WB, given=TrainingRuns(data={"baseline": [baseline], "candidate": [candidate]})
+    ).findings
     return finding
 
 
