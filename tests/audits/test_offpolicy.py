@@ -162,6 +162,8 @@ def _run(root: Path, spec: str, seed: int, watch_targets: bool = True) -> RunDat
     config = subject.config(OVERRIDES)
     out = root / f"{spec.replace(':', '_')}-{seed}-{watch_targets}"
     run_dir = out / RUN_SUBDIR
+    run_dir.mkdir(parents=True)
+    (out / "config.json").write_text(json.dumps(config))
     targets = (lambda policy: subject.target_networks(config, policy)) if watch_targets else None
     rec = Recorder(run_dir, target_networks=targets)
     try:
@@ -186,7 +188,7 @@ def dqn_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, RunData]:
     return {name: _run(root, spec, seed) for name, (spec, seed) in specs.items()}
 
 
-WB = SimpleNamespace(profile=get_profile("smoke"), metric=None)
+WB = SimpleNamespace(profile=get_profile("smoke"), metric=None, short_train_steps=STEPS)
 
 
 def _decide(check, baseline: RunData, candidate: RunData):
@@ -240,3 +242,32 @@ def test_an_on_policy_run_skips_the_off_policy_checks_naming_the_table(tmp_path:
         finding = _decide(check, run, run)
         assert finding.status is Status.SKIPPED, finding.headline
         assert f"`{table}` table" in finding.evidence.summary
+
+
+def test_rollout_geometry_and_ppo_coefficients_do_not_apply_to_a_value_learner(dqn_runs) -> None:
+    from rlaudit.optimizer.schedules import schedules
+    from rlaudit.trainer.geometry import geometry
+
+    runs = TrainingRuns(
+        data={"baseline": [dqn_runs["reference"]], "candidate": [dqn_runs["reference seed 1"]]}
+    )
+    (rollout,) = geometry(WB, given=runs).findings
+    assert (
+        rollout.status is Status.SKIPPED and "not applicable to a value learner" in rollout.evidence.summary
+    )
+    found = {f.id: f for f in schedules(WB, given=runs).findings}
+    assert found["optimizer/lr-schedule"].status is Status.CLEARED  # the learning rate, read by watch()
+    for coefficient in ("optimizer/clip-schedule", "optimizer/ent-schedule"):
+        assert found[coefficient].status is Status.SKIPPED
+        assert "not applicable to a value learner" in found[coefficient].evidence.summary
+
+
+def test_a_builtin_spec_names_its_faults_from_its_own_catalog() -> None:
+    from rlaudit.demo.subject import faults_of, parse
+
+    assert [f.subsystem for f in faults_of("dqn+optimizer.target_never_updated")] == ["optimizer"]
+    assert parse("dqn+trainer.replay_ratio_in_code-trainer.replay_ratio_in_code") == ("dqn", [])
+    with pytest.raises(ValueError, match=r"unknown DQN fault 'loss\.gae_bootstrap'"):
+        parse("dqn+loss.gae_bootstrap")  # a PPO fault is no DQN fault
+    with pytest.raises(ValueError, match="unknown fault"):
+        parse("reference+loss.done_mask_dropped")

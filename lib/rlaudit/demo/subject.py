@@ -91,6 +91,17 @@ def parse(rest: str) -> tuple[str, list[str]]:
     return base, active
 
 
+def faults_of(rest: str) -> list[Fault]:
+    """The faults a ``builtin:`` spec carries (the part after ``builtin:``), from its base's own catalog: the
+    PPO catalog for ``reference``/``regressed``, :data:`rlaudit.demo.dqn_subject.CATALOG` for ``dqn``."""
+    base, names = parse(rest)
+    if base in OFF_POLICY_BASES:
+        from rlaudit.demo import dqn_subject
+
+        return dqn_subject.get(names)
+    return fault_catalog.get(names)
+
+
 def load(rest: str) -> Any:
     """Build the subject named by a ``builtin:`` spec (the part after ``builtin:``)."""
     base, names = parse(rest)

@@ -9,6 +9,7 @@ the batch size, any of which code can override. So it is read from the runs: the
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -55,6 +56,12 @@ def replay_geometry(run: RunData) -> dict[str, float] | None:
         "gradient_steps": float(np.median(grads)),
         "batch_size": batch_size,
     }
+
+
+def learns_off_policy(runs: Sequence[RunData]) -> bool:
+    """True when every one of ``runs`` recorded gradient steps against env steps (``recorder.update``): an
+    off-policy learner, whose batches come from a replay buffer, not from a rollout."""
+    return bool(runs) and all(not run.table("gradient_steps").empty for run in runs)
 
 
 def _agree(a: float, b: float) -> bool:
