@@ -271,3 +271,29 @@ def test_a_builtin_spec_names_its_faults_from_its_own_catalog() -> None:
         parse("dqn+loss.gae_bootstrap")  # a PPO fault is no DQN fault
     with pytest.raises(ValueError, match="unknown fault"):
         parse("reference+loss.done_mask_dropped")
+
+
+def test_a_target_network_out_of_every_param_group_is_not_frozen() -> None:
+    import pandas as pd
+
+    from rlaudit.optimizer import setup as oset
+
+    def table(target: bool) -> pd.DataFrame:
+        names = ["q_net.0.weight", "q_net.0.bias", "q_net_target.0.weight", "q_net_target.0.bias"]
+        return pd.DataFrame(
+            {
+                "parameter": names,
+                "numel": [8, 2, 8, 2],
+                "requires_grad": [True] * 4,
+                "group": [0, 0, -1, -1],
+                "target": [False, False, target, target],
+            }
+        )
+
+    named = oset.Built(coverage={s: table(True) for s in ("baseline", "candidate")})
+    section = oset.coverage(WB, given=named)
+    assert [f.status for f in section.findings] == [Status.CLEARED]
+    assert "Target-network tensors" in " ".join(section.notes)
+    unnamed = oset.Built(coverage={"baseline": table(True), "candidate": table(False)})
+    (frozen,) = oset.coverage(WB, given=unnamed).findings
+    assert frozen.id == "optimizer/frozen-candidate" and frozen.status is Status.CONFIRMED
