@@ -297,3 +297,37 @@ def test_a_target_network_out_of_every_param_group_is_not_frozen() -> None:
     unnamed = oset.Built(coverage={"baseline": table(True), "candidate": table(False)})
     (frozen,) = oset.coverage(WB, given=unnamed).findings
     assert frozen.id == "optimizer/frozen-candidate" and frozen.status is Status.CONFIRMED
+
+
+def test_td_quantities_by_hand_without_a_reported_bootstrap() -> None:
+    import pandas as pd
+
+    from rlaudit.loss.probes import TD_CASES
+
+    n = 4
+    reward = np.array([0.0, 1.0, 0.0, 1.0])
+    boot = np.array([1.0, 2.0, 3.0, 4.0])  # γ V(s') of the base batch
+    targets = {
+        "base": reward + boot,
+        "rewards_0": boot,
+        "rewards_1": 1 + boot,
+        "terminated": reward,  # the done mask stops the bootstrap
+        "truncated": reward,  # ... and so does a truncation: a time limit treated as terminal
+        "next_obs": reward + boot * 0.5,
+        "obs": reward + boot,
+        "target": reward + boot * 1.1,
+        "online": reward + boot,
+    }
+    cases = pd.DataFrame(
+        {
+            "case": np.repeat(TD_CASES, n),
+            "row": np.tile(np.arange(n), len(TD_CASES)),
+            "target": np.concatenate([targets[c] for c in TD_CASES]),
+            "reward": np.tile(reward, len(TD_CASES)),
+        }
+    )
+    q = td_quantities(cases)
+    assert math.isnan(q["gamma"])  # not readable without the subject's bootstrap values
+    assert q["reward coefficient"] == pytest.approx(1.0)
+    assert q["terminal bootstrap kept"] == 0.0 and q["truncation bootstrap kept"] == 0.0
+    assert q["bootstrap state"] == "s_{t+1}" and q["bootstrap network"] == "target"
