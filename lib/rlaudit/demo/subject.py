@@ -65,8 +65,8 @@ def parse(rest: str) -> tuple[str, list[str]]:
     match = re.fullmatch(r"([a-z_]+)((?:[+-][^+-]+)*)", rest.strip())
     if not match or match.group(1) not in BASES + OFF_POLICY_BASES:
         raise ValueError(
-            f"builtin subject {rest!r} is not understood; expected builtin:reference, builtin:regressed or "
-            "builtin:dqn, "
+            f"builtin subject {rest!r} is not understood; expected builtin:reference or builtin:regressed (PPO) "
+            "or builtin:dqn (off-policy), "
             "optionally followed by +<fault>[,<fault>...] and/or -<fault>[,<fault>...] "
             "(e.g. builtin:reference+loss.gae_bootstrap). Run `rlaudit faults` for the fault ids."
         )
