@@ -13,8 +13,9 @@ import pytest
 import torch
 
 from rlaudit.demo.subject import load
+from rlaudit.engine.io import read_table
+from rlaudit.engine.subjects import capabilities
 from rlaudit.findings import Status
-from rlaudit.io import read_table
 from rlaudit.loss import probes as loss_probes
 from rlaudit.loss.targets import td_quantities
 from rlaudit.memory.replay import replay_buffer
@@ -23,7 +24,6 @@ from rlaudit.optimizer.targets import target_network
 from rlaudit.probe import ProbeContext
 from rlaudit.profiles import get_profile
 from rlaudit.recorder import NullRecorder, Recorder
-from rlaudit.subjects import capabilities
 from rlaudit.trainer.probes import RUN_SUBDIR
 from rlaudit.trainer.replay import replay_ratio
 from rlaudit.trainer.runs import RunData, TrainingRuns

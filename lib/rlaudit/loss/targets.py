@@ -26,12 +26,12 @@ import numpy as np
 import pandas as pd
 
 from rlaudit.checks import SIDES, Check, check
+from rlaudit.engine.io import read_table
+from rlaudit.engine.workbench import Pair
 from rlaudit.evidence import fmt
 from rlaudit.findings import Severity, Status
-from rlaudit.io import read_table
 from rlaudit.loss import probes
 from rlaudit.notebook import Section
-from rlaudit.workbench import Pair
 
 MOVES = 1e-3
 """A change of the targets counts when its mean absolute size exceeds this share of the bootstrap's."""

@@ -13,13 +13,13 @@ learners :mod:`rlaudit.optimizer.targets` (the target network's updates at runti
 from __future__ import annotations
 
 from rlaudit.checks import run_checks
+from rlaudit.engine.workbench import Workbench
 from rlaudit.notebook import Section
 from rlaudit.optimizer.exploration import exploration
 from rlaudit.optimizer.schedules import schedules
 from rlaudit.optimizer.setup import coverage, hyperparameters
 from rlaudit.optimizer.targets import target_network
 from rlaudit.optimizer.updates import gradient_clipping, update_ratios
-from rlaudit.workbench import Workbench
 
 __all__ = [
     "CHECKS",

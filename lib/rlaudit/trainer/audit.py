@@ -11,6 +11,7 @@ learner's replay ratio from them.
 from __future__ import annotations
 
 from rlaudit.checks import run_checks
+from rlaudit.engine.workbench import Workbench
 from rlaudit.notebook import Section
 from rlaudit.trainer.geometry import geometry
 from rlaudit.trainer.learning import learning, stability
@@ -18,7 +19,6 @@ from rlaudit.trainer.minibatches import minibatches
 from rlaudit.trainer.outcomes import outcomes
 from rlaudit.trainer.replay import replay_ratio
 from rlaudit.trainer.speed import speed
-from rlaudit.workbench import Workbench
 
 __all__ = [
     "CHECKS",
