@@ -320,7 +320,14 @@ def _accepted(fn: Callable[..., Any], kwargs: Mapping[str, Any]) -> dict[str, An
     return {k: v for k, v in kwargs.items() if k in names}
 
 
-def _guard(evidence: Any, spec: CheckSpec, hypothesis: str) -> Finding | None:
+ON_POLICY_ONLY = frozenset({"compute_advantages", "compute_loss"})
+"""Capabilities of an on-policy (actor-critic) learner that a value learner has no counterpart of."""
+ON_POLICY_CHECKS = frozenset({"loss/advantages", "loss/terms"})
+"""Checks of on-policy math only (GAE, the PPO loss's terms). Others that need ``compute_loss`` also measure
+something a value learner has (gradient flow into its network), so their SKIPPED stays a missing capability."""
+
+
+def _guard(evidence: Any, spec: CheckSpec, hypothesis: str, wb: Any = None) -> Finding | None:
     """SKIPPED/ERROR from the evidence's own guard (a Pair, or a list of them), else None."""
     items = evidence if isinstance(evidence, list | tuple) else [evidence]
     for item in items:
@@ -328,8 +335,35 @@ def _guard(evidence: Any, spec: CheckSpec, hypothesis: str) -> Finding | None:
         if callable(guard):
             finding = guard(spec.id, spec.subsystem, hypothesis)
             if finding is not None:
-                return finding
+                return _not_applicable(finding, wb) if spec.id in ON_POLICY_CHECKS else finding
     return None
+
+
+def _not_applicable(finding: Finding, wb: Any) -> Finding:
+    """Say so when a SKIPPED for want of an on-policy capability is on a value learner, where it does not apply.
+
+    A side that lacks only :data:`ON_POLICY_ONLY` capabilities and exposes ``compute_td_targets`` (its
+    capabilities as already known, no worker is started) is an off-policy learner: GAE and a PPO loss are no
+    part of it, and ``loss/td-targets`` checks its targets instead.
+    """
+    missing = finding.evidence.details.get("missing") if finding.status is Status.SKIPPED else None
+    known = getattr(wb, "capabilities", None)
+    if not isinstance(missing, dict) or not missing or not callable(known):
+        return finding
+    for side, caps in missing.items():
+        try:
+            has = known(side, load=False)
+        except Exception:  # a side the workbench does not know: keep the plain SKIPPED
+            return finding
+        if not caps or not set(caps) <= ON_POLICY_ONLY or not has or "compute_td_targets" not in has:
+            return finding
+    finding.evidence.summary += (
+        " — not applicable to a value learner (it exposes `compute_td_targets`; loss/td-targets checks its "
+        "targets)"
+    )
+    finding.evidence.details["not_applicable"] = "value learner"
+    finding.remediation = "Nothing to do: an off-policy learner has no advantage estimator or PPO loss."
+    return finding
 
 
 def run_probe(wb: Any, probe: Callable[..., Any], desc: str, **params: Any) -> Any:
@@ -471,7 +505,7 @@ def check(
             try:
                 if takes_evidence:
                     evidence = gather(wb, kwargs)
-                    stop = _guard(evidence, spec, c.hypothesis)
+                    stop = _guard(evidence, spec, c.hypothesis, wb)
                     if stop is not None:
                         return c.section(stop)
                     result = body(c, evidence, **_accepted(body, kwargs))

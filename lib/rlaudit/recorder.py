@@ -24,6 +24,25 @@ memory     step, seconds, rss_bytes: sampled by the recorder itself every ``memo
 The optional ``minibatches`` table (step, epoch, minibatch, position, index) says which samples formed each
 minibatch of the first :data:`MINIBATCH_UPDATES` updates, when the trainer calls :meth:`Recorder.minibatch`.
 
+Off-policy learners (replay buffers, target networks) add four optional tables, each written once it has a row:
+
+=============  ==============================================================================================
+gradient_steps step, gradient_steps, batch_size: :meth:`Recorder.update`, the gradient steps taken at an env
+               step (replay ratio, ``learning_starts``, ``train_freq``, batch size)
+targets        step, gradient_step, tau, source: a target-network update, ``reported`` by the trainer through
+               :meth:`Recorder.target_update`, or ``measured`` by the recorder itself (see below)
+exploration    step, epsilon, alpha, target_entropy: :meth:`Recorder.exploration` (NaN where not given)
+replay         step, size, capacity, nbytes, age_p10, age_p50, age_p90, age_mean, age_n, prioritized:
+               :meth:`Recorder.replay`, the buffer's fill and the ages of a sampled batch's transitions
+=============  ==============================================================================================
+
+When the recorder knows the subject's target networks (``target_networks=``, a function of the policy giving
+``{target prefix: online prefix}``, as the subject capability does) and the trainer calls :meth:`watch`, it
+measures every target update itself: before each optimizer step it compares the target parameters with their
+last copy, and when they moved it records the update with ``tau = |θ'_target - θ_target| / |θ_online -
+θ_target|`` (1 for a hard copy, the Polyak coefficient otherwise). A trainer that never reports its target
+updates is measured all the same.
+
 ``summary.json`` (steps, seconds, sps, sps_cpu, sps_wall, device, updates, episodes, torch_threads) is written by
 :meth:`Recorder.close`;
 ``nonfinite`` there names the first NaN or infinity recorded (``step``, ``quantity``, ``value``), or is None.
@@ -75,6 +94,9 @@ from rlaudit.engine import heartbeat
 from rlaudit.engine.io import atomic_write_text, write_table
 
 _TABLES = ("scalars", "episodes", "updates", "layers", "phases", "memory", "minibatches")
+OFF_POLICY_TABLES = ("gradient_steps", "targets", "exploration", "replay")
+"""Tables of off-policy training, written only once they have a row (an on-policy run's files are unchanged)."""
+AGE_QUANTILES = (0.1, 0.5, 0.9)
 
 MINIBATCH_UPDATES = 2
 """Updates whose minibatch composition :meth:`Recorder.minibatch` keeps (the first ones reported). How a
@@ -139,6 +161,8 @@ class Recorder:
         memory_seconds: Resident memory is sampled at most this often, in wall seconds, on any recorder
             call (``log``, ``episode``, an optimizer step), so the memory table exists for every trainer
             that reports anything; None samples only on :meth:`sample_memory` (and at close).
+        target_networks: ``fn(policy) -> {target prefix: online prefix}`` (the subject's ``target_networks``
+            with its config bound): :meth:`watch` then measures target-network updates (module docstring).
     """
 
     def __init__(
@@ -147,6 +171,7 @@ class Recorder:
         sample_every: int = 10,
         flush_seconds: float = 10.0,
         memory_seconds: float | None = 0.5,
+        target_networks: Any = None,
     ) -> None:
         if sample_every < 1:
             raise ValueError(f"sample_every must be >= 1 (every k-th optimizer step), got {sample_every}")
@@ -204,6 +229,12 @@ class Recorder:
         self._mb_indices = 0
         self._mb_last: tuple[int, int, int] | None = None
         self._nonfinite: dict[str, Any] | None = None  # the first NaN/inf recorded (see the module docstring)
+        # off-policy tables (rows of dicts) and the target-network pairs watch() measures
+        self.target_networks = target_networks
+        self._off: dict[str, list[dict[str, Any]]] = {name: [] for name in OFF_POLICY_TABLES}
+        self._gradient_steps = 0  # reported through update()
+        self._target_pairs: list[tuple[Any, Any]] = []  # (target param, online param)
+        self._target_copy: list[Any] = []
 
     # -- public API ------------------------------------------------------------------------------------------
 
@@ -243,6 +274,127 @@ class Recorder:
         self._handles.append(optimizer.register_step_pre_hook(self._pre_step))
         self._handles.append(optimizer.register_step_post_hook(self._post_step))
         _watch_clipping(self)
+        if self.target_networks is not None and policy is not None:
+            self._watch_targets(policy)
+
+    def _watch_targets(self, policy: Any) -> None:
+        """Pair every target parameter with its online counterpart (by the prefixes the subject names)."""
+        torch = self._torch
+        mapping = dict(self.target_networks(policy) or {})
+        params = dict(policy.named_parameters())
+        for target, online in mapping.items():
+            for name, p in params.items():
+                if name == target or name.startswith(target + "."):
+                    twin = params.get(online + name[len(target) :])
+                    if twin is None or twin.shape != p.shape:
+                        raise ValueError(
+                            f"target_networks maps {target!r} to {online!r}, but {name!r} has no online "
+                            f"counterpart {online + name[len(target) :]!r} of the same shape in "
+                            "policy.named_parameters()"
+                        )
+                    self._target_pairs.append((p, twin))
+        with torch.no_grad():
+            self._target_copy = [t.detach().clone() for t, _ in self._target_pairs]
+
+    def _measure_targets(self) -> None:
+        """Record a target update when the target parameters moved since the last look (see the docstring)."""
+        if not self._target_pairs:
+            return
+        torch = self._torch
+        with torch.no_grad():
+            if all(
+                torch.equal(t, c) for (t, _), c in zip(self._target_pairs, self._target_copy, strict=True)
+            ):
+                return
+            moved = _total_norm(
+                torch,
+                [t.detach() - c for (t, _), c in zip(self._target_pairs, self._target_copy, strict=True)],
+            )
+            gap = _total_norm(
+                torch,
+                [o.detach() - c for (_, o), c in zip(self._target_pairs, self._target_copy, strict=True)],
+            )
+            tau = float(moved) / float(gap) if float(gap) > 0 else math.nan
+            self._target_copy = [t.detach().clone() for t, _ in self._target_pairs]
+        self._off["targets"].append(
+            {"step": self._step, "gradient_step": self._n_updates, "tau": tau, "source": "measured"}
+        )
+
+    def update(self, step: int, gradient_steps: int = 1, batch_size: int | None = None) -> None:
+        """Record ``gradient_steps`` gradient steps taken at environment step ``step`` (off-policy learners).
+
+        Call it once per training phase (``train_freq``), with the batch size drawn from the replay buffer;
+        the trainer audit reads the replay ratio, ``learning_starts`` and ``train_freq`` from it.
+        """
+        self._see_step(step)
+        self._gradient_steps += int(gradient_steps)
+        self._off["gradient_steps"].append(
+            {
+                "step": int(step),
+                "gradient_steps": int(gradient_steps),
+                "batch_size": math.nan if batch_size is None else int(batch_size),
+            }
+        )
+        self._maybe_flush()
+
+    def target_update(self, step: int, gradient_step: int, tau: float = 1.0) -> None:
+        """Record a target-network update at env step ``step``, after ``gradient_step`` gradient steps in all:
+        ``tau=1.0`` for a hard copy, the Polyak coefficient otherwise."""
+        self._see_step(step)
+        self._off["targets"].append(
+            {"step": int(step), "gradient_step": int(gradient_step), "tau": float(tau), "source": "reported"}
+        )
+        self._maybe_flush()
+
+    def exploration(
+        self,
+        step: int,
+        epsilon: float | None = None,
+        alpha: float | None = None,
+        target_entropy: float | None = None,
+    ) -> None:
+        """Record the exploration parameters in force at env step ``step``: ε (ε-greedy), α (the entropy
+        temperature of SAC-style learners) and the target entropy α is tuned towards (None: not used)."""
+        self._see_step(step)
+        row = {"step": int(step)}
+        for key, value in (("epsilon", epsilon), ("alpha", alpha), ("target_entropy", target_entropy)):
+            row[key] = math.nan if value is None else float(value.item() if hasattr(value, "item") else value)
+        self._off["exploration"].append(row)
+        self._maybe_flush()
+
+    def replay(
+        self,
+        step: int,
+        size: int,
+        capacity: int,
+        nbytes: int | None = None,
+        ages: Any = None,
+        prioritized: bool | None = None,
+    ) -> None:
+        """Record the replay buffer at env step ``step``: transitions held (``size``) of ``capacity``, its
+        bytes, and for a sampled batch the ``ages`` of its transitions (env steps since each was inserted),
+        kept as quantiles; ``prioritized`` says whether sampling is prioritized (None: not said)."""
+        self._see_step(step)
+        row: dict[str, Any] = {
+            "step": int(step),
+            "size": int(size),
+            "capacity": int(capacity),
+            "nbytes": math.nan if nbytes is None else int(nbytes),
+        }
+        if ages is not None:
+            if hasattr(ages, "detach"):
+                ages = ages.detach().cpu().numpy()
+            values = np.asarray(ages, dtype=np.float64).reshape(-1)
+        else:
+            values = np.zeros(0)
+        quantiles = np.quantile(values, AGE_QUANTILES) if len(values) else [math.nan] * len(AGE_QUANTILES)
+        for q, value in zip(AGE_QUANTILES, quantiles, strict=True):
+            row[f"age_p{round(q * 100)}"] = float(value)
+        row["age_mean"] = float(values.mean()) if len(values) else math.nan
+        row["age_n"] = len(values)
+        row["prioritized"] = math.nan if prioritized is None else float(bool(prioritized))
+        self._off["replay"].append(row)
+        self._maybe_flush()
 
     def grad_norm(self, pre_clip: float) -> None:
         """Report the global gradient norm before clipping for the next optimizer step.
@@ -349,8 +501,12 @@ class Recorder:
             table: One of ``scalars``, ``episodes``, ``updates``, ``layers``, ``phases``, ``memory``,
                 ``minibatches``.
         """
+        if table in OFF_POLICY_TABLES:
+            return self._table_off(table)
         if table not in _TABLES:
-            raise ValueError(f"unknown recorder table {table!r}; expected one of {', '.join(_TABLES)}")
+            raise ValueError(
+                f"unknown recorder table {table!r}; expected one of {', '.join(_TABLES + OFF_POLICY_TABLES)}"
+            )
         return getattr(self, f"_table_{table}")()
 
     def phase_totals(self) -> dict[str, tuple[int, float]]:
@@ -364,6 +520,9 @@ class Recorder:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         for name in _TABLES:
             write_table(self.run_dir / name, getattr(self, f"_table_{name}")())
+        for name in OFF_POLICY_TABLES:
+            if self._off[name]:
+                write_table(self.run_dir / name, self._table_off(name))
         # the recorder's own writes (the first one imports the table libraries) are not the trainer's work
         self._flush_cpu += time.process_time() - cpu
         self._flush_wall += time.perf_counter() - wall
@@ -377,6 +536,7 @@ class Recorder:
             handle.remove()
         self._handles.clear()
         _unwatch_clipping(self)
+        self._measure_targets()  # an update after the last optimizer step
         if self._max_step > 0 and (not self._memory["step"] or self._memory["step"][-1] < self._max_step):
             self._step = self._max_step  # the run's end, so the memory table spans the whole run
             self._sample_memory()
@@ -411,6 +571,10 @@ class Recorder:
             "torch_threads": torch_threads,
             "nonfinite": self._nonfinite,
         }
+        if self._gradient_steps:
+            summary["gradient_steps"] = self._gradient_steps
+        if self.target_networks is not None:  # how many target tensors watch() measured (0: none found)
+            summary["target_tensors"] = len(self._target_pairs)
         atomic_write_text(self.run_dir / "summary.json", json.dumps(summary, indent=2))
 
     def __enter__(self) -> Recorder:
@@ -458,6 +622,7 @@ class Recorder:
 
     def _pre_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         torch = self._torch
+        self._measure_targets()
         update = self._n_updates + 1
         present = [(i, p) for i, p in enumerate(self._params) if p.grad is not None]
         measured = False  # a NaN `pre` means "no norm seen" unless some norm was measured
@@ -586,6 +751,13 @@ class Recorder:
             self._updates, first=("update", "step", "group", "lr"), ints=("update", "step", "group")
         )
 
+    def _table_off(self, name: str) -> dict[str, np.ndarray]:
+        ints = {"gradient_steps": ("step", "gradient_steps"), "targets": ("step", "gradient_step")}.get(
+            name, ()
+        )
+        ints = ints + (("step", "size", "capacity", "age_n") if name == "replay" else ("step",))
+        return _rows_to_columns(self._off[name], first=("step",), ints=tuple(dict.fromkeys(ints)))
+
     def _table_layers(self) -> dict[str, np.ndarray]:
         cols = self._layers
         return {
@@ -638,6 +810,32 @@ class NullRecorder:
         pass
 
     def minibatch(self, epoch: int, indices: Any) -> None:
+        pass
+
+    def update(self, step: int, gradient_steps: int = 1, batch_size: int | None = None) -> None:
+        pass
+
+    def target_update(self, step: int, gradient_step: int, tau: float = 1.0) -> None:
+        pass
+
+    def exploration(
+        self,
+        step: int,
+        epsilon: float | None = None,
+        alpha: float | None = None,
+        target_entropy: float | None = None,
+    ) -> None:
+        pass
+
+    def replay(
+        self,
+        step: int,
+        size: int,
+        capacity: int,
+        nbytes: int | None = None,
+        ages: Any = None,
+        prioritized: bool | None = None,
+    ) -> None:
         pass
 
     def columns(self, table: str) -> dict[str, np.ndarray]:

@@ -35,6 +35,7 @@ class Fault:
         effect: ``learning``, ``throughput``, ``both``, ``observability``, ``reproducibility`` or ``none``.
         arena: ArenaImpl fields to set (code faults on the environment side).
         ppo: PPOImpl fields to set (code faults on the trainer side).
+        dqn: DQNImpl fields to set (code faults of the off-policy subject, :mod:`rlaudit.demo.dqn_subject`).
         overrides: Config overrides (Hydra syntax) that the regressed recipe bakes in (config faults); they are
             applied through the subject's own config mechanism before any user override, so a user's override
             (or an attribution experiment's restore) still wins.
@@ -48,6 +49,7 @@ class Fault:
     effect: str
     arena: dict[str, Any] = field(default_factory=dict)
     ppo: dict[str, Any] = field(default_factory=dict)
+    dqn: dict[str, Any] = field(default_factory=dict)
     overrides: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, str]:

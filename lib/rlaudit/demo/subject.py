@@ -7,7 +7,9 @@ Spec grammar (after ``builtin:``): a base, ``reference`` or ``regressed``, follo
 - ``regressed``: the "dehydrated" version, configured by a Python recipe (:mod:`rlaudit.demo.pyconfig`),
   plus the faults in :data:`rlaudit.demo.faults.REGRESSED`;
 - ``reference+loss.gae_bootstrap``: the reference with one fault; ``regressed-env.rebuild_on_reset``: the
-  regressed subject with one fault fixed (what an attribution experiment's variant looks like).
+  regressed subject with one fault fixed (what an attribution experiment's variant looks like);
+- ``dqn``: the off-policy subject, a DQN on the arena (:mod:`rlaudit.demo.dqn_subject`), with faults from its
+  own catalog (``dqn+loss.done_mask_dropped``).
 
 A subject is an ordinary object exposing every capability of the subject contract; a user's own
 ``subject.py`` can import :func:`load` and wrap or extend one.
@@ -26,6 +28,7 @@ from rlaudit.demo.faults import Fault
 
 CONF_DIR = Path(__file__).resolve().parent / "conf"
 BASES = ("reference", "regressed")
+OFF_POLICY_BASES = ("dqn",)
 
 # Which flattened config keys belong to which audited subsystem; the first matching pattern wins, so the
 # specific patterns come before the section-wide ones.
@@ -60,17 +63,21 @@ def parse(rest: str) -> tuple[str, list[str]]:
         ValueError: Unknown base or fault, or a malformed spec, saying what is expected.
     """
     match = re.fullmatch(r"([a-z_]+)((?:[+-][^+-]+)*)", rest.strip())
-    if not match or match.group(1) not in BASES:
+    if not match or match.group(1) not in BASES + OFF_POLICY_BASES:
         raise ValueError(
-            f"builtin subject {rest!r} is not understood; expected builtin:reference or builtin:regressed, "
+            f"builtin subject {rest!r} is not understood; expected builtin:reference or builtin:regressed (PPO) "
+            "or builtin:dqn (off-policy), "
             "optionally followed by +<fault>[,<fault>...] and/or -<fault>[,<fault>...] "
             "(e.g. builtin:reference+loss.gae_bootstrap). Run `rlaudit faults` for the fault ids."
         )
     base = match.group(1)
     active = list(fault_catalog.REGRESSED) if base == "regressed" else []
+    catalog: Any = fault_catalog
+    if base in OFF_POLICY_BASES:
+        from rlaudit.demo import dqn_subject as catalog
     for sign, ids in re.findall(r"([+-])([^+-]+)", match.group(2)):
         names = [i.strip() for i in ids.split(",") if i.strip()]
-        fault_catalog.get(names)  # validates, with a did-you-mean
+        catalog.get(names)  # validates, with a did-you-mean
         for name in names:
             if sign == "+" and name not in active:
                 active.append(name)
@@ -84,9 +91,24 @@ def parse(rest: str) -> tuple[str, list[str]]:
     return base, active
 
 
-def load(rest: str) -> BuiltinSubject:
+def faults_of(rest: str) -> list[Fault]:
+    """The faults a ``builtin:`` spec carries (the part after ``builtin:``), from its base's own catalog: the
+    PPO catalog for ``reference``/``regressed``, :data:`rlaudit.demo.dqn_subject.CATALOG` for ``dqn``."""
+    base, names = parse(rest)
+    if base in OFF_POLICY_BASES:
+        from rlaudit.demo import dqn_subject
+
+        return dqn_subject.get(names)
+    return fault_catalog.get(names)
+
+
+def load(rest: str) -> Any:
     """Build the subject named by a ``builtin:`` spec (the part after ``builtin:``)."""
     base, names = parse(rest)
+    if base in OFF_POLICY_BASES:
+        from rlaudit.demo.dqn_subject import DQNSubject, get
+
+        return DQNSubject(get(names))
     return BuiltinSubject(base, fault_catalog.get(names))
 
 

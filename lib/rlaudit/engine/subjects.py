@@ -46,6 +46,8 @@ CAPABILITIES: tuple[str, ...] = (
     "config_keys",
     "metrics",
     "total_steps",
+    "target_networks",
+    "compute_td_targets",
 )
 """Everything a subject may expose; a probe's ``requires`` names a subset (ARCHITECTURE.md section 1)."""
 

@@ -101,13 +101,17 @@ def policy_at_init(c: Check, pair: Pair) -> Section:
     """
     oa = pd.DataFrame(pair.baseline.json("outputs")).apply(pd.to_numeric, errors="coerce")
     ob = pd.DataFrame(pair.candidate.json("outputs")).apply(pd.to_numeric, errors="coerce")
-    # every side that lacks them is named: a continuous-action pair lacks them on both sides, not just one
+
+    # every side that lacks them is named: a continuous-action pair lacks them on both sides, not just one. A
+    # value head absent on both sides is no gap: a Q-network's one head gives the action values (the logits
+    # here), so its scale and spread over actions are compared without a value column
+    def has(frame: pd.DataFrame, col: str) -> bool:
+        return col in frame and bool(frame[col].notna().any())
+
+    value_head = has(oa, "value_std") or has(ob, "value_std")
+    wanted = ("entropy_ratio", "logit_std", "value_std") if value_head else ("entropy_ratio", "logit_std")
     absent = {
-        side: [
-            col
-            for col in ("entropy_ratio", "logit_std", "value_std")
-            if col not in frame or not frame[col].notna().any()
-        ]
+        side: [col for col in wanted if not has(frame, col)]
         for side, frame in (("baseline", oa), ("candidate", ob))
     }
     lacking = [side for side in SIDES if absent[side]]
@@ -123,8 +127,9 @@ def policy_at_init(c: Check, pair: Pair) -> Section:
     ma, mb = output_stats(oa), output_stats(ob)
     scales = {
         "logit scale": scale_comparison(oa["logit_std"].to_numpy(), ob["logit_std"].to_numpy(), seed=0),
-        "value std": scale_comparison(oa["value_std"].to_numpy(), ob["value_std"].to_numpy(), seed=1),
     }
+    if value_head:
+        scales["value std"] = scale_comparison(oa["value_std"].to_numpy(), ob["value_std"].to_numpy(), seed=1)
     ent_gap = (
         (mb["entropy_ratio"] - ma["entropy_ratio"])
         if math.isfinite(ma["entropy_ratio"]) and math.isfinite(mb["entropy_ratio"])
@@ -167,7 +172,12 @@ def policy_at_init(c: Check, pair: Pair) -> Section:
     alike = (
         f"entropy {ma['entropy_ratio']:.4f} | {mb['entropy_ratio']:.4f} of log|A|"
         f"{f' (|A| = {n_actions})' if n_actions else ''}, logit std {fmt(ma['logit_std'])} | "
-        f"{fmt(mb['logit_std'])}, value std {fmt(ma['value_std'])} | {fmt(mb['value_std'])}"
+        f"{fmt(mb['logit_std'])}, "
+        + (
+            f"value std {fmt(ma['value_std'])} | {fmt(mb['value_std'])}"
+            if value_head
+            else "no value head on either side (the action-value head is compared as the logits)"
+        )
     )
     if problems:
         finding = c.finding(

@@ -14,7 +14,9 @@ known. One module per check:
 - :mod:`rlaudit.loss.gradients`: gradient flow on that batch, on a batch from the subject's own rollouts with a
   trained checkpoint, and in the recorder's per-layer gradient norms over real training;
 - :mod:`rlaudit.loss.ladder`: five tiny probe environments whose answers are known (:mod:`rlaudit.loss.envs`);
-  the first rung that fails isolates the bug.
+  the first rung that fails isolates the bug;
+- :mod:`rlaudit.loss.targets`: an off-policy learner's ``compute_td_targets`` on controlled batches, read as
+  the discount, done mask, truncation bootstrap, bootstrap state and network it uses.
 """
 
 from __future__ import annotations
@@ -24,13 +26,14 @@ from rlaudit.engine.workbench import Workbench
 from rlaudit.loss.advantages import advantages
 from rlaudit.loss.gradients import gradient_flow
 from rlaudit.loss.ladder import probe_envs
+from rlaudit.loss.targets import td_targets
 from rlaudit.loss.terms import loss_terms
 from rlaudit.notebook import Section
 
-__all__ = ["CHECKS", "advantages", "audit_all", "gradient_flow", "loss_terms", "probe_envs"]
+__all__ = ["CHECKS", "advantages", "audit_all", "gradient_flow", "loss_terms", "probe_envs", "td_targets"]
 
 
-CHECKS = (advantages, loss_terms, gradient_flow, probe_envs)
+CHECKS = (advantages, loss_terms, gradient_flow, probe_envs, td_targets)
 """Every loss check, in notebook order."""
 
 

@@ -604,3 +604,138 @@ def probe_env_run(ctx: ProbeContext, *, probe: str, steps: int, seed: int = 0) -
         "episodes": episodes,
         "value_error": float(verdict["value_error"]) if math.isfinite(verdict["value_error"]) else None,
     }
+
+
+# -------------------------------------------------------------------------------------------------------------
+# TD targets of off-policy learners (loss/td-targets)
+# -------------------------------------------------------------------------------------------------------------
+
+TD_CASES = (
+    "base",
+    "rewards_0",
+    "rewards_1",
+    "terminated",
+    "truncated",
+    "next_obs",
+    "obs",
+    "target",
+    "online",
+)
+"""The controlled batches of :func:`td_targets`: the base batch, then one change each (see the probe)."""
+
+
+def sample_space(space: Any, rng: np.random.Generator, n: int) -> np.ndarray:
+    """``n`` samples of a Box or Discrete space from ``rng`` (uniform within finite bounds, else normal)."""
+    if hasattr(space, "n") and not getattr(space, "shape", None):
+        return rng.integers(0, int(space.n), n)
+    shape = (n, *space.shape)
+    low = np.broadcast_to(np.asarray(space.low, dtype=np.float64), space.shape)
+    high = np.broadcast_to(np.asarray(space.high, dtype=np.float64), space.shape)
+    finite = np.isfinite(low) & np.isfinite(high)
+    out = rng.normal(size=shape)
+    uniform = low + (high - low) * rng.random(shape)
+    out = np.where(finite, uniform, out)
+    return out.astype(getattr(space, "dtype", np.float32) or np.float32)
+
+
+def _prefixed(named: dict[str, Any], prefixes: Any) -> list[Any]:
+    return [p for n, p in named.items() if any(n == x or n.startswith(x + ".") for x in prefixes)]
+
+
+def _perturb(params: list[Any], rng: np.random.Generator, scale: float) -> None:
+    import torch
+
+    with torch.no_grad():
+        for p in params:
+            noise = torch.as_tensor(rng.normal(size=tuple(p.shape)), dtype=p.dtype, device=p.device)
+            p.add_(noise * scale * (float(p.detach().float().std()) if p.numel() > 1 else 1.0) + noise * 1e-2)
+
+
+@probe(requires=("config", "make_env", "make_policy", "compute_td_targets"), version=1)
+def td_targets(ctx: ProbeContext, *, seed: int = 0, batch_size: int = 64) -> dict:
+    """Drive the subject's ``compute_td_targets`` with controlled batches and record what moves its targets.
+
+    A freshly built policy (``torch.manual_seed(seed)``) whose target networks are first moved away from the
+    online ones (as they are between two copies), then one base batch (rewards 0/1, no episode end) and one
+    change each: every reward 0, every reward 1, every transition terminated, every transition truncated, other
+    next observations, other observations, the target networks' parameters perturbed, the online networks'
+    parameters perturbed. Writes the ``td_cases`` table (case, row, target) and returns the targets' means.
+    """
+    import torch
+
+    obs_space, act_space = env_spaces(ctx.subject, ctx.config, seed)
+    torch.manual_seed(seed)
+    policy = ctx.subject.make_policy(ctx.config, obs_space, act_space)
+    rng = np.random.default_rng(seed)
+    mapping = (
+        dict(ctx.subject.target_networks(ctx.config, policy) or {}) if ctx.has("target_networks") else {}
+    )
+    named = dict(policy.named_parameters())
+    target_params = _prefixed(named, mapping)
+    online_params = _prefixed(named, mapping.values()) if mapping else list(named.values())
+    _perturb(target_params, rng, 0.5)  # a target network some updates behind the online one
+
+    n = int(batch_size)
+    base = {
+        "obs": sample_space(obs_space, rng, n),
+        "actions": sample_space(act_space, rng, n),
+        "rewards": rng.integers(0, 2, n).astype(np.float32),
+        "next_obs": sample_space(obs_space, rng, n),
+        "terminated": np.zeros(n, dtype=bool),
+        "truncated": np.zeros(n, dtype=bool),
+        "seed": int(seed),
+    }
+    others = {"obs": sample_space(obs_space, rng, n), "next_obs": sample_space(obs_space, rng, n)}
+    device = next(iter(named.values())).device if named else None
+
+    def run(batch: dict[str, Any]) -> dict[str, np.ndarray]:
+        out = ctx.subject.compute_td_targets(ctx.config, policy, dict(batch))
+        if not isinstance(out, dict) or "targets" not in out:
+            raise TypeError(
+                f"compute_td_targets must return a dict with 'targets' (an array of shape ({n},)), got "
+                f"{type(out).__name__}"
+            )
+        return {k: to_numpy(v).astype(np.float64).reshape(n, -1).mean(axis=1) for k, v in out.items()}
+
+    def perturbed(params: list[Any]) -> np.ndarray:
+        saved = [p.detach().clone() for p in params]
+        _perturb(params, np.random.default_rng(seed + 1), 0.5)
+        try:
+            return run(base)["targets"]
+        finally:
+            with torch.no_grad():
+                for p, s in zip(params, saved, strict=True):
+                    p.copy_(s)
+
+    first = run(base)
+    cases = {
+        "base": first["targets"],
+        "rewards_0": run({**base, "rewards": np.zeros(n, np.float32)})["targets"],
+        "rewards_1": run({**base, "rewards": np.ones(n, np.float32)})["targets"],
+        "terminated": run({**base, "terminated": np.ones(n, dtype=bool)})["targets"],
+        "truncated": run({**base, "truncated": np.ones(n, dtype=bool)})["targets"],
+        "next_obs": run({**base, "next_obs": others["next_obs"]})["targets"],
+        "obs": run({**base, "obs": others["obs"]})["targets"],
+        "target": perturbed(target_params) if target_params else np.full(n, np.nan),
+        "online": perturbed(online_params),
+    }
+    ctx.write_table(
+        "td_cases",
+        {
+            "case": [c for c in TD_CASES for _ in range(n)],
+            "row": [i for _ in TD_CASES for i in range(n)],
+            "target": np.concatenate([cases[c] for c in TD_CASES]).tolist(),
+            "reward": np.tile(base["rewards"].astype(np.float64), len(TD_CASES)).tolist(),
+        },
+    )
+    bootstrap = first.get("bootstrap")
+    if bootstrap is not None:
+        ctx.write_table("td_bootstrap", {"row": list(range(n)), "bootstrap": bootstrap.tolist()})
+    return {
+        "batch_size": n,
+        "target_networks": mapping,
+        "target_tensors": len(target_params),
+        "bootstrap_reported": bootstrap is not None,
+        "device": str(device) if device is not None else None,
+        **space_info(obs_space, act_space),
+    }

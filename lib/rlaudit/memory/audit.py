@@ -8,7 +8,9 @@ practical threshold (:mod:`rlaudit.memory.common`); one module per concern:
   runs (the recorder samples resident memory by itself), the candidate's against the baseline's;
 - :mod:`rlaudit.memory.growth`: where it grows: tracemalloc allocation sites inside the subject's code,
   object types, containers reachable from the environment, each against the baseline's counterpart;
-- :mod:`rlaudit.memory.buffers`: the rollout buffers the configs imply, side by side.
+- :mod:`rlaudit.memory.buffers`: the rollout buffers the configs imply, side by side;
+- :mod:`rlaudit.memory.replay`: an off-policy learner's replay buffer as it ran: capacity against fill, bytes,
+  and the ages of sampled transitions.
 
 The worker-side measurements are in :mod:`rlaudit.memory.probes`.
 """
@@ -20,6 +22,7 @@ from rlaudit.engine.workbench import Workbench
 from rlaudit.memory.buffers import buffers
 from rlaudit.memory.common import BYTES_PER_1000_EPISODES, ENTRIES_PER_1000_EPISODES, RSS_PER_1000_STEPS
 from rlaudit.memory.growth import compare_growth, growth_per_episode, growth_sites
+from rlaudit.memory.replay import replay_buffer
 from rlaudit.memory.rss import (
     MIN_TRAINING_SPAN,
     RSS_NOTE,
@@ -36,10 +39,10 @@ __all__ = ["CHECKS", "audit_all"]
 __all__ += ["BYTES_PER_1000_EPISODES", "ENTRIES_PER_1000_EPISODES", "RSS_PER_1000_STEPS"]
 __all__ += ["MIN_TRAINING_SPAN", "RSS_NOTE", "RSS_OUTCOMES", "growth_difference", "leak_verdict"]
 __all__ += ["rss_rollout", "rss_slope", "rss_training"]
-__all__ += ["buffers", "compare_growth", "growth_per_episode", "growth_sites"]
+__all__ += ["buffers", "compare_growth", "growth_per_episode", "growth_sites", "replay_buffer"]
 
 
-CHECKS = (rss_rollout, rss_training, growth_sites, buffers)
+CHECKS = (rss_rollout, rss_training, growth_sites, buffers, replay_buffer)
 """Every memory check, in notebook order."""
 
 

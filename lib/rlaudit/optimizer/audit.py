@@ -5,7 +5,9 @@ Cases 000 and 001 are the model: the first pass read the config diff and conclud
 missing; the second found the schedule had been disabled in code all along, so the diff had misled everyone.
 The checks live by concern: :mod:`rlaudit.optimizer.setup` (the optimizer as built: class, hyperparameters,
 library defaults, coverage), :mod:`rlaudit.optimizer.schedules` (learning rate, entropy and clip coefficients
-at runtime) and :mod:`rlaudit.optimizer.updates` (gradient clipping and per-layer update ratios at runtime).
+at runtime) and :mod:`rlaudit.optimizer.updates` (gradient clipping and per-layer update ratios at runtime); for off-policy
+learners :mod:`rlaudit.optimizer.targets` (the target network's updates at runtime) and
+:mod:`rlaudit.optimizer.exploration` (ε and α schedules as they ran).
 """
 
 from __future__ import annotations
@@ -13,22 +15,26 @@ from __future__ import annotations
 from rlaudit.checks import run_checks
 from rlaudit.engine.workbench import Workbench
 from rlaudit.notebook import Section
+from rlaudit.optimizer.exploration import exploration
 from rlaudit.optimizer.schedules import schedules
 from rlaudit.optimizer.setup import coverage, hyperparameters
+from rlaudit.optimizer.targets import target_network
 from rlaudit.optimizer.updates import gradient_clipping, update_ratios
 
 __all__ = [
     "CHECKS",
     "audit_all",
     "coverage",
+    "exploration",
     "gradient_clipping",
     "hyperparameters",
     "schedules",
+    "target_network",
     "update_ratios",
 ]
 
 
-CHECKS = (hyperparameters, coverage, schedules, gradient_clipping, update_ratios)
+CHECKS = (hyperparameters, coverage, schedules, gradient_clipping, update_ratios, target_network, exploration)
 """Every optimizer check, in notebook order."""
 
 

@@ -51,7 +51,7 @@ def _qualname(obj: Any) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-@probe(requires=("config", "make_env", "make_policy", "make_optimizer"), version=2)
+@probe(requires=("config", "make_env", "make_policy", "make_optimizer"), version=3)
 def optimizer_setup(ctx: ProbeContext, *, seed: int = 0) -> dict:
     """Build the subject's policy and optimizer and record the optimizer's class, param groups and coverage.
 
@@ -60,7 +60,9 @@ def optimizer_setup(ctx: ProbeContext, *, seed: int = 0) -> dict:
     Writes ``optimizer.json`` (``class``, ``defaults`` of the constructor, ``groups``: every param-group
     entry but the parameters, with the group's tensor and value counts, and ``scheduler``) and the
     ``coverage`` table: one row per parameter of the policy (``parameter``, ``numel``, ``requires_grad``,
-    ``group``: the param group holding it, -1 for none).
+    ``group``: the param group holding it, -1 for none; ``target``: the parameter belongs to a target network
+    the subject names through ``target_networks``, which follows the online network by copies, not by
+    gradients).
     """
     import torch
 
@@ -82,6 +84,13 @@ def optimizer_setup(ctx: ProbeContext, *, seed: int = 0) -> dict:
         entry["_values"] = int(sum(p.numel() for p in params))
         groups.append(entry)
     named = list(policy.named_parameters())
+    targets = (
+        list(ctx.subject.target_networks(ctx.config, policy) or {}) if ctx.has("target_networks") else []
+    )
+
+    def is_target(name: str) -> bool:
+        return any(name == t or name.startswith(t + ".") for t in targets)
+
     policy_ids = {id(p) for _, p in named}
     outside = sum(1 for g in optimizer.param_groups for p in g["params"] if id(p) not in policy_ids)
     coverage = {
@@ -89,6 +98,7 @@ def optimizer_setup(ctx: ProbeContext, *, seed: int = 0) -> dict:
         "numel": [int(p.numel()) for _, p in named],
         "requires_grad": [bool(p.requires_grad) for _, p in named],
         "group": [group_of.get(id(p), -1) for _, p in named],
+        "target": [is_target(n) for n, _ in named],
     }
     sched = None
     if scheduler is not None:
@@ -110,7 +120,7 @@ def optimizer_setup(ctx: ProbeContext, *, seed: int = 0) -> dict:
     )
     ctx.write_table("coverage", coverage)
     trainable = [n for n, p in named if p.requires_grad]
-    missing = [n for n, p in named if p.requires_grad and id(p) not in group_of]
+    missing = [n for n, p in named if p.requires_grad and id(p) not in group_of and not is_target(n)]
     return {
         "class": _qualname(optimizer),
         "groups": len(groups),
@@ -118,5 +128,6 @@ def optimizer_setup(ctx: ProbeContext, *, seed: int = 0) -> dict:
         "missing": missing,
         "foreign_tensors": outside,
         "scheduler": sched["class"] if sched else None,
+        "target_networks": targets,
         **space_info(obs_space, act_space),
     }

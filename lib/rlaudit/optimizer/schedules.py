@@ -272,9 +272,13 @@ def judge_schedule(
     )
 
 
-def _unrecorded(c: Check, which: str, lacking: Sequence[str]) -> Finding:
-    """SKIPPED for one coefficient a side does not record at runtime, saying how to record it."""
-    if which == "learning rate":
+def _unrecorded(c: Check, which: str, lacking: Sequence[str], off_policy: bool = False) -> Finding:
+    """SKIPPED for one coefficient a side does not record at runtime, saying how to record it (or, for PPO's
+    clip and entropy coefficients on off-policy learners, that they do not apply)."""
+    if off_policy and which != "learning rate":
+        what = f"{which}: not applicable to a value learner (optimizer/exploration reads its ε and α)"
+        how = "Nothing to do: an off-policy learner has no PPO clip or entropy coefficient."
+    elif which == "learning rate":
         what = "learning rate at runtime (no optimizer steps recorded)"
         how = "Call recorder.watch(policy, optimizer) in train(): the recorder then reads the learning rate the "
         how += "optimizer holds at every step."
@@ -299,6 +303,7 @@ def schedules(c: Check, runs: TrainingRuns) -> Section:
     recorder's ``updates`` table), and the entropy and clip coefficients as the trainer logged them.
     """
     from rlaudit.optimizer import plots
+    from rlaudit.trainer.replay import learns_off_policy
 
     data = runs.data
     configs = {s: data[s][0].config for s in SIDES}
@@ -310,7 +315,7 @@ def schedules(c: Check, runs: TrainingRuns) -> Section:
         summary = curve_summary(frame)
         lacking = [s for s in SIDES if s not in summary]
         if lacking:
-            findings.append(_unrecorded(c, which, lacking))
+            findings.append(_unrecorded(c, which, lacking, all(learns_off_policy(data[s]) for s in lacking)))
             continue
         declared = {s: declared_schedule(configs[s], which) for s in SIDES}
         findings.append(judge_schedule(c, which, summary, declared))

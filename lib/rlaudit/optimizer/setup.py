@@ -318,12 +318,16 @@ def hyperparameters(c: Check, setup: Built) -> Section:
 def coverage(c: Check, setup: Built) -> Section:
     """Every trainable parameter is in some param group.
 
-    Parameters that require gradients but are in no param group are frozen by accident.
+    Parameters that require gradients but are in no param group are frozen by accident; those of a target
+    network the subject names (``target_networks``) are not: they follow their online network by copies
+    (``optimizer/target-network`` measures how).
     """
     summary: dict[str, dict[str, Any]] = {}
     for side in SIDES:
         t = setup.coverage[side]
-        trainable = t[t["requires_grad"].astype(bool)]
+        # a target network follows its online network by copies: out of every param group by design
+        targets = t["target"].astype(bool) if "target" in t else pd.Series(False, index=t.index)
+        trainable = t[t["requires_grad"].astype(bool) & ~targets]
         missing = trainable[trainable["group"] < 0]
         summary[side] = {
             "trainable": len(trainable),
@@ -367,7 +371,19 @@ def coverage(c: Check, setup: Built) -> Section:
             )
         )
     table = pd.concat([setup.coverage[s].assign(side=s) for s in SIDES], ignore_index=True)
-    return c.section(
-        findings,
-        tables={"parameter coverage": table[["side", "parameter", "numel", "requires_grad", "group"]]},
+    columns = ["side", "parameter", "numel", "requires_grad", "group"] + (
+        ["target"] if "target" in table else []
     )
+    notes = []
+    if "target" in table and table["target"].astype(bool).any():
+        counts = {
+            s: int(setup.coverage[s]["target"].astype(bool).sum())
+            for s in SIDES
+            if "target" in setup.coverage[s]
+        }
+        notes.append(
+            "Target-network tensors (named by the subjects' target_networks) are left out of the count: "
+            + ", ".join(f"{s} {n}" for s, n in counts.items())
+            + "; optimizer/target-network measures how they follow the online network."
+        )
+    return c.section(findings, tables={"parameter coverage": table[columns]}, notes=notes)

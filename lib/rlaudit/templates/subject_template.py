@@ -27,7 +27,8 @@ What each notebook reads (a check whose capability or recorder table is missing 
                                                                    your own phase names), watch and
                                                                    log(step) before each update (batch
                                                                    geometry: optimizer steps per update),
-                                                                   minibatch (optional: sample coverage)
+                                                                   minibatch (optional: sample coverage),
+                                                                   update (off-policy: the replay ratio)
   03_logging        train, log_dir                                 log: a logged `charts/episodic_return` is
                                                                    compared with the episodes the recorder
                                                                    saw (that one check is SKIPPED without
@@ -37,16 +38,21 @@ What each notebook reads (a check whose capability or recorder table is missing 
   05_env            config, make_env                               -
   06_curriculum     config, make_curriculum                        -
   07_optimizer      config, make_env, make_policy,                 watch (learning rate, grad norms and
-                    make_optimizer; train for what ran             update ratios as they ran)
+                    make_optimizer; train for what ran;            update ratios as they ran); off-policy:
+                    target_networks (off-policy)                   target_update (or target_networks, which
+                                                                   the recorder measures), exploration
   08_init           make_env, make_policy                          -
   09_loss           compute_advantages, compute_loss, make_env,    -
                     make_policy (with the interface below);
                     train(env_fn=), checkpoints, load_checkpoint
-                    for the probe environments
+                    for the probe environments; off-policy:
+                    compute_td_targets (target_networks to tell
+                    target from online)
   10_spaces         make_env, make_policy, load_checkpoint         -
   11_rewards        config, make_env                               -
   12_memory         config, make_env; train                        nothing: the recorder samples memory on
-                                                                   its own (sample_memory adds samples)
+                                                                   its own (sample_memory adds samples);
+                                                                   off-policy: replay (the replay buffer)
   13_seeding        config, train, make_env, make_policy            episode (the primary metric's spread
                                                                    over seeds)
   14_config         config (config(overrides=) for the override    -
@@ -57,6 +63,10 @@ The primary metric (the learning gap every audit and the summary measure) is the
 to recorder.episode(**{"return": r}) unless metrics() declares another; `rlaudit report --metric NAME`
 overrides it. recorder.episode alone is enough for every audit that needs returns; only the logging
 audit's check of the logged return reads a logged `charts/episodic_return`.
+
+Off-policy learners (DQN, SAC, TD3, anything with a replay buffer or target networks) add two capabilities,
+target_networks and compute_td_targets (below), and four recorder calls in train(): update, target_update,
+exploration, replay. A check that reads them is SKIPPED on an on-policy subject, naming what is missing.
 
 The policy interface the loss checks drive (CleanRL's): policy.get_action_and_value(obs, action=None) ->
 (action, logprob, entropy, value) on a batch, and policy.get_value(obs) -> value. A policy without it still
@@ -139,6 +149,32 @@ from __future__ import annotations
 #     raise NotImplementedError
 
 
+# def target_networks(config: dict, policy) -> dict:
+#     """Off-policy learners: which modules of `policy` (what make_policy returns) are target networks.
+#
+#     Must return {target parameter-name prefix: online prefix} over policy.named_parameters(), e.g.
+#     {"q_net_target": "q_net"} (DQN) or {"critic_target": "critic", "actor_target": "actor"} (TD3).
+#     The optimizer audit then measures how the target follows the online network (hard copy every N
+#     gradient steps, or Polyak tau) and never reports the target's parameters as frozen.
+#     """
+#     raise NotImplementedError
+
+
+# def compute_td_targets(config: dict, policy, batch: dict) -> dict:
+#     """Off-policy learners: the targets your critic regresses on, for a batch, computed exactly as the
+#     training step does, with the target networks as they are inside `policy` (rlaudit perturbs them to
+#     learn which network gives the bootstrap).
+#
+#     batch: numpy arrays with leading dim B: "obs", "actions", "rewards" (B,), "next_obs", "terminated"
+#     (B,) bool, "truncated" (B,) bool (a time limit: next_obs is the episode's final observation), and
+#     "seed" (int) for stochastic targets (SAC's next-action sample).
+#     Must return {"targets": (B,)}; add "bootstrap": (B,), the next-state value before discount and mask,
+#     so the loss audit can read your discount. Sequence learners (lambda returns) return "targets" (T, B)
+#     for (T, B) inputs.
+#     """
+#     raise NotImplementedError
+
+
 # def make_curriculum(config: dict):
 #     """Your task curriculum, if you have one.
 #
@@ -169,6 +205,17 @@ from __future__ import annotations
 #                                                    phases are recorded as "rollout/env")
 #         recorder.sample_memory(step)               optional: the recorder samples memory on its own
 #         recorder.minibatch(epoch, indices)         optional: the sample indices of each minibatch
+#     Off-policy learners also report:
+#         recorder.update(step, gradient_steps=n, batch_size=b)
+#                                                    after each training phase: n gradient steps at env
+#                                                    step `step` (replay ratio, learning_starts, train_freq)
+#         recorder.target_update(step, gradient_step, tau=1.0)
+#                                                    each target-network update (1.0: hard copy); with
+#                                                    target_networks the recorder measures them itself
+#         recorder.exploration(step, epsilon=e, alpha=a, target_entropy=h)
+#                                                    the exploration parameters in force (any of them)
+#         recorder.replay(step, size, capacity, nbytes=n, ages=step - inserted_at[idx])
+#                                                    the replay buffer, and the ages of a sampled batch
 #     Write your own logs and checkpoints under recorder.run_dir (e.g. recorder.run_dir / "tb" and
 #     recorder.run_dir / "checkpoints") so the logging and checkpointing audits can find them.
 #

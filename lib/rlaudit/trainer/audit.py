@@ -4,7 +4,8 @@ The checks live by concern: :mod:`rlaudit.trainer.geometry` (the batch geometry 
 :mod:`rlaudit.trainer.minibatches` (which samples form each minibatch), :mod:`rlaudit.trainer.speed` (CPU time
 per step, calibrated, and the phases the subject timed) and :mod:`rlaudit.trainer.learning` (the primary
 metric over seeds, and stability); :mod:`rlaudit.trainer.outcomes` first says how every run ended. All read
-the shared training runs (:func:`rlaudit.trainer.runs.runs`).
+the shared training runs (:func:`rlaudit.trainer.runs.runs`); :mod:`rlaudit.trainer.replay` reads an off-policy
+learner's replay ratio from them.
 """
 
 from __future__ import annotations
@@ -16,12 +17,23 @@ from rlaudit.trainer.geometry import geometry
 from rlaudit.trainer.learning import learning, stability
 from rlaudit.trainer.minibatches import minibatches
 from rlaudit.trainer.outcomes import outcomes
+from rlaudit.trainer.replay import replay_ratio
 from rlaudit.trainer.speed import speed
 
-__all__ = ["CHECKS", "audit_all", "geometry", "learning", "minibatches", "outcomes", "speed", "stability"]
+__all__ = [
+    "CHECKS",
+    "audit_all",
+    "geometry",
+    "learning",
+    "minibatches",
+    "outcomes",
+    "replay_ratio",
+    "speed",
+    "stability",
+]
 
 
-CHECKS = (outcomes, geometry, minibatches, speed, learning, stability)
+CHECKS = (outcomes, geometry, minibatches, replay_ratio, speed, learning, stability)
 """Every trainer check, in notebook order."""
 
 

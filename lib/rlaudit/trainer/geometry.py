@@ -198,7 +198,16 @@ def geometry(c: Check, runs: TrainingRuns) -> Section:
     Environments, rollout length, batch and minibatch sizes, epochs and updates per 1M steps, as run.
     """
     from rlaudit.trainer import plots
+    from rlaudit.trainer.replay import learns_off_policy
 
+    if all(learns_off_policy(runs[side]) for side in SIDES):
+        return c.section(
+            c.skipped(
+                "rollout geometry: not applicable to a value learner",
+                "Nothing to do: both learners sample batches from a replay buffer; trainer/replay-ratio reads "
+                "their replay ratio, learning_starts, train_freq and batch size.",
+            )
+        )
     table, per_side = geometry_table(runs.data)
     unknown = [side for side in SIDES if not per_side[side]["runtime"].get("batch")]
     if unknown:

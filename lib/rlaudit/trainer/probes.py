@@ -113,7 +113,13 @@ def train_run(
     run_dir.mkdir(parents=True, exist_ok=True)
     kwargs: dict[str, Any] = {"resume_from": resume_from} if resume_from else {}
     calibration = _calibrate()  # before the recorder starts its clocks
-    recorder = Recorder(run_dir, sample_every=sample_every)
+    targets = None
+    if ctx.has("target_networks"):  # the recorder then measures target-network updates itself
+
+        def targets(policy: Any) -> dict[str, str]:
+            return ctx.subject.target_networks(config, policy)
+
+    recorder = Recorder(run_dir, sample_every=sample_every, target_networks=targets)
     try:
         summary = ctx.subject.train(config, steps, seed, recorder, **kwargs)
     finally:
