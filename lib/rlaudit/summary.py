@@ -182,6 +182,8 @@ def _gap_sentence(result: Attribution, metric: str, recovery: dict[str, dict[str
     if metric in recovery:
         r = recovery[metric]
         where = f"{_pct(r['point'])} of it ({_ci(r)})"
+        if r["point"] > 1.0:  # more than the gap is seed noise or overlap: the whole gap, not more
+            where = f"all of it (measured {_pct(r['point'])}, {_ci(r)}; more than the gap is within noise)"
         if r["low"] > 0.0:
             head += f" Fixing them all is expected to recover {where}."
         else:
