@@ -437,7 +437,7 @@ def test_write_index_puts_flagged_findings_first_and_renders_attribution(tmp_pat
     summary, _ = index_html.split('id="grid"')
     assert "learning rate never decays" in summary and "Restore the schedule" in summary
     assert "ratio 0.4 [0.3, 0.5] (95% CI)" in summary
-    assert 'href="07_optimizer.html"' in summary
+    assert 'href="07_optimizer.html#finding-' in summary  # the link lands on the finding's row
     assert "the schedule explains 80% of the gap" in summary
     # Cleared subsystems are listed, each with its badge (an ASCII mark on the verdict's colour, no emoji).
     assert (

@@ -174,7 +174,7 @@ def _bars(fig) -> list[tuple[str, float, float, str]]:
     names = {round(t.get_position()[1]): t.get_text().replace("\n", " ") for t in ax.get_yticklabels()}
     bars = [(names[round(p.get_y() + p.get_height() / 2)], p.get_x(), p.get_x() + p.get_width(), p.get_hatch() or "")
             for p in ax.patches]  # fmt: skip
-    return sorted(bars, key=lambda b: -[k for k, v in names.items() if v == b[0]][0])
+    return sorted(bars, key=lambda b: -next(k for k, v in names.items() if v == b[0]))
 
 
 @pytest.mark.parametrize("joint", [1.05, None])
