@@ -689,7 +689,9 @@ def test_a_table_has_no_row_numbers_reprs_or_machine_numbers() -> None:
     for repr_ in ("True", "False", "None", "[", "{", "e+0"):
         assert not any(repr_ in c for c in cells if "<" not in c), (repr_, cells)
     assert 'class="rl-badge rl-badge-CONFIRMED"' in page and 'class="rl-cause rl-cause-undecided"' in page
-    assert "<code>values[t + 1]</code>" in page and ("and say why at length " * 8).strip() in page  # whole text
+    assert (
+        "<code>values[t + 1]</code>" in page and ("and say why at length " * 8).strip() in page
+    )  # whole text
 
 
 def test_a_shown_sections_table_is_not_printed_twice() -> None:

@@ -211,13 +211,14 @@ def _fmt_number(value: Any) -> str:
         return str(value)
 
 
-def evidence_lines(finding: Finding) -> list[tuple[str, str]]:
-    """The evidence of a finding as (label, text) lines: baseline, candidate, effect and CI, test."""
+def evidence_lines(finding: Finding, max_chars: int = 80) -> list[tuple[str, str]]:
+    """The evidence of a finding as (label, text) lines: baseline, candidate, effect and CI, test
+    (``max_chars=0``: values whole, as the HTML tables show them)."""
     ev = finding.evidence
     lines: list[tuple[str, str]] = []
     if ev.baseline is not None or ev.candidate is not None:
-        lines.append(("baseline", format_value(ev.baseline)))
-        lines.append(("candidate", format_value(ev.candidate)))
+        lines.append(("baseline", format_value(ev.baseline, max_chars)))
+        lines.append(("candidate", format_value(ev.candidate, max_chars)))
     if ev.effect is not None:
         text = f"{ev.effect_label + ' ' if ev.effect_label else ''}{_fmt_number(ev.effect)}"
         if ev.ci is not None:
@@ -289,12 +290,16 @@ def _finding_row(finding: Finding, link: Callable[[Finding], str | None] | None,
         page = href.rsplit("/", 1)[-1].split("#", 1)[0].removesuffix(".html")
         meta.append(f'<a href="{html.escape(href)}">see {html.escape(page)}</a>')
     cell = [f'<div class="rl-headline">{headline_html(finding)}</div>']
+    if finding.remediation:
+        cell.append(
+            f'<div class="rl-fix"><span class="rl-k">fix:</span> {inline_markdown(finding.remediation)}</div>'
+        )
     if finding.evidence.summary and finding.evidence.summary != finding.hypothesis:
         cell.append(f'<div class="rl-meta">hypothesis: {inline_markdown(finding.hypothesis)}</div>')
     cell.append(f'<div class="rl-meta">{" · ".join(meta)}</div>')
     evidence = "".join(
-        f'<div><span class="rl-k">{html.escape(k)}:</span> {html.escape(v)}</div>'
-        for k, v in evidence_lines(finding)
+        f'<div><span class="rl-k">{html.escape(k)}:</span> {inline_markdown(v)}</div>'
+        for k, v in evidence_lines(finding, max_chars=0)
     )
     if finding.figures:
         evidence += f'<div><span class="rl-k">figures:</span> {html.escape(", ".join(finding.figures))}</div>'
@@ -305,8 +310,7 @@ def _finding_row(finding: Finding, link: Callable[[Finding], str | None] | None,
     row_id = f' id="{finding_anchor(finding.id)}"' if anchor else ""
     return (
         f'<tr class="rl-row-{status}"{row_id}><td class="rl-mark">{status_badge(finding.status)}</td>'
-        f'<td>{"".join(cell)}</td><td class="rl-ev">{evidence}</td>'
-        f"<td>{inline_markdown(finding.remediation)}</td></tr>"
+        f'<td>{"".join(cell)}</td><td class="rl-ev">{evidence}</td></tr>'
     )
 
 
@@ -332,8 +336,8 @@ def findings_html(
         return f'<p class="rl-muted">{html.escape(empty)}</p>'
     rows = "".join(_finding_row(f, link, anchors) for f in items)
     return (
-        '<table class="rl-findings"><thead><tr><th></th><th>finding</th><th>evidence</th>'
-        f"<th>remediation</th></tr></thead><tbody>{rows}</tbody></table>"
+        '<table class="rl-findings"><thead><tr><th></th><th>finding and remediation</th>'
+        f"<th>evidence</th></tr></thead><tbody>{rows}</tbody></table>"
     )
 
 
@@ -562,7 +566,8 @@ def frame_html(frame: pd.DataFrame, *, max_rows: int = 40, classes: str = "rl-ta
         except TypeError:
             big = False
         kilo[c] = 1000.0 if big else 1e4
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in table.columns)
+    # snake_case names read as words (and wrap), so a wide table still fits the column
+    head = "".join(f"<th>{html.escape(str(c).replace('_', ' '))}</th>" for c in table.columns)
     rows = []
     for _, row in shown.iterrows():
         cells = []
