@@ -62,9 +62,14 @@ def forest_plot(result: Attribution, delta: float = DEFAULT_DELTA):  # -> Figure
 
     metrics = [m for m in result.metrics if result.gaps.get(m, {}).get("measurable")]
     labels = {m: [wrap(r["arm"]) for r in result.ranking.get(m, [])] for m in metrics}
-    lines = max((sum(label.count("\n") + 1 for label in ls) for ls in labels.values()), default=1)
+    # every row as tall as the tallest label (rows are evenly spaced), so no wrapped label reaches a neighbour's
+    rows = max((len(ls) for ls in labels.values()), default=1)
+    tallest = max((label.count("\n") + 1 for ls in labels.values() for label in ls), default=1)
     fig, axes = plt.subplots(
-        1, max(1, len(metrics)), figsize=(7 * max(1, len(metrics)), 1.0 + 0.3 * max(3, lines)), squeeze=False
+        1,
+        max(1, len(metrics)),
+        figsize=(6.5 * max(1, len(metrics)), 1.3 + 0.2 * max(3, rows * (tallest + 0.6))),
+        squeeze=False,
     )
     if not metrics:
         _empty(axes[0][0], _why_no_gap(result))
