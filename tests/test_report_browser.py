@@ -403,3 +403,30 @@ def test_no_placeholder_repr_path_or_row_index_leaks_into_a_page(smoke_report: P
         assert "<th></th>" not in "".join(tables), f"{path.name}: a table shows pandas' row numbers"
         shown = re.findall(r"<h4>([^<]+)</h4>", text)
         assert len(shown) == len(set(shown)), (path.name, [t for t in shown if shown.count(t) > 1])
+
+
+def test_a_figure_wider_than_the_column_is_scaled_to_fit(rendered_index: Path) -> None:
+    """A two-panel forest plot is about 1400 px wide: at 1024 and 1600 px the index must not scroll sideways."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # a test-only figure file; notebooks never set a backend
+    import matplotlib.pyplot as plt
+
+    if CHROMIUM is None:
+        pytest.fail("RLAUDIT_REQUIRE_BROWSER is set but chromium is not installed (apt-get install chromium)")
+    fig, _ = plt.subplots(1, 2, figsize=(17, 3))
+    fig.savefig(rendered_index.parent.parent / "findings" / "summary-forest.png", format="png", dpi=100)
+    plt.close(fig)
+    findings_dir = rendered_index.parent.parent / "findings"
+    found = overview.collect_findings(findings_dir)
+    info = {"parameters": {"baseline": "builtin:reference", "candidate": "builtin:regressed"}}
+    page = index.write_index(rendered_index.parent, found, [], info)
+    harness = page.parent / "harness-wide.html"
+    harness.write_text(
+        PAGES_HARNESS.substitute(pages=json.dumps([page.name]), widths=json.dumps(PAGE_WIDTHS))
+    )
+    proc = _chromium(page.parent / "chrome-profile", "--dump-dom", harness.as_uri())
+    match = re.search(r"RESULT(.*?)END", proc.stdout, re.DOTALL)
+    assert match, f"the harness never reported (exit {proc.returncode}):\n{proc.stderr[-2000:]}"
+    for key, shown in json.loads(match.group(1).replace("&quot;", '"').replace("&amp;", "&")).items():
+        assert shown["scroll"] <= shown["view"] and not shown["wide"], (key, shown)

@@ -153,4 +153,7 @@ def test_forest_plot_labels_never_overlap():
         assert len(boxes) >= 3
         for low, high in itertools.pairwise(boxes):
             assert low.y1 <= high.y0 + 0.5, (low, high)  # stacked, not overlapping
+    # nor does the right panel's labels reach into the left panel
+    left = fig.axes[0].get_window_extent(renderer)
+    assert all(t.get_window_extent(renderer).x0 >= left.x1 for t in fig.axes[1].get_yticklabels())
     plt.close(fig)
