@@ -219,10 +219,10 @@ def test_findings_table_is_sorted_and_flat() -> None:
 
 def test_format_value() -> None:
     assert display.format_value(None) == "—"
-    assert display.format_value(0.000457123) == "0.0004571"
-    assert display.format_value([128, 128]) == "(128, 128)"
-    assert display.format_value(np.array([1.5, 2.0])) == "(1.5, 2)"
-    assert display.format_value({"lr": 3e-4}) == "{lr: 0.0003}"
+    assert display.format_value(0.000457123) == "0.000457"  # three significant digits, as every number
+    assert display.format_value([128, 128]) == "128, 128"  # no Python reprs: no brackets, no braces
+    assert display.format_value(np.array([1.5, 2.0])) == "1.5, 2"
+    assert display.format_value({"lr": 3e-4}) == "lr: 0.0003"
     assert display.format_value("x" * 100, max_chars=10) == "xxxxxxxxx…"
 
 

@@ -437,7 +437,7 @@ def test_write_index_puts_flagged_findings_first_and_renders_attribution(tmp_pat
     summary, _ = index_html.split('id="grid"')
     assert "learning rate never decays" in summary and "Restore the schedule" in summary
     assert "ratio 0.4 [0.3, 0.5] (95% CI)" in summary
-    assert 'href="07_optimizer.html"' in summary
+    assert 'href="07_optimizer.html#finding-' in summary  # the link lands on the finding's row
     assert "the schedule explains 80% of the gap" in summary
     # Cleared subsystems are listed, each with its badge (an ASCII mark on the verdict's colour, no emoji).
     assert (
@@ -637,3 +637,109 @@ def test_audit_exit_codes_follow_fail_on(tmp_path: Path, monkeypatch: pytest.Mon
     assert codes == {"none": 0, "error": 0, "confirmed": 0, "suspect": 6}
     both = _args(tmp_path, subsystems="agents,env", json_out=out, fail_on="confirmed")
     assert _audit(both) == 5
+
+
+# --------------------------------------------------------------------------------------------------------
+# Reading right: numbers, tables and the index for people
+# --------------------------------------------------------------------------------------------------------
+
+
+def test_numbers_read_like_a_person_wrote_them() -> None:
+    from rlaudit.display import format_number, format_value
+
+    assert format_number(21_800.0) == "21.8k" and format_number(2.683e4) == "26.8k"
+    assert format_number(7134.0) == "7134" and format_number(7134.0, kilo_from=1000) == "7.13k"
+    assert format_number(0.0546) == "0.0546" and format_number(1_250_000) == "1.25M"
+    assert format_number(float("nan")) == "—"
+    assert format_value(True) == "yes" and format_value(None) == "—"
+    assert format_value([128, 128]) == "128, 128" and format_value({"lr": 3e-4, "sizes": [64, 64]}) == (
+        "lr: 0.0003; sizes: (64, 64)"
+    )
+    assert format_value(Path("/home/someone/reports/findings/attribution.json")) == "attribution.json"
+
+
+def test_a_table_has_no_row_numbers_reprs_or_machine_numbers() -> None:
+    import pandas as pd
+
+    from rlaudit.display import frame_html
+
+    frame = pd.DataFrame(
+        {
+            "side": ["baseline", "candidate"],
+            "steps per CPU-second": [7134.0, 26_830.0],
+            "share of the gap restored": [0.1923, 1.05],
+            "single": [True, False],
+            "suspects": [["fix a", "fix b"], []],
+            "overrides": [{"lr": 0.001}, None],
+            "file": [Path("/tmp/x/attribution.json"), Path("/tmp/x/b.json")],
+            "verdict": ["CONFIRMED", "undecided"],
+            "remediation": ["use `values[t + 1]` " + "and say why at length " * 8, ""],
+        }
+    )
+    page = frame_html(frame)
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", page)
+    assert "<th></th>" not in page and ">0<" not in page and ">1<" not in page  # no row index
+    assert "7.13k" in cells and "26.8k" in cells  # one style per column, never 2.683e+04
+    assert "19%" in cells and "105%" in cells  # shares as percentages
+    assert "yes" in cells and "no" in cells and "fix a, fix b" in cells and "lr: 0.001" in cells
+    assert "attribution.json" in cells and "/tmp/x" not in page and "PosixPath" not in page
+    for repr_ in ("True", "False", "None", "[", "{", "e+0"):
+        assert not any(repr_ in c for c in cells if "<" not in c), (repr_, cells)
+    assert 'class="rl-badge rl-badge-CONFIRMED"' in page and 'class="rl-cause rl-cause-undecided"' in page
+    assert (
+        "<code>values[t + 1]</code>" in page and ("and say why at length " * 8).strip() in page
+    )  # whole text
+
+
+def test_a_shown_sections_table_is_not_printed_twice() -> None:
+    import pandas as pd
+
+    from rlaudit.notebook import Section
+
+    section = Section(title="Speed", tables={"runs": pd.DataFrame({"sps": [1.0]})})
+    assert section.table("runs")._repr_html_().startswith("<div")  # not shown yet: the table itself
+    section.to_html()
+    section._shown = True
+    again = section.table("runs")
+    assert "shown above" in again._repr_html_() and again["sps"].tolist() == [1.0]  # still the data
+
+
+def test_the_executive_summary_table_shows_the_whole_text_with_badges_and_code() -> None:
+    long = "use `values[t + 1]` (next_value at the last step) in delta_t, not values[t], " * 3
+    html_ = index.attribution_html(
+        {
+            "sentences": ["steps per CPU-second: baseline 21.8k, candidate 11.6k. Fix `gae`."],
+            "causes": [
+                {"rank": 1, "subsystem": "loss", "verdict": "primary", "audit evidence": "! CONFIRMED: x",
+                 "remediation": long},
+            ],
+        }
+    )  # fmt: skip
+    assert "…" not in html_
+    assert html_.count("<code>values[t + 1]</code>") == 3 and "Fix <code>gae</code>" in html_
+    assert 'class="rl-cause rl-cause-primary"' in html_ and "rl-badge rl-badge-CONFIRMED" in html_
+
+
+def test_the_index_lists_each_finding_once_and_says_what_each_view_counts(tmp_path: Path) -> None:
+    findings_dir = tmp_path / "findings"
+    params = {"baseline": "a", "candidate": "b", "pair_file": "", "profile": "smoke"}
+    # the config notebook files a changed checkpoint setting under checkpointing: the checkpointing subsystem
+    # is SUSPECT while its own page holds only a note
+    changed = _finding("checkpointing", "SUSPECT", "14_config", evidence=Evidence(summary="interval 25 -> 5"))
+    changed.id = "config/changed-checkpointing"
+    noted = _finding("checkpointing", "NOTED", "04_checkpointing", evidence=Evidence(summary="same keys"))
+    cleared = _finding("agents", "CLEARED", "01_agents", evidence=Evidence(summary="same layers"))
+    save_findings(findings_dir / "14_config.json", [changed], {"parameters": params})
+    save_findings(findings_dir / "04_checkpointing.json", [noted], {"parameters": params})
+    save_findings(findings_dir / "01_agents.json", [cleared], {"parameters": params})
+    for name in ("14_config", "04_checkpointing", "01_agents"):
+        (tmp_path / f"{name}.html").write_text("<html></html>")
+    found = overview.collect_findings(findings_dir, exclude=(), parameters=params)
+    page = index.write_index(tmp_path, found, [], {"parameters": params}).read_text()
+    for f in found.findings:  # every finding once, none lost
+        assert page.count(f"{f.id}") >= 1 and page.count('<div class="rl-headline">') == len(found.findings)
+    assert page.count("interval 25 -&gt; 5") == 1
+    assert 'href="14_config.html#finding-config-changed-checkpointing"' in page
+    row = re.search(r"<tr>\s*<td><a href=\"04_checkpointing.html\">.*?</tr>", page, re.DOTALL).group(0)
+    assert "SUSPECT" in row and "NOTED" in row  # the subsystem's verdict and its page's, side by side
+    assert "Counted by subsystem" in page and "findings on the page (worst)" in page

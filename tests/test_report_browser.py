@@ -63,7 +63,7 @@ document.getElementById('f').addEventListener('load', () => {
       causes_rows: d.querySelectorAll('#summary table.rl-table tbody tr').length,
       images: imgs,
       badges: badges,
-      findings_text: d.querySelector('#findings') ? d.querySelector('#findings').textContent : '',
+      findings_text: d.querySelector('#summary') ? d.querySelector('#summary').textContent : '',
       findings_align: [...d.querySelectorAll('table.rl-findings td:not(.rl-mark), table.rl-findings th')]
         .map(c => w.getComputedStyle(c).textAlign),
     };
@@ -276,3 +276,157 @@ def test_a_notebook_page_shows_badges_and_left_aligned_findings(tmp_path: Path) 
     row, banner = sorted(result["badges"], key=lambda b: b["y"], reverse=True)
     assert banner["status"] == row["status"] == "SUSPECT" and banner["y"] < row["y"]
     assert banner["w"] >= 10 and _rgb(banner["background"]) == _rgb(row["background"]) != (0, 0, 0)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# A real report of the built-in pair (smoke profile, three notebooks): every page at 1024 and 1600 px
+# ----------------------------------------------------------------------------------------------------------
+
+# 02_trainer (tables of numbers and ratios), 04_checkpointing and 14_config: the config notebook files a changed
+# checkpoint setting under checkpointing, so the subsystem's verdict and its page's differ.
+SMOKE_NOTEBOOKS = "02,04,14"
+PAGE_WIDTHS = (1024, 1600)
+
+PAGES_HARNESS = string.Template("""<!doctype html><html><head><style>
+body { margin: 0; } #out { display: none; } iframe { border: 0; height: 900px; }
+</style></head><body><div id="out">pending</div><iframe id="f"></iframe>
+<script>
+const pages = ${pages}, widths = ${widths}, f = document.getElementById('f'), out = {};
+const load = (src, w) => new Promise(done => {
+  f.style.width = w + 'px'; f.onload = () => setTimeout(done, 300); f.src = src; });
+const title = el => el ? (el.querySelector('.rl-badge') || {}).title || '' : '';
+(async () => {
+  for (const page of pages) for (const w of widths) {
+    await load(page, w);
+    const d = f.contentDocument, view = d.documentElement.clientWidth;
+    const shown = e => !e.closest('details:not([open])');
+    const r = {width: w, view: view, scroll: d.documentElement.scrollWidth,
+      // images and tables wider than the page (a wide table may scroll inside its own box, never the page)
+      wide: [...d.querySelectorAll('img, table')].filter(shown)
+        .filter(e => e.getBoundingClientRect().right > view + 1 && !e.closest('.rl-scroll'))
+        .map(e => e.tagName + ' ' + (e.alt || e.className) + ' ' + Math.round(e.getBoundingClientRect().right)),
+      banner: title(d.querySelector('.rl-banner')),
+      toc: d.querySelectorAll('.rl-toc a').length,
+      grid: [...d.querySelectorAll('#grid tbody tr')].map(tr => [tr.cells[0].textContent.trim().split(' ')[0],
+        title(tr.cells[1]), title(tr.cells[2])]),
+      pages: [...d.querySelectorAll('#pages tbody tr')].map(tr => [tr.cells[0].textContent.trim(),
+        tr.cells[2].textContent.trim()])};
+    out[page + '@' + w] = r;
+  }
+  document.getElementById('out').textContent = 'RESULT' + JSON.stringify(out) + 'END';
+})();
+</script></body></html>""")
+
+
+@pytest.fixture(scope="module")
+def smoke_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One real report, shared by the tests below: ``rlaudit report`` of the built-in pair at smoke."""
+    import argparse
+
+    from rlaudit.report import commands
+
+    if CHROMIUM is None:
+        pytest.fail("RLAUDIT_REQUIRE_BROWSER is set but chromium is not installed (apt-get install chromium)")
+    out = tmp_path_factory.mktemp("smoke-report")
+    args = argparse.Namespace(
+        baseline="builtin:reference", candidate="builtin:regressed", pair="", profile="smoke", fresh=False,
+        jobs=2, executor="local", ray_address="auto", out=str(out), notebooks=SMOKE_NOTEBOOKS,
+    )  # fmt: skip
+    commands.run_report(args)
+    assert (out / "index.html").exists() and len(list(out.glob("[0-9][0-9]_*.html"))) == 3
+    return out
+
+
+@pytest.fixture(scope="module")
+def smoke_pages(smoke_report: Path) -> dict[str, dict]:
+    """What Chromium finds on every page of the smoke report, at each width of :data:`PAGE_WIDTHS`."""
+    pages = ["index.html", *sorted(p.name for p in smoke_report.glob("[0-9][0-9]_*.html"))]
+    harness = smoke_report / "harness-pages.html"
+    harness.write_text(PAGES_HARNESS.substitute(pages=json.dumps(pages), widths=json.dumps(PAGE_WIDTHS)))
+    proc = _chromium(smoke_report / "chrome-profile", "--dump-dom", harness.as_uri())
+    match = re.search(r"RESULT(.*?)END", proc.stdout, re.DOTALL)
+    assert match, f"the harness never reported (exit {proc.returncode}):\n{proc.stderr[-2000:]}"
+    return json.loads(match.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+
+
+@pytest.mark.workbench  # the shared report runs notebooks
+def test_every_page_fits_the_column_from_1024_to_1600_px(smoke_pages: dict[str, dict]) -> None:
+    assert len(smoke_pages) == 4 * len(PAGE_WIDTHS)
+    for key, page in smoke_pages.items():
+        assert page["scroll"] <= page["view"], f"{key} scrolls sideways: {page['scroll']} > {page['view']}"
+        assert not page["wide"], f"{key}: wider than the page: {page['wide']}"
+
+
+@pytest.mark.workbench  # the shared report runs notebooks
+def test_each_verdict_reads_the_same_in_every_view(smoke_pages: dict[str, dict]) -> None:
+    index = smoke_pages[f"index.html@{PAGE_WIDTHS[0]}"]
+    banners = {k.split(".html")[0]: p["banner"] for k, p in smoke_pages.items() if not k.startswith("index")}
+    listed = {name: re.search(r"worst (\w+)", text) for name, text in index["pages"]}
+    grid = {nb: (subsystem, page) for nb, subsystem, page in index["grid"]}
+    for name, banner in banners.items():
+        assert banner, f"{name}: no verdict badge in the banner"
+        # the Pages table, the grid's page column and the page's own banner: one verdict per page
+        assert listed[name] and listed[name].group(1) == banner, (name, listed[name], banner)
+        assert grid[name][1] == banner, (name, grid[name], banner)
+    # the grid counts by subsystem and says so: 04's subsystem holds 14_config's changed checkpoint setting
+    subsystem, page = grid["04_checkpointing"]
+    assert Status[subsystem].rank <= Status[page].rank, grid["04_checkpointing"]
+
+
+@pytest.mark.workbench  # the shared report runs notebooks
+def test_long_pages_have_a_table_of_contents(smoke_pages: dict[str, dict]) -> None:
+    for key, page in smoke_pages.items():
+        if not key.startswith("index"):
+            assert page["toc"] >= 3, f"{key}: no table of contents"
+
+
+@pytest.mark.workbench  # the shared report runs notebooks
+def test_no_placeholder_repr_path_or_row_index_leaks_into_a_page(smoke_report: Path) -> None:
+    for path in sorted(smoke_report.glob("*.html")):
+        if path.name.startswith("harness"):
+            continue
+        page = path.read_text()
+        text = re.sub(
+            r"<style.*?</style>|<script.*?</script>|data:image/png;base64,[^\"']+", "", page, flags=re.S
+        )
+        assert not re.search(r"\{[A-Z][A-Z_]+\}", text), (
+            path.name,
+            re.findall(r".{60}\{[A-Z][A-Z_]+\}", text),
+        )
+        assert "PosixPath(" not in text and str(smoke_report) not in text, path.name
+        tables = re.findall(r'<table class="rl-table">.*?</table>', text, re.S)
+        for table in tables:
+            cells = re.findall(r"<td[^>]*>([^<]*)</td>", table)
+            assert not any(re.fullmatch(r"True|False|None|\[.*\]|\{.*\}|-?\d\.\d+e[+-]\d+", c) for c in cells), (
+                path.name, [c for c in cells if re.fullmatch(r"True|False|None|\[.*\]|\{.*\}|.*e[+-]\d+", c)]
+            )  # fmt: skip
+        assert "<th></th>" not in "".join(tables), f"{path.name}: a table shows pandas' row numbers"
+        shown = re.findall(r"<h4>([^<]+)</h4>", text)
+        assert len(shown) == len(set(shown)), (path.name, [t for t in shown if shown.count(t) > 1])
+
+
+def test_a_figure_wider_than_the_column_is_scaled_to_fit(rendered_index: Path) -> None:
+    """A two-panel forest plot is about 1400 px wide: at 1024 and 1600 px the index must not scroll sideways."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # a test-only figure file; notebooks never set a backend
+    import matplotlib.pyplot as plt
+
+    if CHROMIUM is None:
+        pytest.fail("RLAUDIT_REQUIRE_BROWSER is set but chromium is not installed (apt-get install chromium)")
+    fig, _ = plt.subplots(1, 2, figsize=(17, 3))
+    fig.savefig(rendered_index.parent.parent / "findings" / "summary-forest.png", format="png", dpi=100)
+    plt.close(fig)
+    findings_dir = rendered_index.parent.parent / "findings"
+    found = overview.collect_findings(findings_dir)
+    info = {"parameters": {"baseline": "builtin:reference", "candidate": "builtin:regressed"}}
+    page = index.write_index(rendered_index.parent, found, [], info)
+    harness = page.parent / "harness-wide.html"
+    harness.write_text(
+        PAGES_HARNESS.substitute(pages=json.dumps([page.name]), widths=json.dumps(PAGE_WIDTHS))
+    )
+    proc = _chromium(page.parent / "chrome-profile", "--dump-dom", harness.as_uri())
+    match = re.search(r"RESULT(.*?)END", proc.stdout, re.DOTALL)
+    assert match, f"the harness never reported (exit {proc.returncode}):\n{proc.stderr[-2000:]}"
+    for key, shown in json.loads(match.group(1).replace("&quot;", '"').replace("&amp;", "&")).items():
+        assert shown["scroll"] <= shown["view"] and not shown["wide"], (key, shown)

@@ -141,41 +141,84 @@ def register_figure_formatter() -> None:
 # ----------------------------------------------------------------------------------------------------------
 
 
+_SUFFIXES = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+
+
+def format_number(value: float, *, kilo_from: float = 1e4) -> str:
+    """A number as a person reads it: ``21.8k`` (not ``2.18e+04``), ``7134``, ``0.0546``, ``3.1e-06``.
+
+    Three significant digits; from ``kilo_from`` on (10,000 by default) with a k/M/G/T suffix. A table passes
+    ``kilo_from=1000`` for a column that holds both, so ``7.13k`` stands next to ``26.8k``, never ``7134``.
+    """
+    v = float(value)
+    if v != v:
+        return "—"
+    if v in (float("inf"), float("-inf")):
+        return "∞" if v > 0 else "-∞"
+    a = abs(v)
+    if a >= kilo_from:
+        for scale, suffix in _SUFFIXES:
+            if a >= scale:
+                text = f"{v / scale:.3g}"
+                if "e" not in text:
+                    return text + suffix
+        return f"{v:.3g}"
+    if v == int(v) and a < 1e6:
+        return str(int(v))
+    if a >= 1000:
+        return f"{v:.0f}"
+    return f"{v:.3g}"
+
+
+def _nested(value: Any, max_chars: int) -> str:
+    """An item inside a list or mapping: a list in parentheses, so ``(128, 128), 64`` keeps its grouping."""
+    text = format_value(value, max_chars)
+    return f"({text})" if isinstance(value, list | tuple | set | frozenset | Mapping) else text
+
+
 def format_value(value: Any, max_chars: int = 80) -> str:
-    """A short human form of an evidence value: ``0.000457``, ``(128, 128)``, ``{lr: 0.0003, ...}``."""
+    """A short human form of an evidence value: ``0.000457``, ``21.8k``, ``128, 128``, ``lr: 0.0003``, ``yes``.
+
+    No Python reprs: a bool is yes/no, None a dash, a list its items, a mapping ``key: value`` pairs, a path
+    its file name. ``max_chars=0`` never cuts the text short.
+    """
     if value is None:
         return "—"
     if isinstance(value, bool):
-        text = str(value)
+        text = "yes" if value else "no"
     elif isinstance(value, float):
-        text = f"{value:.4g}"
+        text = format_number(value)
     elif isinstance(value, int):
-        text = str(value)
-    elif isinstance(value, list | tuple):
-        text = "(" + ", ".join(format_value(v, max_chars) for v in value) + ")"
+        text = format_number(value) if abs(value) >= 10**4 else str(value)
+    elif isinstance(value, list | tuple | set | frozenset):
+        items = sorted(value, key=str) if isinstance(value, set | frozenset) else value
+        text = ", ".join(_nested(v, max_chars) for v in items)
     elif isinstance(value, Mapping):
-        text = "{" + ", ".join(f"{k}: {format_value(v, max_chars)}" for k, v in value.items()) + "}"
+        text = "; ".join(f"{k}: {_nested(v, max_chars)}" for k, v in value.items())
+    elif isinstance(value, os.PathLike):
+        text = Path(value).name
     elif callable(getattr(value, "tolist", None)):  # numpy scalars and arrays, torch tensors
         return format_value(value.tolist(), max_chars)
     else:
         text = str(value)
-    return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
+    return text if not max_chars or len(text) <= max_chars else text[: max_chars - 1] + "…"
 
 
 def _fmt_number(value: Any) -> str:
     try:
-        return f"{float(value):.3g}"
+        return format_number(float(value))
     except (TypeError, ValueError):
         return str(value)
 
 
-def evidence_lines(finding: Finding) -> list[tuple[str, str]]:
-    """The evidence of a finding as (label, text) lines: baseline, candidate, effect and CI, test."""
+def evidence_lines(finding: Finding, max_chars: int = 80) -> list[tuple[str, str]]:
+    """The evidence of a finding as (label, text) lines: baseline, candidate, effect and CI, test
+    (``max_chars=0``: values whole, as the HTML tables show them)."""
     ev = finding.evidence
     lines: list[tuple[str, str]] = []
     if ev.baseline is not None or ev.candidate is not None:
-        lines.append(("baseline", format_value(ev.baseline)))
-        lines.append(("candidate", format_value(ev.candidate)))
+        lines.append(("baseline", format_value(ev.baseline, max_chars)))
+        lines.append(("candidate", format_value(ev.candidate, max_chars)))
     if ev.effect is not None:
         text = f"{ev.effect_label + ' ' if ev.effect_label else ''}{_fmt_number(ev.effect)}"
         if ev.ci is not None:
@@ -200,6 +243,28 @@ def inline_markdown(text: str) -> str:
     return re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
 
 
+def finding_anchor(finding_id: str) -> str:
+    """The HTML id of a finding's row on its notebook's page (the report's links land there)."""
+    return "finding-" + re.sub(r"[^A-Za-z0-9_-]+", "-", finding_id).strip("-")
+
+
+_STATUS_TEXT = re.compile(r"(?:(?<=^)|(?<=; ))[!?x~=-] (CONFIRMED|SUSPECT|ERROR|NOTED|SKIPPED|CLEARED):")
+
+
+def rich_text(text: str) -> str:
+    """:func:`inline_markdown`, and each ``"! CONFIRMED:"`` that opens a finding's headline as its badge."""
+    return _STATUS_TEXT.sub(
+        lambda m: f'{status_badge(m[1])} <span class="rl-status rl-{m[1]}">{m[1]}</span>:',
+        inline_markdown(text),
+    )
+
+
+def cause_badge(verdict: str) -> str:
+    """An attribution verdict (``primary``, ``secondary``, ``minor``, ``undecided``, ...) as a coloured label."""
+    key = re.sub(r"[^a-z]+", "-", str(verdict).lower()).strip("-")
+    return f'<span class="rl-cause rl-cause-{key}">{html.escape(str(verdict))}</span>'
+
+
 def headline_html(finding: Finding) -> str:
     text = finding.evidence.summary or finding.hypothesis
     status = finding.status.value
@@ -217,20 +282,24 @@ def status_badge(status: Status | str) -> str:
     )
 
 
-def _finding_row(finding: Finding, link: Callable[[Finding], str | None] | None) -> str:
+def _finding_row(finding: Finding, link: Callable[[Finding], str | None] | None, anchor: bool = False) -> str:
     status = finding.status.value
     meta = [html.escape(finding.id), finding.severity.value.lower()]
     href = link(finding) if link else None
     if href:
-        page = href.rsplit("/", 1)[-1].removesuffix(".html")
+        page = href.rsplit("/", 1)[-1].split("#", 1)[0].removesuffix(".html")
         meta.append(f'<a href="{html.escape(href)}">see {html.escape(page)}</a>')
     cell = [f'<div class="rl-headline">{headline_html(finding)}</div>']
+    if finding.remediation:
+        cell.append(
+            f'<div class="rl-fix"><span class="rl-k">fix:</span> {inline_markdown(finding.remediation)}</div>'
+        )
     if finding.evidence.summary and finding.evidence.summary != finding.hypothesis:
         cell.append(f'<div class="rl-meta">hypothesis: {inline_markdown(finding.hypothesis)}</div>')
     cell.append(f'<div class="rl-meta">{" · ".join(meta)}</div>')
     evidence = "".join(
-        f'<div><span class="rl-k">{html.escape(k)}:</span> {html.escape(v)}</div>'
-        for k, v in evidence_lines(finding)
+        f'<div><span class="rl-k">{html.escape(k)}:</span> {inline_markdown(v)}</div>'
+        for k, v in evidence_lines(finding, max_chars=0)
     )
     if finding.figures:
         evidence += f'<div><span class="rl-k">figures:</span> {html.escape(", ".join(finding.figures))}</div>'
@@ -238,10 +307,10 @@ def _finding_row(finding: Finding, link: Callable[[Finding], str | None] | None)
     trace = details.get("traceback") or details.get("stderr_tail")
     if trace:
         evidence += f"<details><summary>traceback</summary><pre>{html.escape(str(trace))}</pre></details>"
+    row_id = f' id="{finding_anchor(finding.id)}"' if anchor else ""
     return (
-        f'<tr class="rl-row-{status}"><td class="rl-mark">{status_badge(finding.status)}</td>'
-        f'<td>{"".join(cell)}</td><td class="rl-ev">{evidence}</td>'
-        f"<td>{inline_markdown(finding.remediation)}</td></tr>"
+        f'<tr class="rl-row-{status}"{row_id}><td class="rl-mark">{status_badge(finding.status)}</td>'
+        f'<td>{"".join(cell)}</td><td class="rl-ev">{evidence}</td></tr>'
     )
 
 
@@ -251,6 +320,7 @@ def findings_html(
     link: Callable[[Finding], str | None] | None = None,
     sort: bool = True,
     empty: str = "No findings.",
+    anchors: bool = False,
 ) -> str:
     """The findings as an HTML table (no ``<style>``; see :func:`findings_css`).
 
@@ -259,14 +329,15 @@ def findings_html(
         link: Optional function giving each finding a link (the report links subsystem pages).
         sort: Sort with :func:`rlaudit.findings.sort_findings` (most actionable first).
         empty: Text shown when there are no findings.
+        anchors: Give each row the id :func:`finding_anchor` (on the one table of a page that owns it).
     """
     items = sort_findings(findings) if sort else list(findings)
     if not items:
         return f'<p class="rl-muted">{html.escape(empty)}</p>'
-    rows = "".join(_finding_row(f, link) for f in items)
+    rows = "".join(_finding_row(f, link, anchors) for f in items)
     return (
-        '<table class="rl-findings"><thead><tr><th></th><th>finding</th><th>evidence</th>'
-        f"<th>remediation</th></tr></thead><tbody>{rows}</tbody></table>"
+        '<table class="rl-findings"><thead><tr><th></th><th>finding and remediation</th>'
+        f"<th>evidence</th></tr></thead><tbody>{rows}</tbody></table>"
     )
 
 
@@ -446,3 +517,80 @@ def interactive() -> bool:
     if os.environ.get("JPY_SESSION_NAME"):
         return True
     return _FRONTEND_LAUNCHER.search(launcher) is not None
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Tables for people
+# ----------------------------------------------------------------------------------------------------------
+
+_SHARE_COLUMN = re.compile(r"\bshare\b|\bfraction\b|%")
+
+
+def _cell_html(value: Any, column: str, kilo_from: float) -> tuple[str, bool]:
+    """One table cell as HTML and whether it is a number (right-aligned)."""
+    import numbers
+
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
+        return ("yes" if value else "no"), False
+    if isinstance(value, numbers.Real):
+        v = float(value)
+        if v != v:
+            return "—", True
+        if _SHARE_COLUMN.search(column):
+            return f"{v:.0%}", True
+        if isinstance(value, numbers.Integral) and abs(v) < kilo_from:
+            return str(int(v)), True
+        return format_number(v, kilo_from=kilo_from), True
+    if column == "verdict" and str(value) and str(value).split(" ")[0] in Status.__members__:
+        return f"{status_badge(str(value).split(' ')[0])} {inline_markdown(str(value))}", False
+    if column == "verdict" and isinstance(value, str):
+        return cause_badge(value), False
+    if value is None:
+        return "—", False
+    if isinstance(value, str):
+        return rich_text(value), False
+    if hasattr(value, "_repr_html_") and not callable(getattr(value, "tolist", None)):
+        return value._repr_html_() or "", False
+    return rich_text(format_value(value, max_chars=0)), False
+
+
+def frame_html(frame: pd.DataFrame, *, max_rows: int = 40, classes: str = "rl-table") -> str:
+    """A DataFrame as a table a person reads: no row numbers (a meaningful index becomes the first column),
+    numbers as ``21.8k`` / ``0.0546`` (one style per column), columns named share/fraction as percentages,
+    yes/no for booleans, no Python reprs (lists, dicts, paths, None), `code` spans and verdicts as badges, and
+    the full text of every cell, wrapped."""
+    import pandas as pd
+
+    table = frame
+    if not isinstance(table.index, pd.RangeIndex) or any(n is not None for n in table.index.names):
+        table = table.reset_index()
+    table = table.loc[:, ~table.columns.duplicated()]
+    shown = (
+        table if len(table) <= max_rows else pd.concat([table.head(max_rows // 2), table.tail(max_rows // 2)])
+    )
+    kilo = {}
+    for c in table.columns:
+        numeric = pd.to_numeric(table[c], errors="coerce") if table[c].dtype == object else table[c]
+        try:
+            big = bool(numeric.abs().max() >= 1e4) if pd.api.types.is_numeric_dtype(numeric) else False
+        except TypeError:
+            big = False
+        kilo[c] = 1000.0 if big else 1e4
+    # snake_case names read as words (and wrap), so a wide table still fits the column
+    head = "".join(f"<th>{html.escape(str(c).replace('_', ' '))}</th>" for c in table.columns)
+    rows = []
+    for _, row in shown.iterrows():
+        cells = []
+        for c in table.columns:
+            text, number = _cell_html(row[c], str(c), kilo[c])
+            cells.append(f'<td class="rl-num">{text}</td>' if number else f"<td>{text}</td>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    more = (
+        f'<p class="rl-muted">{len(table)} rows; the first and last {max_rows // 2} shown.</p>'
+        if len(table) > max_rows
+        else ""
+    )
+    return (
+        f'<div class="rl-scroll"><table class="{classes}"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>{more}"
+    )

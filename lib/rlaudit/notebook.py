@@ -15,6 +15,7 @@ import base64
 import dataclasses
 import datetime as _dt
 import html
+import re
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from rlaudit.display import (
     findings_table,
     findings_text,
     force_interactive,
+    frame_html,
     inline_markdown,
     ipython_shell,
     register_figure_formatter,
@@ -61,17 +63,7 @@ if TYPE_CHECKING:
 def _table_html(name: str, table: Any, max_rows: int) -> str:
     head = f"<h4>{html.escape(name)}</h4>"
     if hasattr(table, "to_html") and hasattr(table, "columns"):  # a DataFrame
-        body = table.to_html(
-            max_rows=max_rows,
-            max_cols=30,
-            border=0,
-            classes="rl-table",
-            na_rep="—",
-            float_format=lambda v: f"{v:.4g}",
-        )
-        if len(table) > max_rows:
-            body += f'<p class="rl-muted">{len(table)} rows; the first and last shown.</p>'
-        return head + body
+        return head + frame_html(table, max_rows=max_rows)
     if hasattr(table, "_repr_html_"):
         return head + (table._repr_html_() or "")
     if isinstance(table, Mapping | list):
@@ -79,6 +71,11 @@ def _table_html(name: str, table: Any, max_rows: int) -> str:
 
         return _table_html(name, pd.DataFrame(table), max_rows)
     return head + f"<pre>{html.escape(str(table))}</pre>"
+
+
+def section_anchor(title: str) -> str:
+    """The HTML id of a section's heading (the page's table of contents links to it)."""
+    return "section-" + re.sub(r"[^A-Za-z0-9_-]+", "-", title).strip("-").lower()
 
 
 @dataclass(repr=False)
@@ -129,7 +126,7 @@ class Section:
 
     def to_html(self, *, style: bool = True, max_rows: int = 40) -> str:
         """The whole section as one HTML fragment, figures embedded as PNG."""
-        parts = [f"<h3>{html.escape(self.title)}</h3>"]
+        parts = [f'<h3 id="{section_anchor(self.title)}">{html.escape(self.title)}</h3>']
         if self.notes:
             parts.append(
                 '<div class="rl-notes">'
@@ -137,7 +134,7 @@ class Section:
                 + "</div>"
             )
         if self.findings:
-            parts.append(findings_html(self.findings))
+            parts.append(findings_html(self.findings, anchors=True))  # the report's links land on these rows
         for name, table in self.tables.items():
             parts.append(_table_html(name, table, max_rows))
         for name, png in self._figure_pngs().items():
@@ -180,7 +177,11 @@ class Section:
         SKIPPED (the subject lacks a capability) or hit an ERROR has no tables, and the cell must still run.
         """
         if name in self.tables:
-            return self.tables[name]
+            table = self.tables[name]
+            if self._shown and hasattr(table, "to_html") and hasattr(table, "columns"):
+                # already shown with its section: the cell gets the DataFrame, the page does not repeat it
+                return _findings_frame(table, f"(the table “{name}” is shown above, in “{self.title}”)")
+            return table
         worst = min(self.findings, key=lambda f: f.status.rank, default=None)
         reason = (
             f"{worst.status.value}: {worst.evidence.summary or worst.hypothesis}" if worst else "no findings"
@@ -481,7 +482,7 @@ class Session:
         """
         ordered = sort_findings(self.findings)
         path = save_findings(self.findings_path, ordered, self.meta())
-        caption = f"{verdict_line(ordered)} · saved to {path}"
+        caption = f"{verdict_line(ordered)} · saved to {path.parent.name}/{path.name}"  # no machine paths
         if not self.quiet:
             show(FindingsView(ordered, title=f"Verdict: {self.notebook}", caption=caption))
         return _findings_frame(findings_table(ordered), f"{verdict_line(ordered)}: the table is shown above.")

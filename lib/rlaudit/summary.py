@@ -48,7 +48,9 @@ def _effect_text(e: dict[str, Any]) -> str:
 
 
 def _value(x: float | None) -> str:
-    return "n/a" if x is None or not np.isfinite(x) else f"{x:.3g}"
+    from rlaudit.display import format_number
+
+    return "n/a" if x is None or not np.isfinite(x) else format_number(x)
 
 
 @dataclass
@@ -182,6 +184,8 @@ def _gap_sentence(result: Attribution, metric: str, recovery: dict[str, dict[str
     if metric in recovery:
         r = recovery[metric]
         where = f"{_pct(r['point'])} of it ({_ci(r)})"
+        if r["point"] > 1.0:  # more than the gap is seed noise or overlap: the whole gap, not more
+            where = f"all of it (measured {_pct(r['point'])}, {_ci(r)}; more than the gap is within noise)"
         if r["low"] > 0.0:
             head += f" Fixing them all is expected to recover {where}."
         else:
@@ -345,7 +349,21 @@ def attribution_section(inv: Investigation, delta: float = DEFAULT_DELTA) -> Sec
         )
     }
     for m, rows in result.ranking.items():
-        tables[f"gap restored: {result.label(m)}"] = pd.DataFrame(rows)
+        tables[f"gap restored: {result.label(m)}"] = pd.DataFrame(
+            [
+                {
+                    "arm": r["arm"],
+                    "subsystems": ", ".join(r.get("subsystems") or []),
+                    "verdict": r["verdict"],
+                    "share of the gap restored": r["point"],
+                    "share, low": r["low"],
+                    "share, high": r["high"],
+                    "seeds": r.get("n"),
+                    "seeds that would decide": r.get("needed") if r["verdict"] == "undecided" else None,
+                }
+                for r in rows
+            ]
+        )
     tables["arms"] = pd.DataFrame(
         [
             {
@@ -365,8 +383,8 @@ def attribution_section(inv: Investigation, delta: float = DEFAULT_DELTA) -> Sec
                     "suspect": name,
                     "metric": m,
                     "share of the gap reproduced": e.point,
-                    "low": e.low,
-                    "high": e.high,
+                    "share, low": e.low,
+                    "share, high": e.high,
                     "seeds": e.n,
                 }
                 for name, per in result.injected.items()

@@ -166,3 +166,52 @@ def test_the_waterfall_shows_the_joint_restore_when_singles_overlap() -> None:
     plt.close(fig)
     assert labels[0] == "candidate" and labels[-2:] == ["unexplained", "baseline"]
     assert len(labels) == 4 and labels[1].startswith("together (overlapping)")
+
+
+def _bars(fig) -> list[tuple[str, float, float, str]]:
+    """The waterfall's bars as (row label, start, end, hatch), top row first."""
+    ax = fig.axes[0]
+    names = {round(t.get_position()[1]): t.get_text().replace("\n", " ") for t in ax.get_yticklabels()}
+    bars = [(names[round(p.get_y() + p.get_height() / 2)], p.get_x(), p.get_x() + p.get_width(), p.get_hatch() or "")
+            for p in ax.patches]  # fmt: skip
+    return sorted(bars, key=lambda b: -next(k for k, v in names.items() if v == b[0]))
+
+
+@pytest.mark.parametrize("joint", [1.05, None])
+def test_the_waterfall_never_passes_the_baseline(joint: float | None) -> None:
+    """Singles of 90% and 65% (155%): stacked they would end near twice the baseline's SPS. With a joint
+    restore of 105% the bar stops at the baseline and the -5% remainder is hatched; without one each single is
+    drawn alone from the candidate and the remainder is not established."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from rlaudit.attribution.figures import sps_waterfall
+
+    rows = [
+        _row("curriculum.full_scan", "cause", 0.9, 0.7, 1.1),
+        _row("env.rebuild_on_reset", "cause", 0.65, 0.45, 0.85),
+    ]
+    together = {"point": joint, "low": 0.9, "high": 1.2, "n": 2} if joint else None
+    fig = sps_waterfall(_result(rows, together))
+    bars = _bars(fig)
+    title = fig.axes[0].get_title()
+    texts = [t.get_text().replace("\n", " ") for t in fig.axes[0].texts]
+    plt.close(fig)
+    base, cand = 80_000.0, 48_000.0
+    assert max(end for _, _, end, _ in bars) <= base + 1e-6, bars
+    assert "overlap" in title
+    if joint:
+        assert [b[0] for b in bars][1].startswith("together (overlapping)")
+        over = next(b for b in bars if b[0] == "over-restored")
+        assert over[3] and over[2] == pytest.approx(base)  # hatched, drawn back from the baseline
+        assert any(t.startswith("-5%: restored more than the gap") for t in texts), texts
+    else:
+        alone = [b for b in bars if b[0].startswith("alone:")]
+        assert len(alone) == 2 and all(b[1] == pytest.approx(cand) for b in alone)  # from the candidate
+        assert any("not established" in t for t in texts), texts
+    # the sentence beside it claims the whole gap, never more than it
+    recovery = {SPS: {"point": 1.05, "low": 0.9, "high": 1.2, "n": 2, "arm": "together"}}
+    text = _gap_sentence(_result(rows, together), SPS, recovery)
+    assert "expected to recover all of it (measured 105%" in text and "recover 105%" not in text

@@ -3,6 +3,8 @@ panels that say why."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -130,3 +132,28 @@ def test_curves_show_long_metric_names_whole_and_say_why_when_empty(tmp_path):
     assert any("No throughput measured" in t for t in _texts(sps_waterfall(_result())))
     notes = {"heart.get": {"note": "heart.get: the training runs did not report it"}}
     assert any("did not report it" in t for t in _texts(forest_plot(_result(gaps=notes))))
+
+
+def test_forest_plot_labels_never_overlap():
+    """A long 'all causes together' arm wraps onto three lines; its label must not reach its neighbours'."""
+    import matplotlib.pyplot as plt
+
+    gaps = {
+        "heart.get": {"measurable": True},
+        "sps": {"measurable": True, "baseline": 60.0, "candidate": 30.0},
+    }
+    arms = [_row(LONG_ARM + " + restore env config, all causes together", 0.9)] + [
+        _row(f"fix a.short_{i}", 0.1 * i, "no effect") for i in range(6)
+    ]
+    fig = forest_plot(_result({"heart.get": arms, "sps": arms[:3]}, gaps))
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        boxes = sorted((t.get_window_extent(renderer) for t in ax.get_yticklabels()), key=lambda b: b.y0)
+        assert len(boxes) >= 3
+        for low, high in itertools.pairwise(boxes):
+            assert low.y1 <= high.y0 + 0.5, (low, high)  # stacked, not overlapping
+    # nor does the right panel's labels reach into the left panel
+    left = fig.axes[0].get_window_extent(renderer)
+    assert all(t.get_window_extent(renderer).x0 >= left.x1 for t in fig.axes[1].get_yticklabels())
+    plt.close(fig)

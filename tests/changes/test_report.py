@@ -85,3 +85,37 @@ def test_the_payload_for_attribution_json_carries_the_culprits_diffs(result):
     assert data["sentences"][0].startswith("Culprit: commit")
     assert "background:#ffebe9" in report.diff_html(top["diff"])
     assert report.payload(None) is None
+
+
+def _headline_agrees_with_the_log(result) -> list[str]:
+    """Read every verdict behind the summary sentences: each commit the search calls a culprit, and each
+    culprit hunk, is named in them, and no sentence says nothing restores a share."""
+    sentences = report.summary_sentences(result)
+    text = " ".join(sentences)
+    named = [row for row in result.commits if str(row["verdict"]).startswith("culprit")]
+    assert named, "the fixture's history has culprit commits"
+    assert "no commit or hunk restores" not in text, sentences
+    for row in named:
+        assert str(row["sha"])[:7] in text, (row["sha"], sentences)
+    return sentences
+
+
+def test_a_summary_never_says_no_culprit_above_a_log_that_names_them(result):
+    import copy
+
+    _headline_agrees_with_the_log(result)
+    # the hunks' intervals too wide to decide (a smoke run's one seed): named as undecided, with their shares
+    undecided = copy.copy(result)
+    undecided.culprits = [copy.copy(c) for c in result.culprits]
+    for c in undecided.culprits:
+        c.verdict = "undecided"
+    sentences = _headline_agrees_with_the_log(undecided)
+    assert (
+        sentences[0].startswith("Narrowed down but undecided: commit ")
+        and "reverting it restores" in sentences[0]
+    )
+    # no hunk singled out at all: the bisection's culprit commits are named with their ranges' shares
+    commits_only = copy.copy(result)
+    commits_only.culprits = []
+    sentences = _headline_agrees_with_the_log(commits_only)
+    assert sentences[0].startswith("The bisection names commit ") and "as a culprit" in sentences[0]

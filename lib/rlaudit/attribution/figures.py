@@ -62,9 +62,14 @@ def forest_plot(result: Attribution, delta: float = DEFAULT_DELTA):  # -> Figure
 
     metrics = [m for m in result.metrics if result.gaps.get(m, {}).get("measurable")]
     labels = {m: [wrap(r["arm"]) for r in result.ranking.get(m, [])] for m in metrics}
-    lines = max((sum(label.count("\n") + 1 for label in ls) for ls in labels.values()), default=1)
+    # every row as tall as the tallest label (rows are evenly spaced), so no wrapped label reaches a neighbour's
+    rows = max((len(ls) for ls in labels.values()), default=1)
+    tallest = max((label.count("\n") + 1 for ls in labels.values() for label in ls), default=1)
     fig, axes = plt.subplots(
-        1, max(1, len(metrics)), figsize=(7 * max(1, len(metrics)), 1.0 + 0.3 * max(3, lines)), squeeze=False
+        1,
+        max(1, len(metrics)),
+        figsize=(6.5 * max(1, len(metrics)), 1.3 + 0.2 * max(3, rows * (tallest + 0.6))),
+        squeeze=False,
     )
     if not metrics:
         _empty(axes[0][0], _why_no_gap(result))
@@ -252,22 +257,29 @@ def curves_plot(result: Attribution, top: int = 2, bins: int = 20):  # -> Figure
 
 
 def sps_waterfall(result: Attribution):  # -> Figure
-    """From the candidate's SPS to the baseline's: what each single cause restores, and what is left
-    (negative when the causes restore more than the gap). When the singles overlap (they add up to well over
-    the gap, :func:`~rlaudit.attribution.ranking.overlap`), one bar shows what they restore together instead
-    of stacking them."""
+    """From the candidate's SPS to the baseline's: what each single cause restores, and what is left.
+
+    The bars never pass the baseline. When the singles overlap (they add up to well over the gap,
+    :func:`~rlaudit.attribution.ranking.overlap`), one bar shows what they restore together and the title says
+    so; when that joint restore was not measured, each single is drawn alone from the candidate (not stacked)
+    and the remainder is not established. When the causes restore more than the gap (seed noise, or overlap),
+    the negative remainder is drawn distinctly: hatched, ending at the baseline, and labelled with its share."""
     import matplotlib.pyplot as plt
 
     gap = result.gaps.get(SPS, {})
     base, cand = gap.get("baseline"), gap.get("candidate")
     rows = [r for r in result.ranking.get(SPS, []) if r["single"] and r["verdict"] in ("cause", "minor")]
     overlapping = overlap(result, SPS)
+    stacked = True
     if overlapping is not None and overlapping["together"] is not None:
         rows = [
             {"arm": "together (overlapping): " + " + ".join(overlapping["arms"]), **overlapping["together"]}
         ]
+    elif overlapping is not None:
+        stacked = False  # no joint restore: each single alone, never added up
     rest = "unexplained" if gap.get("measurable") else "not attributed"
-    labels = ["candidate", *(wrap(r["arm"]) for r in rows), rest, "baseline"]
+    names = [r["arm"] if stacked else f"alone: {r['arm']}" for r in rows]
+    labels = ["candidate", *(wrap(n) for n in names), rest, "baseline"]
     lines = sum(label.count("\n") + 1 for label in labels)
     fig, ax = plt.subplots(figsize=(8, 1.0 + 0.3 * max(8, lines)))
     if (
@@ -279,24 +291,72 @@ def sps_waterfall(result: Attribution):  # -> Figure
     ):
         _empty(ax, gap.get("note") or "No throughput measured: no training run reported its steps per second")
         return fig
-    starts, widths = [0.0], [cand]
+    top = max(base, cand)
+    starts, widths, shares = [0.0], [cand], [""]
+    colors, hatches = ["#7f8c8d"], [""]
     # shares are of the CPU time per step (they add up there); each bar is the SPS gained by taking that
     # cause's time off what is left, so the steps are cumulative and end at the baseline when nothing is left
     cost, cost_gap = 1.0 / cand, 1.0 / cand - 1.0 / base
     level = cand
     for r in rows:
-        cost = max(cost - r["point"] * cost_gap, 1e-12)
+        after = 1.0 / max((cost if stacked else 1.0 / cand) - r["point"] * cost_gap, 1e-12)
+        start = level if stacked else cand
+        starts.append(start)
+        widths.append(max(min(after, top) - start, 0.0))  # never past the baseline
+        shares.append(f"{r['point']:.0%}")
+        colors.append("#27ae60")
+        hatches.append("" if stacked else "..")
+        if stacked:
+            cost, level = 1.0 / after, after
+    remainder = 1.0 - sum(r["point"] for r in rows) if stacked else None
+    if remainder is None:
+        starts.append(0.0)
+        widths.append(0.0)
+        shares.append("not established: the singles overlap and their joint restore was not measured")
+        colors.append("#bdc3c7")
+        hatches.append("")
+    elif level <= base:
         starts.append(level)
-        widths.append(1.0 / cost - level)
-        level = 1.0 / cost
-    starts += [level, 0.0]
-    widths += [base - level, base]
+        widths.append(base - level)
+        shares.append(f"{remainder:.0%}" if rows and gap.get("measurable") else "")
+        colors.append("#bdc3c7")
+        hatches.append("")
+    else:  # a negative remainder: the causes restore more than the gap; drawn back from the baseline
+        excess = min(level - base, base)
+        labels[-2] = "over-restored"
+        starts.append(base - excess)
+        widths.append(excess)
+        shares.append(f"{remainder:.0%}: restored more than the gap (seed noise or overlap)")
+        colors.append("none")
+        hatches.append("////")
+    starts.append(0.0)
+    widths.append(base)
+    shares.append("")
+    colors.append("#2c3e50")
+    hatches.append("")
     y = np.arange(len(labels))[::-1]
-    colors = ["#7f8c8d"] + ["#27ae60"] * len(rows) + ["#bdc3c7", "#2c3e50"]
-    ax.barh(y, widths, left=starts, color=colors)
+    for yi, s, w, c, h, share in zip(y, starts, widths, colors, hatches, shares, strict=True):
+        edge = "#c0392b" if c == "none" else ("#1e8449" if h else c)
+        ax.barh(yi, w, left=s, color=c, hatch=h, edgecolor=edge, linewidth=1.2 if h else 0)
+        if not share:
+            continue
+        if w > 0.25 * top:  # inside the bar
+            x, ha, text = s + w / 2, "center", share
+        elif s > top / 2:  # left of a bar near the baseline
+            x, ha, text = s - 0.01 * top, "right", wrap(share, 50)
+        else:
+            x, ha, text = s + w + 0.01 * top, "left", wrap(share, 50)
+        light = ha != "center" or c in ("none", "#bdc3c7")
+        ax.text(x, yi, text, va="center", ha=ha, fontsize=8, color="black" if light else "white")
     ax.set_yticks(y, labels)
+    ax.set_xlim(0, top * 1.02)
+    ax.xaxis.set_major_formatter(lambda v, _: f"{v / 1000:g}k" if v else "0")
     ax.set_xlabel("steps per CPU-second of training")
     title = "SPS waterfall: candidate → causes restored → baseline"
+    if overlapping is not None:
+        title += "\n(the single causes overlap: " + (
+            "their joint restore is drawn)" if stacked else "each drawn alone, not added up)"
+        )
     if not gap.get("measurable"):
         title += "\n(no measurable throughput gap: nothing attributed)"
     ax.set_title(title)

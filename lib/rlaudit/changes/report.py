@@ -142,8 +142,48 @@ def summary_sentences(result: ChangeResult | None) -> list[str]:
         kind = "Culprit" if c.verdict == "cause" else "Minor contributor"
         out.append(f"{kind}: {commit}{where}: " + "; ".join(shares) + ".")
     if not out:
+        out.extend(_undecided_sentences(result))
+    if not out:
         out.append("Code changes: no commit or hunk restores a meaningful share of a gap on its own.")
     out.append(cost_sentence(result))
+    return out
+
+
+def _undecided_sentences(result: ChangeResult) -> list[str]:
+    """When no hunk is decided a cause, what the search did narrow down, so that the summary never says "no
+    commit restores a meaningful share" above a log that names culprits: the undecided hunks with their shares
+    and the seeds that would decide them, else the commits the bisection called culprits, with their ranges'
+    shares."""
+    words = {m: METRIC_WORDS.get(m, f"the {m} gap") for m in result.active}
+    out = []
+    for c in [c for c in result.culprits if c.verdict == "undecided"][:3]:
+        h = c.hunks[0]
+        commit = f"commit {h.short_commit} “{c.commit.subject}”: " if c.commit else ""
+        effects = {m: e for m, e in c.effects.items() if m in words}
+        shares = "; ".join(f"{_share(e)} of {words[m]}" for m, e in effects.items())
+        needed = [n for e in effects.values() if (n := e.seeds_to_decide(DEFAULT_DELTA))]
+        settle = f"; about {max(needed)} seeds per arm would decide it" if needed else ""
+        out.append(
+            f"Narrowed down but undecided: {commit}{h.path}, {h.where or 'module level'}, {h.header}: reverting "
+            f"it restores {shares}, an interval too wide at the seeds spent to call it a cause or rule it out"
+            f"{settle}."
+        )
+    if out:
+        return out
+    for row in [r for r in result.commits if str(r.get("verdict", "")).startswith("culprit")][:3]:
+        ranges = [r for r in result.ranges if r["first"] <= row["index"] <= r["last"] and r["effects"]]
+        effects = ranges[-1]["effects"] if ranges else {}
+        shares = "; ".join(
+            f"{_pct(e['point'])} ({_pct(e['low'])}..{_pct(e['high'])}) of {words[m]}"
+            for m, e in effects.items()
+            if m in words
+        )
+        restores = f": reverting it restores {shares}" if shares else ""
+        out.append(
+            f"The bisection names commit {str(row['sha'])[:7]} “{row['subject']}” as a culprit{restores}; no "
+            "single hunk of it is shown to restore a meaningful share on its own at the seeds spent (the search "
+            "log below says what ran)."
+        )
     return out
 
 

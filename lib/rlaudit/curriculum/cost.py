@@ -244,7 +244,7 @@ def scaling(c: Check, pair: Pair, *, seed: int = 0) -> Section:
                 f"the candidate's {call}() cost is {complexity(cand.point)} in the task-pool size (slope "
                 f"{fmt(cand.point)} vs {fmt(b.point)}): at {big} tasks one call costs "
                 f"{fmt(1e6 * float(tc.median()))} µs vs {fmt(1e6 * float(tb.median()))} µs "
-                f"({fmt(ratio.point)}x {interval(ratio.low, ratio.high)}), case 004's O(max_tasks) scan per episode"
+                f"(×{fmt(ratio.point)} {interval(ratio.low, ratio.high)}), case 004's O(max_tasks) scan per episode"
             ),
             details={"fits": table.to_dict("records"), "ratio_at_largest": tuple(ratio)},
             remediation=(

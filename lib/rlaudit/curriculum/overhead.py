@@ -130,7 +130,7 @@ def overhead(c: Check, evidence: list[Pair], *, seed: int = 0) -> Section:
     b, cand = rows
     status, severity, kind = overhead_verdict(ratio, b["share of a step"], cand["share of a step"])
     shares = f"{pct(cand['share of a step'])} of an environment step (baseline {pct(b['share of a step'])})"
-    cost = f"{fmt(ratio.point)}x {interval(ratio.low, ratio.high)}"
+    cost = f"×{fmt(ratio.point)} {interval(ratio.low, ratio.high)}"
     if kind in ("confirmed", "costlier"):
         decided = Verdict(
             status,

@@ -422,9 +422,16 @@ def distributions(c: Check, pairs: list[Pair], *, seed: int = 0) -> Section:
                 remediation="Rerun at a larger profile (longer rollouts, more episodes) to settle it.",
                 figures=["episode histograms"],
             )
+    # shown baseline first, named by side (compare_samples' a is the candidate, b the baseline)
+    names = {
+        "n_b": "baseline episodes", "n_a": "candidate episodes", "mean_b": "baseline mean",
+        "mean_a": "candidate mean", "diff": "candidate - baseline", "ci": "95% CI of the difference",
+        "margin": "practical margin", "p": "p",
+    }  # fmt: skip
+    shown = table[["policy", "quantity", *[k for k in names if k in table.columns]]].rename(columns=names)
     return c.section(
         finding,
-        tables={"episode statistics": table},
+        tables={"episode statistics": shown},
         figures={
             "episode histograms": plots.histograms(samples, title="episodes under fixed seeded policies")
         },

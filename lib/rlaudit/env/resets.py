@@ -118,7 +118,7 @@ def reset_cost(c: Check, pair: Pair, *, seed: int = 0) -> Section:
     rb, rc = rows[0]["reset-step / plain-step"], rows[1]["reset-step / plain-step"]
     n_steps = min(len(pair[s].table("steps")) for s in SIDES)
     verdict = judge_ratio(*ci, RESET_FACTOR, needed=repeats_to_settle(n_steps, *ci, RESET_FACTOR))
-    measured = f"{fmt(rc)}x a plain step in the candidate vs {fmt(rb)}x in the baseline ({fmt(ci.point)}x {interval(ci.low, ci.high)})"
+    measured = f"×{fmt(rc)} a plain step in the candidate vs ×{fmt(rb)} in the baseline (×{fmt(ci.point)} {interval(ci.low, ci.high)})"
     if verdict.different and ci.point > 1:
         # the whole interval beyond the margin confirms it; beyond 1 with the estimate past the margin suspects it
         decided = Verdict(
@@ -132,7 +132,7 @@ def reset_cost(c: Check, pair: Pair, *, seed: int = 0) -> Section:
         decided = Verdict(
             Status.NOTED,
             Severity.LOW,
-            f"resets got cheaper in the candidate ({fmt(ci.point)}x relative to a plain step)",
+            f"resets got cheaper in the candidate (×{fmt(ci.point)} relative to a plain step)",
             "Nothing to do for a regression; a cheaper reset is an improvement.",
         )
     elif verdict.equivalent:

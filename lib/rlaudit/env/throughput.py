@@ -131,7 +131,7 @@ def throughput(c: Check, pair: Pair, *, seed: int = 0) -> Section:
         decided = Verdict(
             Status.CONFIRMED if ci.high < CONFIRMED_RATIO else Status.SUSPECT,
             Severity.HIGH,
-            f"the candidate's environment steps at {fmt(ci.point)}x the baseline's speed at {label} "
+            f"the candidate's environment steps at ×{fmt(ci.point)} the baseline's speed at {label} "
             f"[{fmt(ci.low)}, {fmt(ci.high)}] {measured}; a curriculum or wrapper inside the env counts too",
             "Profile env.step in the candidate (py-spy or cProfile over a rollout) and compare with the "
             "reset-cost and curriculum-overhead checks to find which part got slower.",
@@ -140,7 +140,7 @@ def throughput(c: Check, pair: Pair, *, seed: int = 0) -> Section:
         decided = Verdict(
             Status.NOTED,
             Severity.LOW,
-            f"the candidate's environment is faster ({fmt(ci.point)}x at {label})",
+            f"the candidate's environment is faster (×{fmt(ci.point)} at {label})",
             "Nothing to do for a regression.",
         )
     else:

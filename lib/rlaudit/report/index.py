@@ -29,13 +29,13 @@ def attribution_html(data: Any) -> str:
     ``rows`` or ``experiments`` (one column per key; values formatted briefly). Anything else is shown as
     formatted JSON, so a newer format is never hidden.
     """
-    from rlaudit.display import format_value
+    from rlaudit.display import cause_badge, format_value, rich_text
 
     if not isinstance(data, Mapping):
         return f"<pre>{html.escape(json.dumps(data, indent=2, ensure_ascii=False))}</pre>"
     parts = []
     if isinstance(data.get("sentences"), list) and data["sentences"]:
-        items = "".join(f"<li>{html.escape(str(s))}</li>" for s in data["sentences"])
+        items = "".join(f"<li>{rich_text(str(s))}</li>" for s in data["sentences"])
         parts.append(f'<ul class="rl-summary">{items}</ul>')
     elif data.get("summary"):
         parts.append(f"<p>{html.escape(str(data['summary']))}</p>")
@@ -47,11 +47,20 @@ def attribution_html(data: Any) -> str:
         # a cause's code changes are shown below the table, with their diffs
         columns = [k for k in dict.fromkeys(k for r in records for k in r) if k != "changes"]
         head = "".join(f"<th>{html.escape(str(c))}</th>" for c in columns)
+
+        def cell(column: str, value: Any) -> str:
+            # the whole text, wrapped: evidence and remediation are read here, not on another page
+            if column == "verdict" and isinstance(value, str):
+                return cause_badge(value)
+            return rich_text(value if isinstance(value, str) else format_value(value, max_chars=0))
+
         body = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(format_value(r.get(c)))}</td>" for c in columns) + "</tr>"
-            for r in records
+            "<tr>" + "".join(f"<td>{cell(c, r.get(c))}</td>" for c in columns) + "</tr>" for r in records
         )
-        parts.append(f'<table class="rl-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>')
+        parts.append(
+            f'<div class="rl-scroll"><table class="rl-table rl-causes"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table></div>"
+        )
     else:
         rest = {k: v for k, v in data.items() if k not in ("summary", "title", "sentences", "figures")}
         parts.append(f"<pre>{html.escape(json.dumps(rest, indent=2, ensure_ascii=False))}</pre>")
@@ -114,16 +123,19 @@ def write_index(
     """
     import jinja2
 
-    from rlaudit.display import findings_css, findings_html, status_badge, versions
+    from rlaudit.display import finding_anchor, findings_css, findings_html, status_badge, versions
 
     def link(f: Finding) -> str | None:
-        return _page_href(out, f.notebook or notebook_name(f.subsystem))
+        href = _page_href(out, f.notebook or notebook_name(f.subsystem))
+        return f"{href}#{finding_anchor(f.id)}" if href else None
 
     findings = overview.findings
     flagged = [f for f in findings if f.status.is_flag]
     errors = [f for f in findings if f.status is Status.ERROR]
-    ranked = [f for f in findings if f.status not in (Status.CLEARED, Status.SKIPPED)]
+    # Each finding is shown once: confirmed, suspect and errors in the summary, the rest folded below it.
+    noted = [f for f in findings if f.status is Status.NOTED]
     rest = [f for f in findings if f.status in (Status.CLEARED, Status.SKIPPED)]
+    page_worst = {name: worst_status(fs) for name, fs in overview.by_notebook().items()}
     ran_names = {r.name for r in runs}
     durations = {r.name: r.seconds for r in runs}
     for name, meta in overview.metas.items():
@@ -136,8 +148,11 @@ def write_index(
         nb = row["notebook"]
         worst = row["worst"]
         worst_key = worst.replace(" ", "_")
+        page = page_worst.get(nb)
         grid_rows.append(
             {
+                "page_badge": status_badge(page) if page else "",
+                "page_worst": page.value if page else "",
                 "subsystem": subsystem,
                 "notebook": nb,
                 "href": _page_href(out, nb),
@@ -253,7 +268,8 @@ def write_index(
         "not_run": not_run,
         "statuses": [s.value for s in Status],
         "grid": grid_rows,
-        "ranked_html": findings_html(ranked, link=link, empty="Nothing but cleared or skipped checks."),
+        "noted_html": findings_html(noted, link=link),
+        "noted_count": len(noted),
         "rest_html": findings_html(rest, link=link),
         "rest_count": len(rest),
         "runs": run_rows,

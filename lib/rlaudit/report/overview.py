@@ -188,7 +188,7 @@ class Overview:
                     f"<td>{html.escape(str(meta.get('finished', '')))}</td></tr>"
                 )
             body = (
-                f"<p>Read {len(self.metas)} findings files from <code>{html.escape(str(self.findings_dir))}</code>.</p>"
+                f"<p>Read {len(self.metas)} findings files from <code>{html.escape(self.findings_dir.name)}/</code>.</p>"
                 '<table class="rl-table"><thead><tr><th>notebook</th><th>findings</th><th>worst</th><th>profile</th>'
                 f"<th>time</th><th>finished</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
             )

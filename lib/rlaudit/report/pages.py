@@ -10,7 +10,21 @@ from rlaudit.report.execution import NotebookRun, log_tail
 from rlaudit.report.overview import format_seconds, worst_status
 
 
-def _banner(run: NotebookRun) -> str:
+def _toc(page: str) -> str:
+    """A table of contents of the page's sections (its markdown ``##`` headings), as links under the banner."""
+    heads = [
+        (anchor, re.sub(r"<[^>]+>|¶", "", text).strip())
+        for anchor, text in re.findall(r'<h2 id="([^"]+)"[^>]*>(.*?)</h2>', page, re.DOTALL)
+    ]
+    if len(heads) < 3:
+        return ""
+    links = " · ".join(
+        f'<a href="#{html.escape(a, quote=True)}" style="color: #4338ca;">{t}</a>' for a, t in heads
+    )
+    return f'<div class="rl-toc" style="margin-top: 4px; font-size: 13px; line-height: 1.6;">On this page: {links}</div>'
+
+
+def _banner(run: NotebookRun, toc: str = "") -> str:
     """The strip above each page: a link back to the index, the notebook's worst verdict, time and error.
 
     It carries the findings stylesheet itself, since a notebook that failed early has no output that does.
@@ -29,7 +43,8 @@ def _banner(run: NotebookRun) -> str:
         '<div class="rl-banner" style="font-family: system-ui, sans-serif; font-size: 14px; padding: 8px 16px; '
         'background: #f5f7ff; border-bottom: 1px solid #c7d2fe;">'
         f'<a href="index.html" style="color: #4338ca;">&larr; report index</a> · <b>{html.escape(run.name)}</b> · '
-        f"{status} · {format_seconds(run.seconds)}{note}</div>"
+        f"{status} (worst of the {len(run.findings)} findings on this page) · {format_seconds(run.seconds)}{note}"
+        f"{toc}</div>"
     )
 
 
@@ -58,7 +73,8 @@ def render(run: NotebookRun) -> NotebookRun:
             f"<h1>{html.escape(run.name)}</h1><p>The notebook produced no output to render. "
             f"{html.escape(run.error)}</p><pre>{html.escape(log_tail(run.log, 80))}</pre></body></html>"
         )
-    page = re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + _banner(run), page, count=1)
+    banner = _banner(run, _toc(page))
+    page = re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + banner, page, count=1)
     run.html.write_text(page, encoding="utf-8")
     run.render_seconds = time.perf_counter() - started
     return run

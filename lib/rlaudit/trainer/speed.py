@@ -200,7 +200,7 @@ def speed(c: Check, runs: TrainingRuns) -> Section:
             "Speed is each run's CPU time per environment step after its first update (the recorder's `sps_cpu`), "
             "in units of a calibration workload timed right before and after `train()` (a few Adam steps of a "
             "small MLP; a small numpy workload for a subject without torch), so machine load and clock changes "
-            "largely cancel. A verdict needs {MIN_RUNS}+ runs a side; CLEARED needs the whole 95% interval "
+            f"largely cancel. A verdict needs {MIN_RUNS}+ runs a side; CLEARED needs the whole 95% interval "
             f"of the ratio inside ×{fmt(1 / timing.PRACTICAL_RATIO)} to ×{fmt(timing.PRACTICAL_RATIO)}, a flag "
             "an interval that excludes 1 and a ratio beyond that margin.",
             "Phases are wall seconds per 1,000 steps under the names the subject timed them with "
