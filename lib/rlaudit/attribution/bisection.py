@@ -1,7 +1,7 @@
 """Bisection: which commits, then which hunks, explain each gap, and how much of it.
 
-A strategy of the attribution engine (:class:`rlaudit.attribution.engine.Engine`), as the screening is: the same arms
-(training runs over shared seeds), the same shares of each gap (the primary metric, and steps per second as
+A strategy of the attribution engine (:class:`rlaudit.attribution.engine.Engine`), as the screening is: the
+same arms (training runs over shared seeds), the same shares of each gap (the primary metric, and steps per second as
 CPU time per step) with intervals that pool run-to-run noise over all arms and account for every view the
 search tried (Holm, :func:`rlaudit.stats.fractions_restored_holm`), the same decisions (a share *matters* when
 its interval is above zero and its point reaches ``delta``; it is *cleared* when its interval is below
@@ -765,7 +765,7 @@ class Bisection:
 
     def confirm_first_places(self) -> None:
         """The culprit ranked first on each metric gains seeds until it rests on two and its interval clears the
-        runner-up's (both grow while they overlap), as for attribution's first places."""
+        runner-up's (both grow while they overlap), as for the screening's first places."""
         while True:
             grow: dict[str, Arm] = {}
             for m in self.engine.active_metrics:

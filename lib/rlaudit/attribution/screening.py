@@ -163,7 +163,7 @@ class Screening:
         return [s for s, a in self._singles() if self.engine.matters(a.name)]
 
     def _contributors(self) -> list[Suspect]:
-        """Singles measured to restore some share of a gap (interval above :func:`minor_floor`), causes or
+        """Singles measured to restore some share of a gap (interval above :func:`~rlaudit.attribution.arms.minor_floor`), causes or
         not: an effect below ``delta`` still counts towards explaining a gap."""
         return [
             s
