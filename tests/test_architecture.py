@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rlaudit.paths import PACKAGE_DIR
+from rlaudit.engine.paths import PACKAGE_DIR
 
 PACKAGE = "rlaudit"
 
@@ -125,7 +125,7 @@ def test_attributions_probe_pulls_in_nothing_heavy_in_a_subjects_process() -> No
     # rlaudit.attribution.probes runs in the subject's own interpreter, which may lack numpy or scipy
     code = (
         "import sys, rlaudit.attribution.probes; "
-        "print(sorted(m for m in ('numpy', 'scipy', 'pandas', 'torch', 'rlaudit.workbench') if m in sys.modules))"
+        "print(sorted(m for m in ('numpy', 'scipy', 'pandas', 'torch', 'rlaudit.engine.workbench') if m in sys.modules))"
     )
     env = {**os.environ, "PYTHONPATH": str(PACKAGE_DIR.parent)}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)

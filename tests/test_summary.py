@@ -16,7 +16,7 @@ from rlaudit.attribution.summary import (
     save,
     verified,
 )
-from rlaudit.cache import ProbeResult
+from rlaudit.engine.store import ProbeResult
 from rlaudit.findings import Evidence, Finding, Severity, Status
 from support.attribution import REGRESSED_LIKE, SimSearch, fixes
 

@@ -40,11 +40,11 @@ from scipy.stats import t as scipy_t
 
 from rlaudit import stats
 from rlaudit.attribution.arms import DEFAULT_DELTA, SIDES, SPS, Arm, Effect, attribution_scale, run_sps
+from rlaudit.engine.workbench import ProbeResult, Workbench
 from rlaudit.metrics import DEFAULT as DEFAULT_PRIMARY
 from rlaudit.metrics import Metric, parse_override
 from rlaudit.trainer.probes import train_run
 from rlaudit.trainer.runs import RunData, run_params
-from rlaudit.workbench import ProbeResult, Workbench
 
 SETTLE_MARGIN = 0.1
 """A gap is worth more seeds only when its estimate exceeds this share of the baseline's mean (the learning
