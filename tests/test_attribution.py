@@ -10,13 +10,13 @@ import pytest
 from rlaudit import stats
 from rlaudit.attribution import suspects
 from rlaudit.attribution.arms import SPS, Effect, attribution_scale
+from rlaudit.attribution.engine import Engine
 from rlaudit.attribution.ranking import rank_causes
-from rlaudit.attribution.search import Search
 from rlaudit.attribution.suspects import (
     Suspect,
-    builtin_fix_suspects,
     compose,
     compose_injection,
+    fix_suspects,
     variant_suspects,
 )
 from rlaudit.engine.subjects import parse_spec
@@ -69,8 +69,12 @@ def test_the_reverse_check_puts_one_change_into_the_baseline():
     assert compose_injection(base, restore) == ("baseline", ("env.rewards.battery=0",))
     assert fix.injectable and restore.injectable and not _suspect("v", "loss", source="variant").injectable
     # a built-in fix is injectable only into a built-in baseline
-    (only_fix,) = builtin_fix_suspects("builtin:reference+loss.gae_bootstrap", {}, "mine:subject.py")
+    exposed = [{"id": "loss.gae_bootstrap", "subsystem": "loss"}]
+    (only_fix,) = fix_suspects(exposed, {"loss": 2.0}, "mine:subject.py")
     assert only_fix.remove == ("loss.gae_bootstrap",) and not only_fix.injectable
+    assert (only_fix.name, only_fix.subsystem, only_fix.prior) == ("fix loss.gae_bootstrap", "loss", 2.0)
+    (both_ways,) = fix_suspects(exposed, {}, "builtin:reference")
+    assert both_ways.add == ("loss.gae_bootstrap",) and both_ways.injectable
 
 
 def test_a_named_variant_cannot_be_grouped():
@@ -250,10 +254,10 @@ def test_a_small_measurable_share_is_minor_and_restored_with_the_causes_not_a_re
 
 
 def test_an_effect_on_the_threshold_stops_gaining_seeds():
-    search = Search(None, [], max_seeds=5, delta=0.2)
-    assert search._futile(Effect(0.19, 0.10, 0.28, 1))  # 5 seeds would still straddle 20%
-    assert not search._futile(Effect(0.35, 0.05, 0.65, 1))  # 5 seeds could settle it
-    assert search._futile(Effect(0.35, 0.05, 0.65, 5))  # no seeds left
+    engine = Engine(None, max_seeds=5, delta=0.2)
+    assert engine.futile(Effect(0.19, 0.10, 0.28, 1))  # 5 seeds would still straddle 20%
+    assert not engine.futile(Effect(0.35, 0.05, 0.65, 1))  # 5 seeds could settle it
+    assert engine.futile(Effect(0.35, 0.05, 0.65, 5))  # no seeds left
 
 
 def test_group_testing_isolates_two_causes_among_many_suspects_without_audit_evidence():
@@ -294,7 +298,7 @@ def test_no_gap_no_experiments():
     # no variant is tried; the two sides alone may gain seeds (up to three times the profile's) while the
     # noise makes the candidate look worse, and the notes say so
     assert result.spent["variant_runs"] == 0
-    assert search.calls == 2 * search.arms["baseline"].n <= 2 * search.gap_seeds
+    assert search.calls == 2 * search.arms["baseline"].n <= 2 * search.engine.gap_seeds
     assert (search.calls > 10) == any("unsettled at 5 seeds" in n for n in result.notes)
     assert all(g["note"].startswith("No measurable") and not g["measurable"] for g in result.gaps.values())
 
@@ -305,7 +309,7 @@ def test_an_unsettled_gap_gains_seeds_on_both_sides_until_it_is_measured():
     search.ends = {"heart.get": (7.0, 5.0), "sps": (30_000.0, 30_000.0)}
     result = search.run()
     b, c = search.arms["baseline"], search.arms["candidate"]
-    assert 5 < b.n == c.n <= search.gap_seeds
+    assert 5 < b.n == c.n <= search.engine.gap_seeds
     assert result.gaps["heart.get"]["measurable"] and result.gaps["heart.get"]["low"] > 0
     assert any(
         f"unsettled at 5 seeds per side; grown to {b.n}" in n and "(settled)" in n for n in result.notes
@@ -322,7 +326,7 @@ def test_an_unsettled_gap_gains_seeds_on_both_sides_until_it_is_measured():
 def test_a_gap_too_small_to_settle_within_the_cap_says_how_many_seeds_it_would_need():
     search = SimSearch(fixes(REGRESSED_LIKE), heart={"gae": 1.0}, sps={}, max_seeds=5, noise=(1.0, 800.0))
     search.ends = {"heart.get": (6.9, 5.0), "sps": (30_000.0, 30_000.0)}
-    search.gap_seeds = 6
+    search.engine.gap_seeds = 6
     result = search.run()
     assert search.arms["baseline"].n == 5 and not result.gaps["heart.get"]["measurable"]
     assert any("would need more than the search may add (heart.get about" in n for n in result.notes)
@@ -385,4 +389,27 @@ def test_a_metric_where_lower_is_better_is_attributed_with_the_right_sign():
 
 def test_a_primary_metric_named_like_throughput_is_refused():
     with pytest.raises(ValueError, match="perf/sps"):
-        Search(None, [], metric="sps")
+        Engine(None, metric="sps")
+
+
+def test_a_builtin_subject_offers_its_faults_as_fixes_through_its_worker_probe(tmp_path):
+    from rlaudit.attribution.probes import fixes as fixes_probe
+    from rlaudit.demo import faults as catalog
+    from rlaudit.demo.subject import load
+    from support.probing import probe_context
+
+    subject = load("regressed-env.rebuild_on_reset")
+    got = fixes_probe(probe_context(subject, tmp_path / "a", (), config={}))
+    assert got["exposed"] and [f["id"] for f in got["fixes"]] == [
+        f for f in catalog.REGRESSED if f != "env.rebuild_on_reset"
+    ]
+    assert all(f["subsystem"] == catalog.CATALOG[f["id"]].subsystem for f in got["fixes"])
+    named = fix_suspects(got["fixes"], {"loss": 3.0}, "builtin:reference")
+    assert [s.remove for s in named] == [(f["id"],) for f in got["fixes"]] and all(
+        s.injectable for s in named
+    )
+    # a subject without fixes() offers none
+    assert fixes_probe(probe_context(object(), tmp_path / "b", (), config={})) == {
+        "fixes": [],
+        "exposed": False,
+    }

@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 import math
 
-from rlaudit.attribution.search import Search
-from rlaudit.engine.store import ProbeResult
-from rlaudit.findings import Evidence, Finding, Severity, Status
-from rlaudit.summary import (
+from rlaudit.attribution.engine import Engine
+from rlaudit.attribution.screening import Screening
+from rlaudit.attribution.summary import (
     Investigation,
     attribution_section,
     executive_section,
@@ -17,6 +16,8 @@ from rlaudit.summary import (
     save,
     verified,
 )
+from rlaudit.engine.store import ProbeResult
+from rlaudit.findings import Evidence, Finding, Severity, Status
 from support.attribution import REGRESSED_LIKE, SimSearch, fixes
 
 
@@ -61,17 +62,16 @@ def test_the_executive_summary_names_symptoms_apart_from_causes():
     )
 
 
-class NoTraining(Search):
-    """A search on subjects without ``train``: every run comes back missing the capability."""
-
-    def measure(self, calls):
-        missing = ProbeResult("candidate", "x", "train_run", {}, ok=False, missing=["train"])
-        return [(missing, {m: math.nan for m in self._metrics}) for _ in calls]
+def no_training(calls):
+    """A runner for subjects without ``train``: every run comes back missing the capability."""
+    missing = ProbeResult("candidate", "x", "train_run", {}, ok=False, missing=["train"])
+    return [(missing, {m: math.nan for m in ("return", "sps")}) for _ in calls]
 
 
 def test_a_summary_of_subjects_that_cannot_train_says_why_everywhere(tmp_path):
     findings = [f("agents/architecture", Status.SKIPPED), f("config/values", Status.SUSPECT)]
-    result = NoTraining(None, fixes(REGRESSED_LIKE[:2]), metric="return", max_seeds=2).run()
+    engine = Engine(None, runner=no_training, metric="return", max_seeds=2)
+    result = Screening(engine, fixes(REGRESSED_LIKE[:2])).run()
     assert result.spent["variant_runs"] == 0
     assert "lacks `train`" in result.gaps["return"]["note"] and "lacks `train`" in result.gaps["sps"]["note"]
     inv = Investigation(result=result, causes=[], summary=executive_summary(findings, result, 0.2))
@@ -106,7 +106,7 @@ def test_the_executive_summary_of_a_search_names_the_primary_cause_and_what_fixi
 def test_an_undecided_share_and_recovery_are_stated_as_undecided_with_their_intervals() -> None:
     from types import SimpleNamespace
 
-    from rlaudit.summary import _gap_sentence
+    from rlaudit.attribution.summary import _gap_sentence
 
     row = {
         "arm": "restore loss config",

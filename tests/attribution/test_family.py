@@ -11,11 +11,11 @@ import pytest
 
 from rlaudit import stats
 from rlaudit.attribution.arms import SPS, Arm, Attribution, Effect
+from rlaudit.attribution.engine import family_effect
 from rlaudit.attribution.ranking import attribution_findings, overlap
-from rlaudit.attribution.search import family_effect
+from rlaudit.attribution.summary import _gap_sentence
 from rlaudit.attribution.suspects import Suspect
 from rlaudit.findings import Status
-from rlaudit.summary import _gap_sentence
 
 # Five seeds of a gap of 1.0 (paired differences 1.1, 0.9, 1.0, 1.2, 0.8: sd 0.158), candidate at 0.
 BASELINE = np.array([1.1, 0.9, 1.0, 1.2, 0.8])

@@ -10,23 +10,26 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from rlaudit.attribution.arms import SPS
-from rlaudit.attribution.search import Search
+from rlaudit.attribution.engine import Engine
+from rlaudit.attribution.screening import Screening
 from rlaudit.attribution.suspects import Suspect
 
 
-class SimSearch(Search):
-    """Search whose runs come from a model: restoring suspects closes the sum of their shares (capped at the
-    whole gap; for SPS, shares of the CPU time per step, since costs add), plus noise shared by seed (paired)
-    and noise of each run.
+class SimSearch:
+    """The screening on an engine whose runs come from a model (the engine's runner is :meth:`measure`):
+    restoring suspects closes the sum of their shares (capped at the whole gap; for SPS, shares of the CPU time
+    per step, since costs add), plus noise shared by seed (paired) and noise of each run.
 
     Args:
         suspects: The suspects (see :func:`fixes`).
         heart: Suspect name -> the share of the primary metric's gap its restore closes.
         sps: Suspect name -> the share of the CPU time per step lost that its restore wins back.
         noise: Standard deviation of a run's primary metric and of its SPS.
-        **kwargs: For :class:`Search` (``metric`` defaults to ``heart.get``, higher is better).
+        **kwargs: For :class:`~rlaudit.attribution.engine.Engine` (``metric`` defaults to ``heart.get``,
+            higher is better).
 
     Attributes:
+        engine, screening: The engine and the strategy it serves.
         ends: Metric -> ``(baseline, candidate)`` means; set it to model another gap.
         calls: Runs measured so far.
     """
@@ -40,12 +43,21 @@ class SimSearch(Search):
         **kwargs: object,
     ) -> None:
         kwargs.setdefault("metric", "heart.get")
-        super().__init__(None, list(suspects), **kwargs)  # type: ignore[arg-type]
+        self.engine = Engine(None, runner=self.measure, **kwargs)  # type: ignore[arg-type]
+        self.screening = Screening(self.engine, list(suspects))
+        self.metric = self.engine.metric
         name = self.metric.name
         self.shares = {name: dict(heart), SPS: dict(sps)}
         self.noise = {name: noise[0], SPS: noise[1]}
         self.ends = {name: (6.2, 0.5), SPS: (58_000.0, 33_500.0)}
         self.calls = 0
+
+    @property
+    def arms(self):
+        return self.engine.arms
+
+    def run(self):
+        return self.screening.run()
 
     def measure(self, calls):
         self.calls += len(calls)

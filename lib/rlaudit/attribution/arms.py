@@ -1,7 +1,8 @@
 """Arms and what they measure: the runs of one setup, the share of a gap an arm restores, the search's result.
 
-An *arm* is a set of training runs of one setup (the baseline, the candidate, or the candidate with suspects
-undone) over the shared seeds. Each run gives the final primary metric and the steps per CPU-second; an arm's
+An *arm* is a set of training runs of one setup (the baseline, the candidate, the candidate with suspects
+undone, or for the change search a commit's checkout or a hybrid with hunks reverted or applied,
+:class:`ChangeArm`) over the shared seeds. Each run gives the final primary metric and the steps per CPU-second; an arm's
 :class:`Effect` on a metric is the fraction of the baseline-candidate gap it restores, with an interval.
 """
 
@@ -22,6 +23,8 @@ from rlaudit.trainer.runs import RunData
 if TYPE_CHECKING:
     from rlaudit.attribution.suspects import Suspect
 
+SIDES = ("baseline", "candidate")
+"""The two arms every search starts from; every other arm's share is of the gap between them."""
 SPS = "sps"
 """The throughput metric every search attributes beside the primary metric: steps per CPU-second."""
 DEFAULT_DELTA = 0.2
@@ -46,16 +49,19 @@ class Arm:
             CPU-second}`` (NaN where the run failed or never reported it).
         outcomes: Per seed, how its run ended (:class:`rlaudit.trainer.outcomes.RunOutcome`; None where the
             runs came from elsewhere): a run that failed is a failure of this arm, not a missing value.
+        unresolved: Why its subject could not be built or its runs failed, so that no share is read from it
+            (``""`` otherwise; the change search's hybrids and checkouts set it).
     """
 
     name: str
-    target: str | SubjectSpec
+    target: str | SubjectSpec | None
     overrides: tuple[str, ...] = ()
     suspects: tuple[str, ...] = ()
     injects: tuple[str, ...] = ()
     results: list[ProbeResult | None] = field(default_factory=list)
     measured: list[dict[str, float]] = field(default_factory=list)
     outcomes: list[Any] = field(default_factory=list)
+    unresolved: str = ""
 
     @property
     def n(self) -> int:
@@ -96,6 +102,30 @@ class Arm:
             for i, o in enumerate(self.outcomes)
             if o is not None and o.outcome == "non-finite"
         ]
+
+
+@dataclass
+class ChangeArm(Arm):
+    """An arm of the change search: a commit's checkout, or a hybrid with hunks reverted or applied.
+
+    Attributes:
+        kind: ``"commit"`` (the checkout of a commit), ``"revert"`` (hunks reverted from ``base``) or
+            ``"apply"`` (hunks applied to ``base``: the reverse check).
+        base: The tree it starts from: ``"candidate"``, ``"baseline"`` or a commit hash.
+        hunks: Ids of the hunks reverted or applied.
+        frame: The arm its share is measured against (``"candidate"``; a commit's checkout when the hunks are
+            reverted from that commit; ``"baseline"`` or a checkout for the reverse check).
+        reproduce: The share is what the arm reproduces (frame minus arm) rather than restores.
+        index: For a commit's checkout, the commit's position in the history (1 = the first after the
+            baseline).
+    """
+
+    kind: str = "revert"
+    base: str = "candidate"
+    hunks: tuple[str, ...] = ()
+    frame: str = "candidate"
+    reproduce: bool = False
+    index: int | None = None
 
 
 def attribution_scale(metric: str, values: np.ndarray) -> np.ndarray:

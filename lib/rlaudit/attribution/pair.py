@@ -1,4 +1,4 @@
-"""Attributing one pair: gather its suspects, run the search, and the benchmark of that search.
+"""Attributing one pair: gather its suspects, screen them on the engine, and the benchmark of that search.
 
 :func:`attribute` is what the summary notebook calls; :func:`bench_attribution` is ``rlaudit bench
 attribution`` (the search on the built-in pair next to a full one-factor sweep).
@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from rlaudit.attribution.arms import DEFAULT_DELTA, Attribution
-from rlaudit.attribution.search import Search
+from rlaudit.attribution.engine import Engine
+from rlaudit.attribution.screening import Screening
 from rlaudit.attribution.suspects import gather_suspects
 from rlaudit.engine.workbench import Workbench
 from rlaudit.findings import SUBSYSTEMS, Finding
@@ -45,8 +46,8 @@ def attribute(
     suspects, notes = gather_suspects(
         wb, findings, variants, changes=changes, delta=delta, budget=budget, seed=seed
     )
-    search = Search(wb, suspects, metric=metric, delta=delta, budget=budget, seed=seed)
-    result = search.run()
+    engine = Engine(wb, metric=metric, delta=delta, budget=budget, seed=seed)
+    result = Screening(engine, suspects).run()
     result.notes = notes + result.notes
     return result
 

@@ -24,14 +24,19 @@ from rlaudit.findings import SUBSYSTEMS, Evidence, Finding, Severity, Status
 if TYPE_CHECKING:
     from rlaudit.attribution.arms import Attribution
 
-_STATUS_WEIGHT = {Status.CONFIRMED: 3.0, Status.SUSPECT: 2.0, Status.NOTED: 0.25}
-_SEVERITY_WEIGHT = {
+STATUS_WEIGHT = {Status.CONFIRMED: 3.0, Status.SUSPECT: 2.0, Status.NOTED: 0.25}
+"""What a finding's status counts for as audit evidence (other statuses count nothing)."""
+SEVERITY_WEIGHT = {
     Severity.CRITICAL: 2.0,
     Severity.HIGH: 1.5,
     Severity.MEDIUM: 1.0,
     Severity.LOW: 0.5,
     Severity.INFO: 0.25,
 }
+"""What a finding's severity multiplies its status weight by (:func:`weight`)."""
+STRONG_PRIOR = STATUS_WEIGHT[Status.SUSPECT] * SEVERITY_WEIGHT[Severity.LOW]
+"""Audit evidence from which the screening tries a suspect on its own rather than in a group: a SUSPECT
+mechanism of LOW severity."""
 ECHO_WEIGHT = 0.2
 """What a finding that may only echo an upstream change counts for, relative to its own weight."""
 OTHERS_WEIGHT = 0.1
@@ -88,7 +93,7 @@ def owner(f: Finding) -> str:
 def weight(f: Finding) -> float:
     """Strength of one finding: status weight (CONFIRMED 3, SUSPECT 2, NOTED 0.25) x severity weight
     (CRITICAL 2 .. INFO 0.25); 0 for CLEARED, SKIPPED and ERROR."""
-    return _STATUS_WEIGHT.get(f.status, 0.0) * _SEVERITY_WEIGHT.get(f.severity, 1.0)
+    return STATUS_WEIGHT.get(f.status, 0.0) * SEVERITY_WEIGHT.get(f.severity, 1.0)
 
 
 def names_change(f: Finding) -> bool:

@@ -3,7 +3,7 @@
 A suspect is one subsystem's config keys set back to the baseline's values (a *restore*, source
 ``"config"``), a fault removed from a built-in candidate (the built-in analog of a fix commit, ``"fix"``), a
 named variant subject (a fix commit, ``"variant"``), or a code change between two versions of one source
-(``"change"``, from :mod:`rlaudit.changes` when it is available: :func:`change_suspects`).
+(``"change"``, the culprits of the change search: :func:`change_suspects`).
 
 :func:`compose` turns a set of suspects into what the workbench runs; :func:`compose_injection` is the reverse
 experiment (one change put into the baseline alone). A source whose suspects change the subject itself
@@ -90,7 +90,8 @@ def _add_faults(spec: SubjectSpec, suspect: Suspect) -> SubjectSpec | None:
 
 COMPOSERS: dict[str, Composer] = {"fix": Composer(undo=_remove_faults, put=_add_faults)}
 """Source -> how its suspects change a subject. Config restores need none (they are overrides on the
-candidate itself) and variants are whole subjects; :mod:`rlaudit.changes` registers ``"change"``."""
+candidate itself) and variants are whole subjects; :mod:`rlaudit.attribution.code_changes` registers
+``"change"``."""
 
 
 def _yaml_value(value: Any) -> str:
@@ -139,27 +140,40 @@ def config_suspects(wb: Workbench, priors: dict[str, float]) -> tuple[list[Suspe
     return suspects, notes
 
 
-def builtin_fix_suspects(
-    candidate_spec: str, priors: dict[str, float], baseline_spec: str = ""
-) -> list[Suspect]:
-    """For a built-in candidate: one suspect per fault it carries (the built-in analog of a fix commit).
-    When the baseline is built-in too, each fault can also be injected into it alone (the reverse check)."""
-    if not candidate_spec.startswith("builtin:"):
-        return []
-    from rlaudit.demo import faults as catalog
-    from rlaudit.demo.subject import parse
+def builtin_fixes(wb: Workbench) -> tuple[list[dict[str, str]], list[str]]:
+    """The fixes a built-in candidate exposes (``fixes()``, read through its worker by
+    :func:`rlaudit.attribution.probes.fixes`): one per fault it carries, ``{"id", "subsystem"}``. Other
+    candidates offer none (their fixes are named variants or code changes).
 
-    _, active = parse(candidate_spec.split(":", 1)[1])
+    Returns:
+        ``(fixes, notes)``; a probe that could not run is said in the notes.
+    """
+    if not wb.specs["candidate"].text.startswith("builtin:"):
+        return [], []
+    from rlaudit.attribution.probes import fixes as fixes_probe
+
+    res = wb.run_side("candidate", fixes_probe)
+    if not res.ok:
+        return [], [f"built-in fixes unavailable: the candidate's fixes() could not be read ({res.error})"]
+    return list(res.result.get("fixes") or []), []
+
+
+def fix_suspects(
+    fixes: Sequence[Mapping[str, str]], priors: Mapping[str, float], baseline_spec: str = ""
+) -> list[Suspect]:
+    """One suspect per fix a built-in candidate exposes (:func:`builtin_fixes`; the built-in analog of a fix
+    commit): the candidate with that fault removed. When the baseline is built-in too, each fault can also be
+    injected into it alone (the reverse check)."""
     return [
         Suspect(
-            name=f"fix {fid}",
-            subsystem=catalog.CATALOG[fid].subsystem,
+            name=f"fix {f['id']}",
+            subsystem=f["subsystem"],
             source="fix",
-            remove=(fid,),
-            prior=priors.get(catalog.CATALOG[fid].subsystem, 0.0),
-            add=(fid,) if baseline_spec.startswith("builtin:") else (),
+            remove=(f["id"],),
+            prior=priors.get(f["subsystem"], 0.0),
+            add=(f["id"],) if baseline_spec.startswith("builtin:") else (),
         )
-        for fid in active
+        for f in fixes
     ]
 
 
@@ -190,9 +204,10 @@ def change_suspects(
 ) -> tuple[list[Suspect], list[str]]:
     """Suspects from the code changes between the two sides, when they are versions of one source.
 
-    The change-set search lives in :mod:`rlaudit.changes`: its ``suspects(wb, priors, **search) ->
-    (suspects, notes)`` gives suspects of source ``"change"`` (with ``refs``), and it registers their
-    :class:`Composer` in :data:`COMPOSERS`. Without that module, or with ``changes="off"``, there are none.
+    The change search (:func:`rlaudit.attribution.code_changes.suspects`, which bisects the change set of
+    :mod:`rlaudit.changes`) gives suspects of source ``"change"`` (with ``refs``), and registers their
+    :class:`Composer` in :data:`COMPOSERS`. With ``changes="off"``, or for a pair that is not two versions of
+    one source, there are none.
 
     Args:
         search: ``delta``, ``budget`` and ``seed`` of the attribution, which the change search uses too.
@@ -204,14 +219,9 @@ def change_suspects(
         raise ValueError(f"changes={changes!r}; expected one of {', '.join(CHANGES)}")
     if changes == "off":
         return [], []
-    try:
-        from rlaudit import changes as change_search
-    except ModuleNotFoundError as exc:
-        if exc.name != "rlaudit.changes":
-            raise
-        return [], []
-    find = getattr(change_search, "suspects", None)
-    return find(wb, priors, **search) if callable(find) else ([], [])
+    from rlaudit.attribution.code_changes import suspects as code_suspects
+
+    return code_suspects(wb, priors, **search)
 
 
 def gather_suspects(
@@ -221,8 +231,10 @@ def gather_suspects(
     subsystem, named variants and code changes; strongest audit evidence first (ties in the order of the
     evidence ranking, :func:`~rlaudit.attribution.ranking.evidence_order`, then by name)."""
     priors = audit_priors(findings)
-    fixes = builtin_fix_suspects(wb.specs["candidate"].text, priors, wb.specs["baseline"].text)
+    exposed, fix_notes = builtin_fixes(wb)
+    fixes = fix_suspects(exposed, priors, wb.specs["baseline"].text)
     restores, notes = config_suspects(wb, priors)
+    notes = fix_notes + notes
     code, code_notes = change_suspects(wb, priors, changes, **search)
     covered = {s.subsystem for s in fixes}
     suspects = (

@@ -12,7 +12,7 @@ same fingerprint.
 A hybrid that cannot be built is *unresolved* (as in delta debugging), never an error: a hunk whose context is
 not found (a later commit rewrote those lines), two hunks that overlap, or a Python file that no longer parses.
 A hybrid that builds but fails to import, crashes or produces NaN is unresolved too; the search finds that out
-when it runs (:mod:`rlaudit.changes.culprit`).
+when it runs (:mod:`rlaudit.attribution.bisection`).
 
 Hunks are applied the way ``patch`` does without fuzz: each where its line numbers say, or at the nearest
 place where its context and removed lines match exactly. Hunks of several commits are applied commit by

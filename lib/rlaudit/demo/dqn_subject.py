@@ -120,6 +120,11 @@ class DQNSubject:
     def __repr__(self) -> str:
         return f"DQNSubject(faults=[{','.join(f.id for f in self.faults)}])"
 
+    def fixes(self) -> list[dict[str, str]]:
+        """The faults this subject carries, one fix each (``{"id", "subsystem"}``): attribution tries each as
+        ``builtin:dqn+<others>`` (:func:`rlaudit.attribution.probes.fixes`), as it does for the PPO subjects."""
+        return [{"id": f.id, "subsystem": f.subsystem} for f in self.faults]
+
     def config(self, overrides: Sequence[str] | None = None) -> dict[str, Any]:
         from rlaudit.demo.dqn import resolve_config
 

@@ -178,6 +178,15 @@ class BuiltinSubject:
     def config_keys(self) -> dict[str, list[str]]:
         return {k: list(v) for k, v in CONFIG_KEYS.items()}
 
+    def fixes(self) -> list[dict[str, str]]:
+        """The faults this subject carries, in its spec's order: one fix each, ``{"id", "subsystem"}``.
+
+        Attribution reads this through the worker (:func:`rlaudit.attribution.probes.fixes`) and tries each
+        fix as the spec with the fault removed (``builtin:regressed-<id>``), or, on a built-in baseline, added
+        (``builtin:reference+<id>``): the built-in analog of a fix commit.
+        """
+        return [{"id": f.id, "subsystem": f.subsystem} for f in self.faults]
+
     # -- the pieces of the trainer ----------------------------------------------------------------------
 
     def make_env(self, config: dict[str, Any], seed: int):  # -> gymnasium.vector.VectorEnv

@@ -78,7 +78,7 @@ def attribution_html(data: Any) -> str:
 def _culprits_html(changes: Any) -> list[str]:
     """Each culprit hunk of the change search (``attribution.json``'s ``changes``): its commit, file and
     function, the share of each gap reverting it restores, and its diff."""
-    from rlaudit.changes.report import diff_html
+    from rlaudit.attribution.culprit_report import diff_html
 
     if not isinstance(changes, Mapping):
         return []

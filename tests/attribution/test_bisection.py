@@ -1,14 +1,15 @@
-"""The culprit search against a simulated trainer (tests/support/changes.py), on the real example histories and
+"""The bisection (commits, then hunks) against a simulated trainer (tests/support/changes.py), on the real example histories and
 real hybrids: commit bisection, hunk isolation, unresolved hybrids, interactions, reverse checks, what it costs."""
 
 from __future__ import annotations
 
 import pytest
 
+from rlaudit.attribution.bisection import Bisection
+from rlaudit.attribution.engine import Engine
 from rlaudit.changes import changeset as csm
-from rlaudit.changes.arms import Targets
-from rlaudit.changes.culprit import ChangeSearch
 from rlaudit.changes.priors import map_all
+from rlaudit.changes.targets import Targets
 from support import changes as sc
 
 HYBRIDS: dict[str, object] = {}
@@ -28,13 +29,14 @@ def _history(example: dict) -> csm.ChangeSet:
 
 def _search(cs, oracle, **kw):
     kw = {"metric": "return", "max_seeds": 5, "budget": 60, "steps": 1000, **kw}
-    return ChangeSearch(None, cs, runner=oracle, targets=Targets(cs, root=HYBRIDS.get("root")), **kw)
+    engine = Engine(None, runner=oracle, **kw)
+    return Bisection(engine, cs, targets=Targets(cs, root=HYBRIDS.get("root")))
 
 
 def test_the_culprit_commit_and_hunk_come_first_for_a_third_of_a_per_hunk_sweep(example, tmp_cache):
     cs = _history(example)
     oracle = sc.oracle_for_history(cs)
-    result = _search(cs, oracle).run_changes()
+    result = _search(cs, oracle).run()
     c1, c2, c3, c4 = cs.commits
     harmful = sc.find(c3.hunks, "np.stack(b_obs, axis=1)")
     first, second = result.culprits[:2]
@@ -66,7 +68,7 @@ def test_seeds_are_added_only_where_an_interval_straddles_delta(example, tmp_cac
     c1, _, c3, _ = cs.commits
     # clear-cut shares: every arm is decided on its first seed; only the first places get a second
     search = _search(cs, sc.oracle_for_history(cs))
-    result = search.run_changes()
+    result = search.run()
     firsts = {c.arm for c in result.culprits[:2]}
     assert {a["name"]: a["seeds"] for a in result.arms if a["name"] not in ("baseline", "candidate")} == {
         a["name"]: 2 if a["name"] in firsts else 1
@@ -78,7 +80,7 @@ def test_seeds_are_added_only_where_an_interval_straddles_delta(example, tmp_cac
     harmful = sc.find(c3.hunks, "np.stack(b_obs, axis=1)")
     small = sc.find(c1.hunks, "self.lengths: list[int] = []")
     oracle.harm.update({harmful.id: {"return": 0.4}, small.id: {"return": 0.6}})
-    result = _search(cs, oracle).run_changes()
+    result = _search(cs, oracle).run()
     seeds = {a["name"]: a["seeds"] for a in result.arms}
     # (intervals account for every view tried, Holm, so a range may take more than one round, or be left
     # unclear when even max_seeds could not settle it)
@@ -100,7 +102,7 @@ def test_priors_choose_where_the_bisection_looks_first(example, tmp_cache):
     for c, prior in zip(cs.commits, (0.01, 0.01, 0.01, 5.0), strict=True):
         c.prior = prior
     oracle = sc.oracle_for_history(cs)
-    _search(cs, oracle).run_changes()
+    _search(cs, oracle).run()
     assert (
         oracle.seen[10] == f"commit {cs.commits[2].short}"
     )  # the last commit holds the mass: split before it
@@ -109,7 +111,7 @@ def test_priors_choose_where_the_bisection_looks_first(example, tmp_cache):
 def test_a_checkout_that_does_not_run_is_skipped_like_git_bisect_skip(example, tmp_cache):
     cs = _history(example)
     oracle = sc.oracle_for_history(cs, broken_commits={cs.commits[1].sha})
-    result = _search(cs, oracle).run_changes()
+    result = _search(cs, oracle).run()
     verdicts = {row["sha"]: row["verdict"] for row in result.commits}
     assert verdicts[cs.commits[1].sha] == "unresolved"
     assert verdicts[cs.commits[2].sha] == "culprit" and result.culprits[0].commit is cs.commits[2]
@@ -121,9 +123,9 @@ def test_hunks_that_no_longer_apply_to_the_candidate_are_reverted_from_their_com
     late = sc.find(c1.hunks, "mean_length = float(")  # commit 3 rewrote its context
     oracle = sc.Oracle(cs, {late.id: {"return": 1.0}})
     search = _search(cs, oracle)
-    result = search.run_changes()
+    result = search.run()
     assert result.culprits[0].hunks == [late]
-    arm = search.arms[result.culprits[0].arm]
+    arm = search.engine.arms[result.culprits[0].arm]
     assert arm.base == c1.sha and arm.frame == f"commit {c1.short}"
     assert any("reverted from" in line for line in result.log)
     assert result.culprits[0].effects["return"].low > 0.8
@@ -138,7 +140,7 @@ def test_a_regression_that_needs_two_hunks_together(tmp_path, tmp_cache):
     oracle = sc.Oracle(
         cs, {}, together=[(frozenset({x.id, y.id}), {"return": 1.0})], requires={y.id: {buffer.id}}
     )
-    result = _search(cs, oracle).run_changes()
+    result = _search(cs, oracle).run()
     causes = [c for c in result.culprits if c.verdict == "cause"]
     assert {h.id for c in causes for h in c.hunks} >= {x.id, y.id}
     # each alone restores the whole gap when reverted, and reproduces none of it when applied alone; together
@@ -156,7 +158,7 @@ def test_hunks_that_only_matter_reverted_together_are_isolated_ddmin_style(tmp_p
     b = sc.find(cs.diff, "# one-hot rows")
     # either one alone causes the whole gap: reverting one leaves the other
     oracle = sc.Oracle(cs, {a.id: {"return": 1.0}, b.id: {"return": 1.0}})
-    result = _search(cs, oracle).run_changes()
+    result = _search(cs, oracle).run()
     (group,) = [c for c in result.culprits if len(c.hunks) > 1]
     assert {h.id for h in group.hunks} == {a.id, b.id} and group.note == "matters only together"
     assert group.effects["return"].low > 0.8
@@ -165,14 +167,14 @@ def test_hunks_that_only_matter_reverted_together_are_isolated_ddmin_style(tmp_p
 def test_no_gap_no_search(example, tmp_cache):
     cs = _history(example)
     oracle = sc.Oracle(cs, {})
-    result = _search(cs, oracle).run_changes()
+    result = _search(cs, oracle).run()
     assert result.culprits == [] and result.active == [] and oracle.calls == 10
     assert any("No measurable" in n for n in result.notes)
 
 
 def test_a_small_budget_ends_the_search_with_a_note(example, tmp_cache):
     cs = _history(example)
-    result = _search(cs, sc.oracle_for_history(cs), budget=12).run_changes()
+    result = _search(cs, sc.oracle_for_history(cs), budget=12).run()
     assert result.spent["runs"] <= 12
     assert any("budget" in n for n in result.notes)
 
@@ -181,7 +183,7 @@ def test_the_result_serializes(example, tmp_cache):
     import json
 
     cs = _history(example)
-    result = _search(cs, sc.oracle_for_history(cs)).run_changes()
+    result = _search(cs, sc.oracle_for_history(cs)).run()
     data = json.loads(json.dumps(result.to_dict()))
     top = data["culprits"][0]
     assert top["changes"][0]["function"] == "collect" and "np.stack(b_obs, axis=1)" in top["diff"]
@@ -204,7 +206,7 @@ def test_a_run_that_timed_out_is_run_again_before_its_arm_counts_as_unresolved(e
         return out
 
     search = _search(cs, flaky)
-    result = search.run_changes()
+    result = search.run()
     assert first["done"] and any(line.startswith("ran again after a timeout") for line in result.log)
     assert not any(u["kind"] == "commit" for u in result.unresolved)
-    assert search.runs_used == oracle.calls and result.culprits[0].commit is cs.commits[2]
+    assert search.engine.runs_used == oracle.calls and result.culprits[0].commit is cs.commits[2]

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from rlaudit.attribution import culprit_report as report
+from rlaudit.attribution.bisection import Bisection
+from rlaudit.attribution.engine import Engine
 from rlaudit.changes import changeset as csm
-from rlaudit.changes import report
-from rlaudit.changes.arms import Targets
-from rlaudit.changes.culprit import ChangeSearch
 from rlaudit.changes.priors import map_all
+from rlaudit.changes.targets import Targets
 from support import changes as sc
 
 
@@ -17,17 +18,8 @@ def result(tmp_path_factory: pytest.TempPathFactory):
     made = sc.history(tmp_path_factory.mktemp("history"))
     cs = map_all(csm.change_set(f"git:{made['repo']}@{made['commits'][0]}", f"git:{made['repo']}@main"))
     targets = Targets(cs, root=tmp_path_factory.mktemp("hybrids"))
-    search = ChangeSearch(
-        None,
-        cs,
-        runner=sc.oracle_for_history(cs),
-        targets=targets,
-        metric="return",
-        max_seeds=5,
-        budget=60,
-        steps=1,
-    )
-    return search.run_changes()
+    engine = Engine(None, runner=sc.oracle_for_history(cs), metric="return", max_seeds=5, budget=60, steps=1)
+    return Bisection(engine, cs, targets=targets).run()
 
 
 def test_the_summary_names_each_culprit_with_its_commit_function_hunk_and_shares(result):

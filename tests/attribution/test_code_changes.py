@@ -11,13 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from rlaudit.attribution import code_changes as search
+from rlaudit.attribution import culprit_report as report
+from rlaudit.attribution.bisection import Bisection
+from rlaudit.attribution.engine import Engine
 from rlaudit.attribution.pair import attribute
 from rlaudit.attribution.suspects import COMPOSERS, Suspect, compose, compose_injection
 from rlaudit.changes import changeset as csm
-from rlaudit.changes import report, search
-from rlaudit.changes.arms import Targets
-from rlaudit.changes.culprit import ChangeSearch
 from rlaudit.changes.priors import map_all
+from rlaudit.changes.targets import Targets
 from rlaudit.engine.store import subject_fingerprint
 from rlaudit.engine.workbench import Workbench
 from rlaudit.profiles import get_profile
@@ -34,9 +36,9 @@ def test_hybrids_train_in_workers_and_unresolved_ones_fail_cleanly(tmp_path, tmp
         cs = csm.change_set(wb.specs["baseline"], wb.specs["candidate"])
         collect = sc.find(cs.diff, "b_obs.append(obs)\n")
         buffer = sc.find(cs.diff, "self._obs = np.zeros(")
-        search_ = ChangeSearch(wb, cs, targets=Targets(cs, wb.specs["baseline"], wb.specs["candidate"]))
+        search_ = Bisection(Engine(wb), cs, targets=Targets(cs, wb.specs["baseline"], wb.specs["candidate"]))
         ok, broken = search_.hunk_arm([collect]), search_.hunk_arm([buffer])
-        search_._grow([ok, broken], 1)
+        search_.engine.grow([ok, broken], 1)
         # reverting the copy runs; removing the buffer step() writes into does not: an unresolved arm, no crash
         assert ok.unresolved == "" and ok.values("return")[0] > 0
         assert "AttributeError" in broken.unresolved and "_obs" in broken.unresolved

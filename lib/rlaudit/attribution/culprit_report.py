@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from rlaudit.attribution.arms import DEFAULT_DELTA, ci_label
+from rlaudit.attribution.culprits import ChangeResult, Culprit
 from rlaudit.changes.priors import hunk_table
-from rlaudit.changes.results import ChangeResult, Culprit
 
 METRIC_WORDS = {"sps": "the CPU time per step lost"}
 
@@ -373,7 +373,7 @@ NOT_SEARCHED = (
 def notebook_section(wb: Any, findings_dir: str = "") -> Any:
     """The summary notebook's section for the last change search on this workbench's pair (run by attribution),
     saved as ``changes.json`` beside the findings."""
-    from rlaudit.changes.search import last_result, save
+    from rlaudit.attribution.code_changes import last_result, save
 
     result = last_result(wb)
     if result is not None and findings_dir:
@@ -383,6 +383,6 @@ def notebook_section(wb: Any, findings_dir: str = "") -> Any:
 
 def explore_last(wb: Any) -> Any:
     """:func:`explore` over the last change search on this workbench's pair."""
-    from rlaudit.changes.search import last_result
+    from rlaudit.attribution.code_changes import last_result
 
     return explore(last_result(wb))

@@ -1,47 +1,15 @@
-"""The arms of the change search: a commit's checkout, or a hybrid subject with some hunks reverted from (or
-applied to) a tree, and the targets that build them."""
+"""What the change search runs: each commit's checkout as a ``git:`` subject, and hybrid subjects (a tree with
+some hunks reverted or applied, :mod:`rlaudit.changes.hybrids`) built in the cache."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from rlaudit.attribution.arms import Arm
 from rlaudit.changes import hybrids
 from rlaudit.changes.changeset import ChangeSet
 from rlaudit.changes.hunks import Hunk
 from rlaudit.changes.trees import Tree
-
-# ------------------------------------------------------------------------------------------------------------
-# Arms and targets
-# ------------------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class ChangeArm(Arm):
-    """An arm of the change search: a commit's checkout, or a hybrid with hunks reverted or applied.
-
-    Attributes:
-        kind: ``"commit"`` (the checkout of a commit), ``"revert"`` (hunks reverted from ``base``) or
-            ``"apply"`` (hunks applied to ``base``: the reverse check).
-        base: The tree it starts from: ``"candidate"``, ``"baseline"`` or a commit hash.
-        hunks: Ids of the hunks reverted or applied.
-        frame: The arm its share is measured against (``"candidate"``; a commit's checkout when the hunks are
-            reverted from that commit; ``"baseline"`` or a checkout for the reverse check).
-        reproduce: The share is what the arm reproduces (frame minus arm) rather than restores.
-        index: For a commit's checkout, the commit's position in the history (1 = the first after the
-            baseline).
-        unresolved: Why its subject could not be built or its runs failed (``""`` otherwise).
-    """
-
-    kind: str = "revert"
-    base: str = "candidate"
-    hunks: tuple[str, ...] = ()
-    frame: str = "candidate"
-    reproduce: bool = False
-    index: int | None = None
-    unresolved: str = ""
 
 
 class Targets:

@@ -1,7 +1,7 @@
-"""The culprit search: which commits, then which hunks, explain each gap, and how much of it.
+"""Bisection: which commits, then which hunks, explain each gap, and how much of it.
 
-It runs on the attribution search's machinery (:class:`rlaudit.attribution.search.Search`): the same arms
-(training runs over shared seeds), the same shares of each gap (the primary metric, and steps per second as
+A strategy of the attribution engine (:class:`rlaudit.attribution.engine.Engine`), as the screening is: the
+same arms (training runs over shared seeds), the same shares of each gap (the primary metric, and steps per second as
 CPU time per step) with intervals that pool run-to-run noise over all arms and account for every view the
 search tried (Holm, :func:`rlaudit.stats.fractions_restored_holm`), the same decisions (a share *matters* when
 its interval is above zero and its point reaches ``delta``; it is *cleared* when its interval is below
@@ -40,39 +40,33 @@ reproduce together), and what the search spent against a per-commit and a per-hu
 Assumptions, as for group testing: shares of a range of commits or a group of hunks add up, so a range whose
 share is below ``delta`` holds no culprit; two changes whose effects cancel exactly would be missed.
 
-This module is the search alone (about 900 lines, one class): its three phases (commits, hunks, reverse checks)
-share the arms, the views, the seeds added and the budget, and each phase reads what the previous one decided,
-so they are kept as the methods of one object read in order rather than passed between modules. What it builds
-on lives beside it: :mod:`~rlaudit.changes.arms` (the arms and the subjects behind them),
-:mod:`~rlaudit.changes.grouping` (units of hunks), :mod:`~rlaudit.changes.results` (culprits and the result).
+This module is the strategy alone (one class): its three phases (commits, hunks, reverse checks) share the
+views and the culprits, and each phase reads what the previous one decided, so they are kept as the methods of
+one object read in order. What it builds on lives beside it: the engine (arms, budget, seeds, pooled
+intervals), :class:`~rlaudit.attribution.arms.ChangeArm` (its arms), :mod:`rlaudit.changes.targets` (the
+subjects behind them), :mod:`~rlaudit.attribution.grouping` (units of hunks) and
+:mod:`~rlaudit.attribution.culprits` (culprits and the result).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 
-from rlaudit import stats
-from rlaudit.attribution.arms import Arm, Effect, attribution_scale
-from rlaudit.attribution.search import Search, family_effect
-from rlaudit.changes.arms import ChangeArm, Targets
+from rlaudit.attribution.arms import SIDES, Arm, ChangeArm, Effect, attribution_scale
+from rlaudit.attribution.culprits import ChangeResult, Culprit, effects_text, first_line
+from rlaudit.attribution.engine import Engine, Runs
+from rlaudit.attribution.grouping import chunks, components, connected, flat, halves, label
 from rlaudit.changes.changeset import ChangeSet
-from rlaudit.changes.grouping import chunks, components, connected, flat, halves, label
 from rlaudit.changes.hunks import Hunk
-from rlaudit.changes.results import ChangeResult, Culprit, effects_text, first_line
 from rlaudit.changes.scopes import linked
+from rlaudit.changes.targets import Targets
 
-Runner = Callable[[Sequence[tuple[Arm, int]]], list[tuple[Any, dict[str, float]]]]
-"""Trains one run per ``(arm, seed)`` and returns, per call, ``(result or None, {metric: value, "sps": value})``
-(NaN where the run failed); a result with ``ok == False`` carries the error (``result.error``)."""
-
-BASE = ("baseline", "candidate")
 LONG_RANGE = 6  # split points in a range from which a spare core measures a second checkout
 TRANSIENT = ("timeout", "crash", "protocol")  # run failures that may be the machine's, not the subject's
 
@@ -82,32 +76,26 @@ TRANSIENT = ("timeout", "crash", "protocol")  # run failures that may be the mac
 # ------------------------------------------------------------------------------------------------------------
 
 
-class ChangeSearch(Search):
-    """Commit bisection, then hunk isolation, on the attribution search's arms and intervals.
+class Bisection:
+    """Commit bisection, then hunk isolation, a strategy of the attribution engine.
+
+    Its shares are *views*: the share of the gap between two arms (``share(top) - share(bottom)``, a contrast
+    paired by seed); every arm is also a view of itself against the arm it is measured against (its frame).
+    All views form one family of intervals.
 
     Args:
-        wb: The workbench (runs go through its executor); None with ``runner``.
+        engine: The engine it runs on (its workbench or runner, sizes and budget); it serves this strategy.
         cs: The change set, mapped and prioritized (:func:`rlaudit.changes.priors.map_all`).
-        runner: Trains runs instead of the workbench (tests simulate trainers with it); see :data:`Runner`.
-        targets: Builds what arms run (default: :class:`Targets` with the workbench's specs).
-        **kwargs: As :class:`rlaudit.attribution.search.Search` (``metric``, ``delta``, ``budget``,
-            ``seeds0``, ``max_seeds``, ``steps``, ``tail``, ``seed``, ``batch``).
+        targets: Builds what arms run (default: :class:`~rlaudit.changes.targets.Targets` with the
+            workbench's specs).
     """
 
-    def __init__(
-        self,
-        wb: Any,
-        cs: ChangeSet,
-        *,
-        runner: Runner | None = None,
-        targets: Targets | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(wb, [], **kwargs)
+    def __init__(self, engine: Engine, cs: ChangeSet, *, targets: Targets | None = None) -> None:
+        self.engine = engine
+        engine.strategy = self
         self.cs = cs
-        self.runner = runner
         if targets is None:
-            specs = wb.specs if wb is not None else {}
+            specs = engine.wb.specs if engine.wb is not None else {}
             targets = Targets(cs, specs.get("baseline"), specs.get("candidate"))
         self.targets = targets
         self.hunk_by_id = cs.hunks()
@@ -118,14 +106,13 @@ class ChangeSearch(Search):
         self.commit_verdicts: dict[int, tuple[str, str]] = {}
         self.culprits: list[Culprit] = []
         self._injections: dict[tuple[str, ...], str] = {}
-        self.started = time.perf_counter()
 
-    # -- running ---------------------------------------------------------------------------------------
+    # -- what the engine asks ----------------------------------------------------------------------------
 
-    def measure(self, calls: Sequence[tuple[Arm, int]]) -> list[tuple[Any, dict[str, float]]]:
-        """Train the runs (through the runner, else the workbench) and note the arms whose runs failed or
-        produced NaN: they are unresolved."""
-        out = self._train(calls)
+    def checked(self, calls: Sequence[tuple[Arm, int]], runs: Runs) -> Runs:
+        """Run again what timed out or lost its worker, and note the arms whose runs failed or produced NaN:
+        they are unresolved."""
+        out = list(runs)
         # a worker that timed out or died may have met a busy machine, not a broken subject: once more
         again = [
             i
@@ -133,55 +120,52 @@ class ChangeSearch(Search):
             if getattr(getattr(res, "error", None), "kind", "") in TRANSIENT
         ]
         if again:
-            self.log.append(
+            self.engine.log.append(
                 "ran again after a timeout or a lost worker: " + ", ".join(calls[i][0].name for i in again)
             )
-            self.runs_used += len(again)
-            for i, retry in zip(again, self._train([calls[i] for i in again]), strict=True):
+            self.engine.runs_used += len(again)
+            for i, retry in zip(again, self.engine.train([calls[i] for i in again]), strict=True):
                 out[i] = retry
         for (arm, seed), (res, row) in zip(calls, out, strict=True):
-            if arm.name in BASE:
+            if arm.name in SIDES:
                 continue
             reason = ""
             if res is not None and not getattr(res, "ok", True):
                 error = getattr(res, "error", None) or getattr(res, "missing", None)
                 reason = f"seed {seed} failed: {first_line(error)}"
-            elif not math.isfinite(row.get(self.metric.name, math.nan)):
-                reason = f"seed {seed} produced no finite {self.metric.name}"
+            elif not math.isfinite(row.get(self.engine.metric.name, math.nan)):
+                reason = f"seed {seed} produced no finite {self.engine.metric.name}"
             if reason and isinstance(arm, ChangeArm) and not arm.unresolved:
                 arm.unresolved = reason
                 self.failures[arm.name] = reason
         return out
 
-    def _train(self, calls: Sequence[tuple[Arm, int]]) -> list[tuple[Any, dict[str, float]]]:
-        return self.runner(calls) if self.runner is not None else super().measure(calls)
+    def paired(self, arm: Arm) -> Arm | None:
+        """The arm a hybrid's share is measured against, when it is neither side (a commit's checkout): a
+        contrast is paired by seed, so it grows with it."""
+        if isinstance(arm, ChangeArm) and arm.frame not in SIDES:
+            return self.engine.arms[arm.frame]
+        return None
 
-    def _grow(self, arms: Sequence[Arm], n: int | None = None) -> None:
-        """Bring each arm to ``n`` seeds (None: one more each) in one batch, and the arm it is compared with
-        (its frame) to as many, since a contrast is paired by seed."""
-        target: dict[str, int] = {}
-        order: list[Arm] = []
-
-        def want(arm: Arm, k: int) -> None:
-            if arm.name not in target:
-                order.append(arm)
-            target[arm.name] = max(target.get(arm.name, 0), k)
-
-        for arm in arms:
-            if isinstance(arm, ChangeArm) and arm.target is None:
-                continue  # unresolved before any run
-            k = arm.n + 1 if n is None else n
-            want(arm, k)
-            if isinstance(arm, ChangeArm) and arm.frame not in BASE:
-                frame = self.arms[arm.frame]
-                if frame.n < k:
-                    want(frame, k)
-        self._add_runs([(arm, s) for arm in order for s in range(arm.n, target[arm.name])])
-
-    def _undecided(self, arm: Arm) -> bool:
-        if isinstance(arm, ChangeArm) and arm.unresolved:
-            return False
-        return super()._undecided(arm)
+    def values(self, metric: str) -> dict[str, np.ndarray]:
+        """Every view's values on ``metric``: a contrast ``top - bottom``, paired by seed, enters the pooled
+        computation as the candidate plus that difference, so its share is ``share(top) - share(bottom)``.
+        The views are one family: each interval accounts for every view the search tried (Holm). Views on an
+        unresolved arm are left out."""
+        c = self.engine.base_arms()[1]
+        vc = attribution_scale(metric, c.values(metric))
+        arms = self.engine.arms
+        values: dict[str, np.ndarray] = {}
+        for name, (top, bottom) in self._all_views().items():
+            if top not in arms or bottom not in arms:
+                continue
+            t = attribution_scale(metric, arms[top].values(metric))
+            u = attribution_scale(metric, arms[bottom].values(metric))
+            k = min(len(t), len(u), len(vc))
+            if k == 0 or arms[top].unresolved or arms[bottom].unresolved:
+                continue
+            values[name] = vc[:k] + (t[:k] - u[:k])
+        return values
 
     # -- views: shares measured as paired contrasts -----------------------------------------------------
 
@@ -190,13 +174,13 @@ class ChangeSearch(Search):
         as one more contrast in the pooled computation; returns its name."""
         if self.views.get(name) != (top, bottom):
             self.views[name] = (top, bottom)
-            self._effects.clear()
+            self.engine.invalidate()
         return name
 
     def _all_views(self) -> dict[str, tuple[str, str]]:
         out = dict(self.views)
-        for name, arm in self.arms.items():
-            if name in BASE or name in out:
+        for name, arm in self.engine.arms.items():
+            if name in SIDES or name in out:
                 continue
             if isinstance(arm, ChangeArm):
                 out[name] = (arm.frame, name) if arm.reproduce else (name, arm.frame)
@@ -204,51 +188,20 @@ class ChangeSearch(Search):
                 out[name] = (name, "candidate")
         return out
 
-    def _effects_for(self, metric: str) -> dict[str, Effect]:
-        """Every view's share of ``metric``'s gap, computed together (the contrasts share the pooled noise):
-        a contrast ``top - bottom``, paired by seed, enters the pooled computation as the candidate plus that
-        difference, so its share is ``share(top) - share(bottom)``. The views are one family: each interval
-        accounts for every view the search tried (Holm)."""
-        if metric in self._effects:
-            return self._effects[metric]
-        b, c = self._base_arms()
-        vb, vc = attribution_scale(metric, b.values(metric)), attribution_scale(metric, c.values(metric))
-        values: dict[str, np.ndarray] = {}
-        for name, (top, bottom) in self._all_views().items():
-            if top not in self.arms or bottom not in self.arms:
-                continue
-            t = attribution_scale(metric, self.arms[top].values(metric))
-            u = attribution_scale(metric, self.arms[bottom].values(metric))
-            k = min(len(t), len(u), len(vc))
-            if k == 0 or (isinstance(self.arms[top], ChangeArm) and self.arms[top].unresolved):
-                continue
-            if isinstance(self.arms[bottom], ChangeArm) and self.arms[bottom].unresolved:
-                continue
-            values[name] = vc[:k] + (t[:k] - u[:k])
-        out: dict[str, Effect] = {}
-        if values:
-            try:
-                iv = stats.fractions_restored_holm(vb, vc, values, seed=self.seed)
-            except ValueError:
-                iv = {}
-            out = {k: family_effect(i, int((~np.isnan(values[k])).sum())) for k, i in iv.items()}
-        self._effects[metric] = out
-        return out
-
     def effect_of(self, view: str, metric: str) -> Effect | None:
-        return self._effects_for(metric).get(view)
+        return self.engine.effect(view, metric)
 
     def state(self, view: str) -> str:
         """``matters`` (on some metric with a gap), ``cleared`` (below ``delta`` on every one), ``undecided``
         (more seeds could settle it), ``unclear`` (they could not), or ``unresolved``."""
-        effects = [self.effect_of(view, m) for m in self.active_metrics]
+        effects = [self.effect_of(view, m) for m in self.engine.active_metrics]
         if any(e is None for e in effects):
             return "unresolved"
-        if any(e.matters(self.delta) for e in effects):
+        if any(e.matters(self.engine.delta) for e in effects):
             return "matters"
-        if all(e.high < self.delta for e in effects):
+        if all(e.high < self.engine.delta for e in effects):
             return "cleared"
-        if all(e.decided(self.delta) or self._futile(e) for e in effects):
+        if all(e.decided(self.engine.delta) or self.engine.futile(e) for e in effects):
             return "unclear"
         return "undecided"
 
@@ -258,16 +211,16 @@ class ChangeSearch(Search):
         """The checkout of the ``index``-th commit (0: the baseline, N: the candidate)."""
         n = len(self.cs.commits)
         if index == 0:
-            return self._base_arms()[0]
+            return self.engine.base_arms()[0]
         if index == n:
-            return self._base_arms()[1]
+            return self.engine.base_arms()[1]
         sha = self.cs.commits[index - 1].sha
         name = f"commit {sha[:7]}"
-        if name not in self.arms:
-            self.arms[name] = ChangeArm(
+        if name not in self.engine.arms:
+            self.engine.arms[name] = ChangeArm(
                 name=name, target=self.targets.commit(sha), kind="commit", base=sha, index=index
             )
-        return self.arms[name]
+        return self.engine.arms[name]
 
     def hunk_arm(
         self, hunks: Sequence[Hunk], *, base: str = "candidate", frame: str = "candidate"
@@ -288,7 +241,7 @@ class ChangeSearch(Search):
     ) -> ChangeArm:
         """The arm (made once per name) of the hybrid subject ``base`` with ``hunks`` reverted, or applied; a
         hybrid that cannot be built is unresolved from the start."""
-        if name not in self.arms:
+        if name not in self.engine.arms:
             target, why = self.targets.hybrid(base, hunks, reverse=revert, label=name)
             arm = ChangeArm(
                 name=name,
@@ -300,14 +253,14 @@ class ChangeSearch(Search):
                 reproduce=not revert,
                 unresolved=why,
             )
-            self.arms[name] = arm
+            self.engine.arms[name] = arm
             if why:
                 self._unresolved(arm, why)
-        return self.arms[name]  # type: ignore[return-value]
+        return self.engine.arms[name]  # type: ignore[return-value]
 
     def _unresolved(self, arm: ChangeArm, why: str) -> None:
         self.failures[arm.name] = why
-        self.log.append(f"unresolved: {arm.name}: {why}")
+        self.engine.log.append(f"unresolved: {arm.name}: {why}")
 
     # -- 1. commits ------------------------------------------------------------------------------------
 
@@ -372,7 +325,7 @@ class ChangeSearch(Search):
                     self._decide(i, j, view, "cleared", final)
                 elif state == "undecided":
                     ends = [self.points[x] for x in (i, j) if x not in (0, n)]
-                    ends = [a for a in ends if a.n < self.max_seeds]
+                    ends = [a for a in ends if a.n < self.engine.max_seeds]
                     if ends:
                         grow.update({a.name: a for a in ends})
                     else:
@@ -383,15 +336,15 @@ class ChangeSearch(Search):
                 break
             # one checkout per range; a spare core takes a second one in a long range (trisection), where it
             # saves a round without costing runs a bisection would not spend anyway
-            spare = max(0, self.batch - len(grow) - len(split))
+            spare = max(0, self.engine.batch - len(grow) - len(split))
             new: list[tuple[int, Arm]] = []
             for pos, (i, j, allowed) in enumerate(sorted(split, key=lambda s: -(s[1] - s[0]))):
                 k = 1 + (spare if pos == 0 and len(allowed) >= LONG_RANGE else 0)
                 for m in self._split_points(i, j, allowed, min(k, len(allowed))):
                     new.append((m, self.commit_arm(m)))
-            needed = len(new) * self.seeds0 + len(grow)
-            if self.runs_used + needed > self.budget:
-                self.notes.append(
+            needed = len(new) * self.engine.seeds0 + len(grow)
+            if self.engine.runs_used + needed > self.engine.budget:
+                self.engine.notes.append(
                     "budget spent before the commit bisection finished; the ranges left are unclear"
                 )
                 for i, j in itertools.pairwise(marks):
@@ -399,23 +352,23 @@ class ChangeSearch(Search):
                         self._decide(i, j, self._range_view(i, j), "unclear (budget)", final)
                 break
             if new:
-                self.log.append(
+                self.engine.log.append(
                     "commit bisection: checkouts "
                     + ", ".join(f"{a.name} (after {m} of {n} commits)" for m, a in new)
                     + (f"; one more seed for {', '.join(grow)}" if grow else "")
                 )
             elif grow:
-                self.log.append(
+                self.engine.log.append(
                     f"commit bisection: one more seed for {', '.join(grow)} (a range straddles delta)"
                 )
             targets: list[Arm] = [a for _, a in new]
-            self._grow(targets, self.seeds0)
-            self._grow(list(grow.values()))
+            self.engine.grow(targets, self.engine.seeds0)
+            self.engine.grow(list(grow.values()))
             for m, arm in new:
                 if getattr(arm, "unresolved", ""):
                     bad.add(m)
                     self.commit_verdicts[m] = ("unresolved", arm.unresolved)  # type: ignore[attr-defined]
-                    self.log.append(f"unresolved checkout {arm.name} (skipped, like git bisect skip)")
+                    self.engine.log.append(f"unresolved checkout {arm.name} (skipped, like git bisect skip)")
                 else:
                     self.points[m] = arm
         return sorted(culprits)
@@ -423,7 +376,9 @@ class ChangeSearch(Search):
     def _decide(self, i: int, j: int, view: str, verdict: str, final: dict[tuple[int, int], str]) -> None:
         final[(i, j)] = verdict
         commits = self.cs.commits[i:j]
-        effects = {m: asdict(e) for m in self.active_metrics if (e := self.effect_of(view, m)) is not None}
+        effects = {
+            m: asdict(e) for m in self.engine.active_metrics if (e := self.effect_of(view, m)) is not None
+        }
         self.ranges.append(
             {
                 "first": i + 1,
@@ -438,7 +393,7 @@ class ChangeSearch(Search):
         for k in range(i + 1, j + 1):
             if self.commit_verdicts.get(k, ("",))[0] != "unresolved":
                 self.commit_verdicts[k] = (verdict.split(" ")[0], view)
-        self.log.append(f"{view}: {verdict} ({effects_text(effects)})")
+        self.engine.log.append(f"{view}: {verdict} ({effects_text(effects)})")
 
     # -- 2. hunks --------------------------------------------------------------------------------------
 
@@ -448,14 +403,14 @@ class ChangeSearch(Search):
         hunks = [h for c in commits for h in c.hunks] if self.cs.commits else list(self.cs.diff)
         where = ", ".join(c.short for c in commits) if commits else "the whole diff"
         if not hunks:
-            self.notes.append(f"{where}: no hunks to search (only documentation changed)")
+            self.engine.notes.append(f"{where}: no hunks to search (only documentation changed)")
             return
         base, frame = "candidate", "candidate"
         if commits:
             why = self.targets.applies("candidate", hunks, reverse=True)
             if why:
                 base, frame = commits[-1].sha, self.points[j].name
-                self.log.append(
+                self.engine.log.append(
                     f"hunks of {where} reverted from {commits[-1].short} itself, not from the candidate ({why})"
                 )
         anchor = (
@@ -463,7 +418,7 @@ class ChangeSearch(Search):
         )
         order = sorted(hunks, key=lambda h: -h.prior)  # stable: ties keep their position in the diff
         units = [[h] for h in order]
-        self.log.append(f"hunk search in {where}: {len(hunks)} hunks, strongest prior first")
+        self.engine.log.append(f"hunk search in {where}: {len(hunks)} hunks, strongest prior first")
         found = self._group_test(units, base, frame, anchor)
         # a unit merged after an unresolved split may hold a hunk already found alone: the smaller one names it
         found = [
@@ -474,20 +429,20 @@ class ChangeSearch(Search):
     def _explains(self, arm: str, anchor: str) -> bool:
         """Reverting ``arm``'s hunks surely restores all of the ``anchor`` range's share (within ``delta``) on
         every metric where the range matters: the rest of its hunks cannot hold a meaningful share."""
-        for m in self.active_metrics:
+        for m in self.engine.active_metrics:
             whole = self.effect_of(anchor, m)
-            if whole is None or not whole.matters(self.delta):
+            if whole is None or not whole.matters(self.engine.delta):
                 continue
             part = self.effect_of(arm, m)
-            if part is None or part.low < whole.point - self.delta:
+            if part is None or part.low < whole.point - self.engine.delta:
                 return False
         return True
 
     def _contributes(self, view: str) -> bool:
         """Surely restores more than the minor floor (a quarter of ``delta``) on some metric with a gap."""
         return any(
-            (e := self.effect_of(view, m)) is not None and e.contributes(self.delta)
-            for m in self.active_metrics
+            (e := self.effect_of(view, m)) is not None and e.contributes(self.engine.delta)
+            for m in self.engine.active_metrics
         )
 
     def _group_test(self, units: list[list[Hunk]], base: str, frame: str, anchor: str) -> list[list[Hunk]]:
@@ -512,12 +467,12 @@ class ChangeSearch(Search):
             work = [(first, second, units)]
         tried: set[frozenset[frozenset[str]]] = set()
         while work:
-            batch, work = work[: self.batch], work[self.batch :]
+            batch, work = work[: self.engine.batch], work[self.engine.batch :]
             arms = [self.hunk_arm(flat(g), base=base, frame=frame) for g, _, _ in batch]
             runnable = [a for a in arms if a.target is not None]
             if runnable:
-                self.log.append("group test: " + " | ".join(a.name for a in runnable))
-                self.evaluate(runnable)
+                self.engine.log.append("group test: " + " | ".join(a.name for a in runnable))
+                self.engine.evaluate(runnable)
             for (g, sibling, parent), arm in zip(batch, arms, strict=True):
                 if arm.target is not None and arm.n == 0:
                     return found  # out of budget (evaluate noted it)
@@ -542,7 +497,7 @@ class ChangeSearch(Search):
                     regrouped = None if needs_found else self._regroup(g, parent or units)
                     if needs_found:
                         # it only runs with a culprit already found: its own share cannot be measured apart
-                        self.log.append(
+                        self.engine.log.append(
                             f"{arm.name} needs {label(named)} (a culprit found) to run; not split further"
                         )
                     key = frozenset(frozenset(h.id for h in u) for u in regrouped) if regrouped else None
@@ -552,7 +507,7 @@ class ChangeSearch(Search):
                         tried.add(key)
                         # hunks that name each other now form one unit: split the parent again, without them apart
                         a, b = halves(regrouped)
-                        self.log.append(
+                        self.engine.log.append(
                             "regrouped after an unresolved hybrid (hunks that name each other stay together): "
                             + " | ".join(label(flat([u])) for u in regrouped if len(u) > 1)
                         )
@@ -565,17 +520,21 @@ class ChangeSearch(Search):
                         a, b = halves(g)
                         work.extend([(a, None, g), (b, None, g)])  # finer: measure both halves
                     else:
-                        self.log.append(f"unresolved alone, and nothing it names lies outside it: {arm.name}")
+                        self.engine.log.append(
+                            f"unresolved alone, and nothing it names lies outside it: {arm.name}"
+                        )
                 if not sibling:
                     continue
                 if state == "matters" and self._explains(arm.name, anchor):
-                    self.log.append(
+                    self.engine.log.append(
                         f"not needed (its sibling restores the whole share of {anchor.removeprefix('range ')}): "
                         + label(flat(sibling))
                     )
                     continue
                 if state == "cleared" and len(sibling) > 1:
-                    self.log.append("inferred to matter (its sibling does not): " + label(flat(sibling)))
+                    self.engine.log.append(
+                        "inferred to matter (its sibling does not): " + label(flat(sibling))
+                    )
                     a, b = halves(sibling)
                     work.append((a, b, sibling))
                 else:
@@ -616,16 +575,16 @@ class ChangeSearch(Search):
             self._add_culprit(unit, base, frame, scope=flat(units))
         found_arms = [self.hunk_arm(u, base=base, frame=frame).name for u in found]
         missing = []
-        for m in self.active_metrics:
+        for m in self.engine.active_metrics:
             e = self.effect_of(anchor, m)
-            if e is None or not e.matters(self.delta):
+            if e is None or not e.matters(self.engine.delta):
                 continue
             got = sum(
                 x.low
                 for a in found_arms
-                if (x := self.effect_of(a, m)) is not None and x.contributes(self.delta)
+                if (x := self.effect_of(a, m)) is not None and x.contributes(self.engine.delta)
             )
-            if got < e.point - self.delta:
+            if got < e.point - self.engine.delta:
                 missing.append(m)
         if not missing:
             return
@@ -636,7 +595,7 @@ class ChangeSearch(Search):
         why = f"the hunks found explain less than their commits' share of {', '.join(missing)}: the rest together"
         if not self._reverts_matter(rest, base, frame, why):
             where = anchor.removeprefix("range ")
-            self.notes.append(
+            self.engine.notes.append(
                 f"{where}, {', '.join(missing)}: the culprits found and the rest of its hunks reverted together do "
                 "not add up to its share; its hunks interact"
             )
@@ -652,8 +611,8 @@ class ChangeSearch(Search):
         if arm.target is None:
             return False
         if arm.n == 0:
-            self.log.append(f"{why}: {arm.name}")
-        self.evaluate([arm])
+            self.engine.log.append(f"{why}: {arm.name}")
+        self.engine.evaluate([arm])
         return not arm.unresolved and self.state(arm.name) == "matters"
 
     def _reproduces(self, hunks: Sequence[Hunk], metric: str, why: str) -> bool:
@@ -662,14 +621,14 @@ class ChangeSearch(Search):
         if arm is None or arm.target is None or arm.unresolved:
             return False
         e = self.effect_of(arm.name, metric)
-        return e is not None and e.matters(self.delta)
+        return e is not None and e.matters(self.engine.delta)
 
     def _ddmin(self, units: list[list[Hunk]], holds: Callable[[list[list[Hunk]]], bool]) -> list[list[Hunk]]:
         """The smallest part of ``units`` for which ``holds`` still does: drop parts while it holds for the rest,
         splitting finer when no part can go (delta debugging's reduction to a 1-minimal set)."""
         current = list(units)
         n = 2
-        while len(current) >= 2 and self.runs_used + self.seeds0 <= self.budget:
+        while len(current) >= 2 and self.engine.runs_used + self.engine.seeds0 <= self.engine.budget:
             reduced = None
             for chunk in chunks(current, n):
                 rest = [u for u in current if u not in chunk]
@@ -709,8 +668,10 @@ class ChangeSearch(Search):
         ddmin-style to the partners it needs; a partner not yet a culprit becomes one (reverting it restores
         the gap too)."""
         for c in list(self.culprits):
-            if self.runs_used + self.seeds0 > self.budget:
-                self.notes.append("budget spent before every culprit could be applied alone to the baseline")
+            if self.engine.runs_used + self.engine.seeds0 > self.engine.budget:
+                self.engine.notes.append(
+                    "budget spent before every culprit could be applied alone to the baseline"
+                )
                 return
             arm = self._inject(
                 c.hunks, why="reverse check (alone in the baseline: does it reproduce the gap?)"
@@ -720,17 +681,17 @@ class ChangeSearch(Search):
                 own = {x.id for x in c.hunks}
                 needs = [h for u in components(c.scope) if {x.id for x in u} & own for h in u]
                 c.needs = [h for h in needs if h.id not in own]
-                if c.needs and self.runs_used + self.seeds0 <= self.budget:
+                if c.needs and self.engine.runs_used + self.engine.seeds0 <= self.engine.budget:
                     self._inject(c.applied, why="reverse check, with the hunks it needs to run")
         for c in list(self.culprits):
-            for m in self.active_metrics:
+            for m in self.engine.active_metrics:
                 restores = self.effect_of(c.arm, m)
                 alone = self.effect_of(self._inject_name(c.applied), m)
                 if (
                     restores is None
                     or alone is None
-                    or not restores.matters(self.delta)
-                    or alone.high >= self.delta
+                    or not restores.matters(self.engine.delta)
+                    or alone.high >= self.engine.delta
                 ):
                     continue
                 self._partners(c, m)
@@ -740,12 +701,12 @@ class ChangeSearch(Search):
         base_set = c.applied
         own = {h.id for h in base_set}
         others = [h for h in c.scope if h.id not in own]
-        if not others or self.runs_used + self.seeds0 > self.budget:
+        if not others or self.engine.runs_used + self.engine.seeds0 > self.engine.budget:
             return
         units = components(others)  # hunks that name each other are applied together, or they do not import
         why = f"{metric}: {label(c.hunks)} reproduces little alone; applied with the hunks searched with it"
         if not self._reproduces([*base_set, *flat(units)], metric, why):
-            self.notes.append(
+            self.engine.notes.append(
                 f"{metric}: {c.name} restores a share when reverted but does not reproduce it in the baseline, "
                 "even with the other hunks of its commits: it needs changes from elsewhere"
             )
@@ -763,10 +724,10 @@ class ChangeSearch(Search):
             partner = self._add_culprit(unit, base, frame, scope=c.scope)
             if partner is c:
                 continue
-            arm = self.arms[partner.arm]
+            arm = self.engine.arms[partner.arm]
             if arm.n == 0 and arm.target is not None:
-                self.log.append(f"{metric}: the partner reverted alone: {arm.name}")
-                self.evaluate([arm])
+                self.engine.log.append(f"{metric}: the partner reverted alone: {arm.name}")
+                self.engine.evaluate([arm])
             self._inject(partner.hunks, why=f"{metric}: the partner alone in the baseline")
             partner.partners = list(base_set)
             if together is not None and (e := self.effect_of(together.name, metric)) is not None:
@@ -785,7 +746,7 @@ class ChangeSearch(Search):
         """The arm applying ``hunks`` alone to the baseline (or to their commit's parent), run at ``seeds0``."""
         ids = tuple(sorted(h.id for h in hunks))
         if ids in self._injections:
-            return self.arms[self._injections[ids]]  # type: ignore[return-value]
+            return self.engine.arms[self._injections[ids]]  # type: ignore[return-value]
         base, frame = "baseline", "baseline"
         commit = self.cs.commit_of(hunks[0])
         if commit is not None and self.targets.applies("baseline", hunks, reverse=False):
@@ -795,26 +756,26 @@ class ChangeSearch(Search):
         arm = self.apply_arm(hunks, base=base, frame=frame)
         self._injections[ids] = arm.name
         if arm.target is not None and arm.n == 0:
-            if self.runs_used + self.seeds0 > self.budget:
-                self.notes.append(f"budget spent before {arm.name} could run")
+            if self.engine.runs_used + self.engine.seeds0 > self.engine.budget:
+                self.engine.notes.append(f"budget spent before {arm.name} could run")
                 return arm
-            self.log.append(f"{why}: {arm.name}")
-            self._grow([arm], self.seeds0)
+            self.engine.log.append(f"{why}: {arm.name}")
+            self.engine.grow([arm], self.engine.seeds0)
         return arm
 
     def confirm_first_places(self) -> None:
         """The culprit ranked first on each metric gains seeds until it rests on two and its interval clears the
-        runner-up's (both grow while they overlap), as for attribution's first places."""
+        runner-up's (both grow while they overlap), as for the screening's first places."""
         while True:
             grow: dict[str, Arm] = {}
-            for m in self.active_metrics:
+            for m in self.engine.active_metrics:
                 ranked = sorted(
                     ((e, c) for c in self.culprits if (e := self.effect_of(c.arm, m)) is not None),
                     key=lambda t: -t[0].point,
                 )
-                if not ranked or not ranked[0][0].matters(self.delta):
+                if not ranked or not ranked[0][0].matters(self.engine.delta):
                     continue
-                top = self.arms[ranked[0][1].arm]
+                top = self.engine.arms[ranked[0][1].arm]
                 if top.n < 2:
                     grow[top.name] = top
                 partners = {h.id for h in ranked[0][1].partners}
@@ -822,27 +783,24 @@ class ChangeSearch(Search):
                 if len(ranked) > 1 and partners & {h.id for h in ranked[1][1].hunks}:
                     continue
                 if len(ranked) > 1 and ranked[1][0].high >= ranked[0][0].low:
-                    second = self.arms[ranked[1][1].arm]
+                    second = self.engine.arms[ranked[1][1].arm]
                     grow.update({top.name: top, second.name: second})
-            pending = [a for a in grow.values() if a.n < self.max_seeds]
-            if not pending or self.runs_used + len(pending) > self.budget:
+            pending = [a for a in grow.values() if a.n < self.engine.max_seeds]
+            if not pending or self.engine.runs_used + len(pending) > self.engine.budget:
                 return
-            self.log.append("one more seed for a first place: " + ", ".join(a.name for a in pending))
-            self._grow(pending)
+            self.engine.log.append("one more seed for a first place: " + ", ".join(a.name for a in pending))
+            self.engine.grow(pending)
 
     # -- the whole search ------------------------------------------------------------------------------
 
-    def run_changes(self) -> ChangeResult:
+    def run(self) -> ChangeResult:
         """Commits (bisection), then hunks (group testing) inside each culprit range, reverse checks, first
         places; returns the result."""
-        b, c = self._base_arms()
-        self._grow([b, c], self.max_seeds)
-        self._settle_gaps()
-        self._gap_known = {m: self.has_gap(m) for m in self._metrics}
-        for m in self._metrics:
-            if not self._gap_known[m]:
-                self.notes.append(self._gap_note(m))
-        if self.active_metrics and (self.cs.commits or self.cs.diff):
+        self.engine.measure_gaps()
+        for m in self.engine.metrics:
+            if not self.engine.gap_known[m]:
+                self.engine.notes.append(self.engine.gap_note(m))
+        if self.engine.active_metrics and (self.cs.commits or self.cs.diff):
             ranges = self.bisect() if self.cs.commits else [(0, 0)]
             for i, j in ranges:
                 self.search_hunks(i, j)
@@ -851,24 +809,24 @@ class ChangeSearch(Search):
         return self.result()
 
     def result(self) -> ChangeResult:
-        metrics = list(self._metrics)
-        active = list(self.active_metrics)
+        metrics = list(self.engine.metrics)
+        active = list(self.engine.active_metrics)
         for c in self.culprits:
             c.effects = {m: e for m in active if (e := self.effect_of(c.arm, m)) is not None}
             inj = self._inject_name(c.applied)
             c.reproduced = {m: e for m in active if inj and (e := self.effect_of(inj, m)) is not None}
-            verdicts = [e.verdict(self.delta) for e in c.effects.values()]
+            verdicts = [e.verdict(self.engine.delta) for e in c.effects.values()]
             c.verdict = next((v for v in ("cause", "minor", "undecided") if v in verdicts), "no effect")
-        primary = self.metric.name
+        primary = self.engine.metric.name
 
         def rank(c: Culprit) -> tuple[int, int, float]:
             order = {"cause": 0, "minor": 1, "undecided": 2}.get(c.verdict, 3)
             e = c.effects.get(primary)
-            on_primary = e is not None and e.matters(self.delta)
+            on_primary = e is not None and e.matters(self.engine.delta)
             return (order, 0 if on_primary else 1, -(e.point if on_primary and e else c.best()))
 
         self.culprits.sort(key=rank)
-        gaps = {m: self._gap_summary(m) for m in metrics}
+        gaps = {m: self.engine.gap_summary(m) for m in metrics}
         commits = []
         for k, commit in enumerate(self.cs.commits, start=1):
             verdict, why = self.commit_verdicts.get(k, ("not searched", ""))
@@ -881,12 +839,14 @@ class ChangeSearch(Search):
                     "hunks": len(commit.hunks),
                     "verdict": verdict,
                     "decided_by": why,
-                    "checkout": f"commit {commit.short}" if f"commit {commit.short}" in self.arms else "",
+                    "checkout": f"commit {commit.short}"
+                    if f"commit {commit.short}" in self.engine.arms
+                    else "",
                 }
             )
         arms = []
         views = self._all_views()
-        for name, arm in self.arms.items():
+        for name, arm in self.engine.arms.items():
             row = {
                 "name": name,
                 "kind": getattr(arm, "kind", "side"),
@@ -906,18 +866,19 @@ class ChangeSearch(Search):
             arms.append(row)
         hunks_searched = len(self.cs.searched)
         n_commits = len(self.cs.commits)
-        base_runs = 2 * self.max_seeds
-        variant_runs = sum(a.n for k, a in self.arms.items() if k not in BASE)
+        base_runs = 2 * self.engine.max_seeds
+        variant_runs = sum(a.n for k, a in self.engine.arms.items() if k not in SIDES)
         spent = {
-            **self._spent(variant_runs),
-            "seeds_per_arm_max": self.max_seeds,
+            **self.engine.spent(variant_runs),
+            "seeds_per_arm_max": self.engine.max_seeds,
             "commits": n_commits,
             "hunks": hunks_searched,
-            "per_commit_sweep_runs": (n_commits + 2) * self.max_seeds if n_commits else None,
-            "per_hunk_sweep_runs": hunks_searched * self.max_seeds + base_runs,
-            "per_hunk_sweep_variant_runs": hunks_searched * self.max_seeds,
-            "share_of_per_hunk_sweep": self.runs_used / max(1, hunks_searched * self.max_seeds + base_runs),
-            "unresolved_arms": sum(1 for a in self.arms.values() if getattr(a, "unresolved", "")),
+            "per_commit_sweep_runs": (n_commits + 2) * self.engine.max_seeds if n_commits else None,
+            "per_hunk_sweep_runs": hunks_searched * self.engine.max_seeds + base_runs,
+            "per_hunk_sweep_variant_runs": hunks_searched * self.engine.max_seeds,
+            "share_of_per_hunk_sweep": self.engine.runs_used
+            / max(1, hunks_searched * self.engine.max_seeds + base_runs),
+            "unresolved_arms": sum(1 for a in self.engine.arms.values() if getattr(a, "unresolved", "")),
         }
         return ChangeResult(
             change_set=self.cs,
@@ -930,10 +891,10 @@ class ChangeSearch(Search):
             arms=arms,
             unresolved=[
                 {"arm": a.name, "kind": a.kind, "hunks": list(a.hunks), "reason": a.unresolved}
-                for a in self.arms.values()
+                for a in self.engine.arms.values()
                 if isinstance(a, ChangeArm) and a.unresolved
             ],
             spent=spent,
-            log=self.log,
-            notes=self.notes,
+            log=self.engine.log,
+            notes=self.engine.notes,
         )

@@ -1,18 +1,18 @@
-"""The change search on a workbench: the change set mapped with the subjects' own evidence, the culprit search
-run through the workbench's executor, and the seam into attribution.
+"""Code changes as suspects: the change set mapped with the subjects' own evidence, the bisection run on the
+engine through the workbench's executor, and its culprits handed to the screening.
 
 :func:`find_culprits` computes the pair's change set (:func:`rlaudit.changes.changeset.change_set`), maps its
 hunks with the subjects' ``config_keys()`` and resolved configs (the config room's cached probe), with a trace
 of which functions the rooms' probes execute in each side's process (:data:`TRACED`), and with the audits'
-evidence (priors per subsystem), then runs :class:`rlaudit.changes.culprit.ChangeSearch` with the profile's
-sizes: every run goes through :meth:`rlaudit.engine.workbench.Workbench.run_each`, so through the executor (local
+evidence (priors per subsystem), then runs :class:`rlaudit.attribution.bisection.Bisection` on an
+:class:`~rlaudit.attribution.engine.Engine` with the profile's sizes: every run goes through :meth:`rlaudit.engine.workbench.Workbench.run_each`, so through the executor (local
 processes or a Ray cluster) and the cache. The result is kept per pair (:func:`last_result`).
 
 :func:`suspects` is what attribution calls (:func:`rlaudit.attribution.suspects.change_suspects`): it runs the
 search and returns its culprits as suspects of source ``"change"`` (their ``refs`` are hunk ids), and registers
 how to undo and put in such suspects (:data:`rlaudit.attribution.suspects.COMPOSERS`): hybrids of the candidate
-with the hunks reverted, and of the baseline with them applied. Attribution's own search then measures them
-beside the config restores, on the same cached runs.
+with the hunks reverted, and of the baseline with them applied. The screening
+(:mod:`rlaudit.attribution.screening`) then measures them beside the config restores, on the same cached runs.
 """
 
 from __future__ import annotations
@@ -23,12 +23,15 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from rlaudit.attribution.arms import DEFAULT_DELTA
+from rlaudit.attribution.bisection import Bisection
+from rlaudit.attribution.culprits import ChangeResult, Culprit
+from rlaudit.attribution.engine import Engine
+from rlaudit.attribution.suspects import COMPOSERS, Composer, Suspect
 from rlaudit.changes import changeset as csm
-from rlaudit.changes.arms import Targets
-from rlaudit.changes.culprit import ChangeSearch
 from rlaudit.changes.hunks import Hunk
 from rlaudit.changes.priors import map_all
-from rlaudit.changes.results import ChangeResult, Culprit
+from rlaudit.changes.targets import Targets
 from rlaudit.changes.trees import ChangeSetError, Tree
 
 TRAIN_TRACE_STEPS = 2048  # environment steps of the traced training run: enough to reach every update path
@@ -220,8 +223,6 @@ def find_culprits(
     Returns:
         ``(result, notes)``; the result is None when the pair has no change set (the notes say why).
     """
-    from rlaudit.attribution.arms import DEFAULT_DELTA
-
     cs, notes = prepare(wb, priors, trace=trace)
     if cs is None:
         return None, notes
@@ -229,16 +230,10 @@ def find_culprits(
     entry = Entry(cs, targets)
     for side in ("baseline", "candidate"):
         ENTRIES[wb.specs[side].text] = entry
-    search = ChangeSearch(
-        wb,
-        cs,
-        targets=targets,
-        delta=DEFAULT_DELTA if delta is None else delta,
-        budget=budget,
-        seed=seed,
-        steps=steps,
+    engine = Engine(
+        wb, delta=DEFAULT_DELTA if delta is None else delta, budget=budget, seed=seed, steps=steps
     )
-    result = search.run_changes()
+    result = Bisection(engine, cs, targets=targets).run()
     result.notes = notes + result.notes
     RESULTS[_key(wb)] = result
     return result, notes
@@ -272,8 +267,6 @@ def suspects(
     commit, because a later commit rewrote its lines, cannot be undone in the candidate alone); the notes say
     what the search found and spent.
     """
-    from rlaudit.attribution.suspects import Suspect
-
     result, notes = find_culprits(wb, priors, delta=delta, budget=budget, seed=seed)
     if result is None:
         return [], notes
@@ -312,7 +305,7 @@ def _entry(spec: Any) -> Entry:
     if entry is None:
         raise ValueError(
             f"no change set is known for {spec.display!r}; code-change suspects come from "
-            "rlaudit.changes.suspects(wb, priors) on the same pair"
+            "rlaudit.attribution.code_changes.suspects(wb, priors) on the same pair"
         )
     return entry
 
@@ -360,8 +353,6 @@ def unresolved_subject(why: str, like: Any = None) -> Any:
 
 def register() -> None:
     """Register the ``"change"`` composer with attribution (idempotent)."""
-    from rlaudit.attribution.suspects import COMPOSERS, Composer
-
     COMPOSERS["change"] = Composer(undo=undo, put=put)
 
 

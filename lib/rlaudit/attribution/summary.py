@@ -1,7 +1,7 @@
 """The summary room (notebook 15): attribution experiments, the executive summary, and their figures.
 
-The audits' findings say what differs; :mod:`rlaudit.attribution` measures which differences explain the
-gap. This module turns both into what the report leads with: the primary causes with their measured effect
+The audits' findings say what differs; the rest of :mod:`rlaudit.attribution` measures which differences
+explain the gap. This module turns both into what the report leads with: the primary causes with their measured effect
 and interval, secondary issues, red herrings (flagged differences that measurably do not matter), the systems
 verified as correct, the order in which to fix things, and how much of the gap fixing them all should recover.
 """
@@ -311,8 +311,8 @@ def _add_code_changes(summary: dict[str, Any], wb: Workbench, result: Attributio
     """The change search's culprits in the executive summary: its sentences (commit, file, function, hunk,
     shares, the reverse check, what it spent), its payload (``summary["changes"]``, with each culprit's diff),
     and each ranked cause's ``changes``, the ``{commit, path, hunk, function}`` of the hunks behind it."""
-    from rlaudit.changes import report as change_report
-    from rlaudit.changes import search as change_search
+    from rlaudit.attribution import code_changes as change_search
+    from rlaudit.attribution import culprit_report as change_report
 
     code = change_search.last_result(wb)
     if code is None:
