@@ -242,7 +242,9 @@ def test_the_threshold_relabels_an_arm(effect: Effect | None, threshold: float, 
     assert arm_explore.label_at(effect, threshold) == label
 
 
-def test_the_arm_picker_overlays_an_arm_and_relabels_at_the_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_arm_picker_overlays_an_arm_and_relabels_at_the_threshold(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     table = runs_table().query("name == 'charts/episodic_return'").rename(columns={"side": "arm"})
     extra = table.query("arm == 'candidate'").assign(arm="hunk 1", value=lambda d: d["value"] * 0.5)
     table = pd.concat([table, extra], ignore_index=True)

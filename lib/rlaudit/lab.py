@@ -174,7 +174,10 @@ def lab_command(args: Any) -> list[str]:
         raise FileNotFoundError(
             "jupyter is not installed; run `make setup` (or pip install -e '.[workbench]')"
         )
-    return [jupyter, "lab", str(notebooks_dir()), *args.jupyter_args]
+    extra = list(args.jupyter_args)
+    if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in extra:
+        extra.append("--allow-root")  # a container's root user: Jupyter refuses to start without it
+    return [jupyter, "lab", str(notebooks_dir()), *extra]
 
 
 def run_lab(args: Any) -> int:
