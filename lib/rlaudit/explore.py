@@ -581,3 +581,106 @@ def curves_explorer(
             annotate(artists, values)
 
     return Explorer(title=title, controls=controls, setup=setup, update=update, static=static)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Tables: rows filtered by controls, rendered by the browser
+# ----------------------------------------------------------------------------------------------------------
+
+
+@dataclass(repr=False)
+class TableExplorer:
+    """Controls over a table: ``rows(values)`` gives the rows to show; live, the browser renders the HTML of
+    the rows (an ipywidgets HTML widget) whenever a control changes; in batch runs it is the table at the
+    starting values. Like :class:`Explorer`, each redraw reads every control's current value and records
+    what it shows (:attr:`drawn`).
+    """
+
+    title: str
+    controls: list[Control]
+    rows: Callable[[dict[str, Any]], Any]
+    max_rows: int = 200
+    drawn: dict[str, Any] | None = field(default=None, init=False)
+    shown: Any = field(default=None, init=False)
+    _widgets: dict[str, Any] = field(default_factory=dict, init=False)
+    _html: Any = field(default=None, init=False)
+    _status: Any = field(default=None, init=False)
+
+    values = Explorer.values
+    control = Explorer.control
+    describe = Explorer.describe
+
+    def set(self, **values: Any) -> dict[str, Any]:
+        for name, value in values.items():
+            control = self.control(name)
+            control.value = control.check(value)
+            widget = self._widgets.get(name)
+            if widget is not None:
+                widget.unobserve(self._changed, names="value")
+                widget.value = control.value
+                widget.observe(self._changed, names="value")
+        self.redraw()
+        return dict(self.drawn or {})
+
+    def table(self) -> Any:
+        """The rows for the current values (computed once per change)."""
+        self.redraw()
+        return self.shown
+
+    def redraw(self) -> None:
+        values = self.values
+        if values == self.drawn and self.shown is not None:
+            return
+        self.shown = self.rows(values)
+        self.drawn = values
+        if self._html is not None:
+            self._html.value = self._markup()
+            self._status.value = self.describe() + f" ({len(self.shown)} rows)"
+
+    def _markup(self) -> str:
+        frame = self.shown
+        if frame is None or len(frame) == 0:
+            return '<p class="rl-muted">no rows match</p>'
+        body = frame.head(self.max_rows).to_html(index=False, border=0, classes="rl-table", na_rep="—")
+        more = len(frame) - self.max_rows
+        note = f'<p class="rl-muted">{more} more rows: narrow the search</p>' if more > 0 else ""
+        return f'<div style="max-height: 480px; overflow: auto">{body}</div>{note}'
+
+    def _changed(self, change: Mapping[str, Any]) -> None:
+        for control in self.controls:
+            widget = self._widgets.get(control.name)
+            if widget is not None:
+                control.value = widget.value
+        self.redraw()
+
+    def widget(self) -> Any:
+        import ipywidgets as w
+
+        if self._html is None:
+            for control in self.controls:
+                widget = control.widget()
+                widget.observe(self._changed, names="value")
+                widget.add_class(f"rl-control-{control.name}")
+                self._widgets[control.name] = widget
+            self._html = w.HTML()
+            self._status = w.HTML()
+            self._status.add_class("rl-explore-status")
+            self.drawn = None
+            self.redraw()
+        controls = w.HBox(list(self._widgets.values()), layout=w.Layout(flex_flow="row wrap"))
+        box = w.VBox([w.HTML(f"<b>{self.title}</b>"), controls, self._status, self._html])
+        box.add_class("rl-explorer")
+        return box
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import HTML, display
+
+        if interactive():
+            display(self.widget())
+            return
+        self.redraw()
+        display(HTML(f"<p><b>{self.title}</b> ({self.describe()})</p>" + self._markup()))
+
+    def __repr__(self) -> str:
+        self.redraw()
+        return f"{self.title} ({self.describe()}):\n{self.shown}"
