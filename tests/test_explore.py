@@ -398,3 +398,23 @@ def test_the_config_explorer_live_follows_its_widgets_and_batch_shows_the_diff(
     batch = diff_explorer(config_table())
     batch._ipython_display_()
     assert "loss.vf_coef" in shown[0].data and "optimizer.lr" not in shown[0].data
+
+
+def test_the_layer_picker_offers_one_dropdown_per_picked_column() -> None:
+    from rlaudit.optimizer.explore import layer_table
+
+    rows = []
+    for side, scale in (("baseline", 1.0), ("candidate", 10.0)):
+        for step in (1, 2, 3):
+            for layer in ("actor.0.weight", "critic.0.weight"):
+                rows.append(
+                    {"side": side, "seed": 0, "step": step, "layer": layer, "grad_norm": scale * step,
+                     "weight_norm": 5.0, "update_ratio": scale * 0.01}
+                )  # fmt: skip
+    table = layer_table(pd.DataFrame(rows))
+    assert set(table["quantity"]) == {"update ratio |dw|/|w|", "gradient norm", "weight norm"}
+    ex = explore.curves_explorer(table, title="layers", pick=("layer", "quantity"), smooth=0.0)
+    assert [c.name for c in ex.controls[:2]] == ["layer", "quantity"]
+    ex.set(layer="critic.0.weight", quantity="gradient norm")
+    np.testing.assert_allclose(ex._artists["lines"]["candidate"].get_ydata()[[0, -1]], [10.0, 30.0])
+    assert ex._artists["ax"].get_ylabel() == "critic.0.weight · gradient norm"

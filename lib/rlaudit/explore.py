@@ -411,6 +411,7 @@ def curves_explorer(
     title: str,
     fixed: Sequence[str] = ("baseline", "candidate"),
     group: str = "side",
+    pick: Sequence[str] = (),
     overlay: str = "",
     overlay_options: Sequence[Any] = (),
     smooth: float = 0.6,
@@ -431,6 +432,8 @@ def curves_explorer(
         title: Explorer title.
         fixed: Groups always drawn, in order (their colours stay put).
         group: Column naming the group of a row.
+        pick: Columns that each get a dropdown and together name a curve (a layer and a quantity, say);
+            default ``("name",)``, offered as the ``metric`` control.
         overlay: Label of the overlay picker; "" for none.
         overlay_options: The overlay's options (values of ``group``, or (label, value) pairs); "none" is added.
         smooth: Starting EMA weight.
@@ -442,15 +445,24 @@ def curves_explorer(
 
     if table is None or len(table) == 0:
         raise ValueError(f"{title}: no curves to explore (the table is empty)")
+    pick = tuple(pick) or ("name",)
+    if pick != ("name",):
+        table = table.assign(name=table[list(pick)].astype(str).agg(" · ".join, axis=1))
     runs = _index_runs(table, group)
-    metrics = list(runs)
+    pickers = {col: list(dict.fromkeys(table[col].astype(str))) for col in pick}
+    control_of = {col: "metric" if col == "name" else col for col in pick}
+
+    def name_of(values: dict[str, Any]) -> str:
+        return " · ".join(str(values.get(control_of[c], pickers[c][0])) for c in pick)
+
     has_wall = "seconds" in table.columns and bool(np.isfinite(table["seconds"].to_numpy(dtype=float)).any())
     top = int(np.ceil(float(table["step"].max())))
     seeds_max = max(len(s) for m in runs.values() for s in m.values())
     slots = list(fixed) + (["overlay"] if overlay else [])
     controls: list[Control] = []
-    if len(metrics) > 1:
-        controls.append(choice("metric", metrics, label="metric"))
+    for col in pick:
+        if len(pickers[col]) > 1:
+            controls.append(choice(control_of[col], pickers[col], label=control_of[col]))
     if overlay:
         controls.append(choice("overlay", [("none", ""), *overlay_options], "", label=overlay))
     if has_wall:
@@ -482,7 +494,7 @@ def curves_explorer(
         return artists
 
     def curves_of(values: dict[str, Any], slot: str) -> list[_Series]:
-        name = values.get("metric", metrics[0])
+        name = name_of(values)
         key = values.get("overlay", "") if slot == "overlay" else slot
         return runs.get(name, {}).get(str(key), []) if key else []
 
@@ -571,7 +583,7 @@ def curves_explorer(
         if finite_x.size:
             x0, x1 = float(finite_x.min()), float(finite_x.max())
             ax.set_xlim(x0, x1 if x1 > x0 else x0 + 1)
-        name = values.get("metric", metrics[0])
+        name = name_of(values)
         ax.set_xlabel(WALL if wall else STEPS)
         ax.set_ylabel(name)
         ax.set_title(f"{name}: {values['show']}, smoothing {values['smooth']:.2f}", fontsize="medium")
