@@ -113,7 +113,10 @@ def test_finish_stops_the_idle_workers_and_a_later_cell_gets_a_fresh_workbench(
     assert given.closed == 0
 
 
-def test_rlaudit_lab_dry_run_prints_the_pair_the_cache_and_the_command(capsys: pytest.CaptureFixture) -> None:
+def test_rlaudit_lab_dry_run_prints_the_pair_the_cache_and_the_command(
+    capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RLAUDIT_WORKDIR", str(ROOT))  # what the CLI sets, restored after the test
     code = cli.main(
         ["lab", "--baseline", PAIR.baseline, "--candidate", PAIR.candidate, "--profile", "smoke",
          "--metric", "length:lower", "--variants", PAIR.variants, "--dry-run", "--", "--no-browser"]
@@ -131,7 +134,10 @@ def test_rlaudit_lab_dry_run_prints_the_pair_the_cache_and_the_command(capsys: p
     assert lines[-1].split()[1:4] == ["lab", str(ROOT / "notebooks"), "--no-browser"]
 
 
-def test_rlaudit_lab_rejects_an_unknown_profile(capsys: pytest.CaptureFixture) -> None:
+def test_rlaudit_lab_rejects_an_unknown_profile(
+    capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RLAUDIT_WORKDIR", str(ROOT))
     assert cli.main(["lab", "--profile", "huge", "--dry-run"]) == 2
     assert "huge" in capsys.readouterr().err
 

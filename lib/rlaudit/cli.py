@@ -154,7 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
     _pair_arguments(p)
     _attribution_arguments(p)
     p.add_argument("--dry-run", action="store_true", help="print the environment and command; start nothing")
-    p.add_argument("jupyter_args", nargs="*", help="passed on to `jupyter lab` (after --), e.g. -- --no-browser")
+    p.add_argument(
+        "jupyter_args", nargs="*", help="passed on to `jupyter lab` (after --), e.g. -- --no-browser"
+    )
 
     p = sub.add_parser("new-subject", help="write a subject.py template to investigate your own trainer")
     p.add_argument("dir", help="directory to write subject.py into")
