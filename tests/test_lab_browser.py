@@ -128,12 +128,13 @@ def _run_all(page) -> None:
     """Run > Run All Cells, again if no cell started within 30 s (a click that lands while the notebook is
     still attaching its kernel is dropped by JupyterLab)."""
     for _ in range(3):
-        page.locator(".jp-Notebook").first.click(position={"x": 5, "y": 5})
         page.get_by_role("menuitem", name="Run", exact=True).click()
         page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            prompts = " ".join(page.locator(".jp-InputArea-prompt").all_inner_texts())
+            prompts = " ".join(
+                page.locator(".jp-NotebookPanel:visible .jp-InputArea-prompt").all_inner_texts()
+            )
             if re.search(r"\[(\*|\d+)\]", prompts):
                 return
             page.wait_for_timeout(500)
