@@ -128,7 +128,7 @@ def test_rlaudit_lab_dry_run_prints_the_pair_the_cache_and_the_command(
     assert (pair.baseline, pair.candidate, pair.profile, pair.metric) == (
         PAIR.baseline, PAIR.candidate, "smoke", "length:lower",
     )  # fmt: skip
-    from rlaudit.paths import cache_dir
+    from rlaudit.engine.paths import cache_dir
 
     assert env["RLAUDIT_CACHE"].strip("'") == str(cache_dir())  # the cache `rlaudit report` uses
     assert lines[-1].split()[1:4] == ["lab", str(ROOT / "notebooks"), "--no-browser"]

@@ -133,7 +133,7 @@ def resolve(
 
 def lab_environment(args: Any, environ: Any = None) -> dict[str, str]:
     """The variables the Jupyter server (and so every kernel) gets: the pair, the cache, the workdir."""
-    from rlaudit.paths import cache_dir, reports_dir, user_dir
+    from rlaudit.engine.paths import cache_dir, reports_dir, user_dir
     from rlaudit.profiles import get_profile
 
     environ = dict(os.environ if environ is None else environ)
@@ -167,7 +167,7 @@ def lab_environment(args: Any, environ: Any = None) -> dict[str, str]:
 
 
 def lab_command(args: Any) -> list[str]:
-    from rlaudit.paths import notebooks_dir
+    from rlaudit.engine.paths import notebooks_dir
 
     jupyter = shutil.which("jupyter", path=os.path.dirname(sys.executable)) or shutil.which("jupyter")
     if jupyter is None:

@@ -234,7 +234,7 @@ def as_section(obj: Section | Finding | Iterable[Finding], title: str = "") -> S
 def _new_workbench(
     baseline: str, candidate: str, profile: str, fresh: bool, pair_file: str, metric: str = ""
 ) -> Any:
-    from rlaudit.workbench import Workbench
+    from rlaudit.engine.workbench import Workbench
 
     kwargs: dict[str, Any] = {
         "baseline": baseline,
@@ -341,8 +341,8 @@ class Session:
         variants: str = "",
         changes: str = "auto",
     ) -> None:
+        from rlaudit.engine.paths import reports_dir
         from rlaudit.lab import resolve
-        from rlaudit.paths import reports_dir
         from rlaudit.profiles import get_profile
 
         given = {
@@ -396,7 +396,7 @@ class Session:
 
     @property
     def wb(self) -> Any:
-        """The :class:`rlaudit.workbench.Workbench` for this pair, created on first use."""
+        """The :class:`rlaudit.engine.workbench.Workbench` for this pair, created on first use."""
         if self._wb is None or self._wb_released:
             self._wb_released = False
             started = time.perf_counter()
@@ -513,7 +513,7 @@ class Session:
         """Stop the idle worker processes of this session's workbench (each holds a few hundred MB).
 
         :meth:`finish` calls it, so a notebook left open in JupyterLab keeps no worker. In ``rlaudit report``'s
-        shared kernels (:func:`rlaudit.probe_jobs.keep_workers`) the idle workers are handed to the next
+        shared kernels (:func:`rlaudit.engine.jobs.keep_workers`) the idle workers are handed to the next
         notebook instead. A cell run after this starts a fresh workbench; the cache makes that cheap.
         """
         if self._owns_wb and self._wb is not None and not self._wb_released:

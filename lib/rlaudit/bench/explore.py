@@ -62,8 +62,8 @@ def time_changes(explorer: Any, changes: list[dict[str, Any]], cpu: list[float] 
 
 def bench_explore(quick: bool = False) -> list[dict[str, Any]]:
     """The 02_trainer run explorer on the built-in pair at ``RLAUDIT_PROFILE`` (smoke when unset)."""
+    from rlaudit.engine.workbench import Workbench
     from rlaudit.trainer.explore import run_explorer
-    from rlaudit.workbench import Workbench
 
     profile = os.environ.get("RLAUDIT_PROFILE") or "smoke"
     with Workbench(baseline="builtin:reference", candidate="builtin:regressed", profile=profile) as wb:

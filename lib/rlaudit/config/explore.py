@@ -13,7 +13,7 @@ from rlaudit.findings import notebook_name
 if TYPE_CHECKING:
     import pandas as pd
 
-    from rlaudit.workbench import Workbench
+    from rlaudit.engine.workbench import Workbench
 
 ALL = "all subsystems"
 

@@ -14,7 +14,7 @@ from rlaudit.metrics import SCALAR
 from rlaudit.trainer.common import SIDES
 
 if TYPE_CHECKING:
-    from rlaudit.workbench import Workbench
+    from rlaudit.engine.workbench import Workbench
 
 MAX_WINDOW = 1000
 

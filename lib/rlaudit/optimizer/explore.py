@@ -12,7 +12,7 @@ from rlaudit.trainer.runs import short_training_runs
 if TYPE_CHECKING:
     import pandas as pd
 
-    from rlaudit.workbench import Workbench
+    from rlaudit.engine.workbench import Workbench
 
 QUANTITIES = {
     "update_ratio": "update ratio |dw|/|w|",

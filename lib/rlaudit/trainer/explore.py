@@ -14,7 +14,7 @@ from rlaudit.trainer.runs import CURVE_SCALARS, run_data
 from rlaudit.trainer.runs import runs as training_runs
 
 if TYPE_CHECKING:
-    from rlaudit.workbench import Workbench
+    from rlaudit.engine.workbench import Workbench
 
 
 def scalar_table(wb: Workbench, names: Any = CURVE_SCALARS) -> pd.DataFrame:
