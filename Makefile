@@ -44,6 +44,7 @@ help: ## list the targets
 	@echo "             FAIL_ON=none|error|confirmed|suspect (what makes the exit code non-zero; rlaudit report --help)"
 	@echo "             STALL_TIMEOUT=S (stop a probe after S s without progress; 300) CPU_LIMIT=S (its CPU-seconds;"
 	@echo "             the profile's) RETRY_FAILED=1 (run again the probes remembered as failed)"
+	@echo "             LAB_ARGS='--no-browser --port 8890' (make lab: passed on to jupyter lab)"
 	@echo "             TEST_JOBS=2 (make test's pytest workers; 0 runs every test in one process)"
 
 $(STAMP): pyproject.toml
@@ -80,8 +81,11 @@ test-unit: test-fast ## the same as test-fast (tests marked workbench run in mak
 test-notebooks: setup ## notebooks only, under nbval at the smoke profile
 	$(TEST_ENV) $(BIN)/python -m pytest notebooks --nbval-lax -p no:cacheprovider -q
 
-lab: setup ## open the notebooks in JupyterLab
-	RLAUDIT_WORKDIR=$(CURDIR) $(BIN)/jupyter lab notebooks/
+lab: setup ## open the notebooks in JupyterLab, every one set to BASELINE vs CANDIDATE (or PAIR), PROFILE, METRIC
+	$(BIN)/rlaudit lab --baseline "$(BASELINE)" --candidate "$(CANDIDATE)" $(if $(PAIR),--pair "$(PAIR)") \
+		$(if $(METRIC),--metric "$(METRIC)") $(if $(VARIANTS),--variants "$(VARIANTS)") --changes $(CHANGES) \
+		--profile $(PROFILE) $(if $(FRESH),--fresh) $(if $(STALL_TIMEOUT),--stall-timeout $(STALL_TIMEOUT)) \
+		$(if $(CPU_LIMIT),--cpu-limit $(CPU_LIMIT)) $(if $(LAB_ARGS),-- $(LAB_ARGS))
 
 lint: setup ## ruff lint and format check
 	$(BIN)/ruff check lib tests notebooks

@@ -312,11 +312,15 @@ def test_explore_curves_is_a_static_figure_without_a_frontend() -> None:
 def test_explore_curves_offers_widgets_when_interactive(monkeypatch: pytest.MonkeyPatch) -> None:
     ipywidgets = pytest.importorskip("ipywidgets")
     monkeypatch.setattr(curves, "interactive", lambda: True)
+    pytest.importorskip("ipympl")
     box = curves.explore_curves(_curves())
     assert isinstance(box, ipywidgets.VBox)
-    controls = box.children[0].children
-    assert [c.description for c in controls] == ["metric", "seed", "smoothing"]
-    assert list(controls[1].options) == ["all", 0, 1]
+    controls = box.children[1].children
+    assert [c.description for c in controls] == ["metric", "steps", "show", "smoothing", "log y"]
+    explorer = curves.curves_explorer_of(_curves())
+    explorer.set(metric="losses/value_loss", show="each run", smooth=0.0)
+    lines = [line for line in explorer._artists["runs"]["candidate"] if line.get_visible()]
+    assert sorted(float(line.get_ydata()[-1]) for line in lines) == [40.0, 80.0]  # seeds 0 and 1 at step 40
 
 
 def test_a_section_without_a_table_shows_why_instead_of_raising() -> None:

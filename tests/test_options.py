@@ -26,6 +26,7 @@ BOUNDARIES = {
     "rlaudit/engine/validate.py": "the table of settings whose bad values the reading places name",
     "rlaudit/engine/paths.py": "where the project's files live, resolved alike by every process",
     "rlaudit/engine/train.py": "`rlaudit train` re-executing itself once (RLAUDIT_TRAIN_REEXEC)",
+    "rlaudit/lab.py": "`rlaudit lab`: the Jupyter server's environment, which every kernel it starts inherits",
     "rlaudit/bench/gpu_check.py": "a script of its own: the cache and memory cap of the workers it starts",
 }
 # Who may build options from the environment: the session (a kernel's start), a workbench made by hand in a

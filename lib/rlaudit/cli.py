@@ -2,11 +2,12 @@
 
 rlaudit faults [--json]                       the built-in fault catalog
 rlaudit train SPEC --steps N --seed S --out DIR
-rlaudit bench env|trainer|recorder|sb3|report
+rlaudit bench env|trainer|recorder|sb3|report|attribution|explore
 rlaudit audit --baseline A --candidate B [--subsystems a,b] [--profile P] --json FILE [--fail-on LEVEL]
 rlaudit report [--baseline A] [--candidate B] [--metric M] [--variants V] [--changes auto|off] [--profile P]
                [--out DIR] [-j N] [--fresh] [--retry-failed] [--stall-timeout S] [--cpu-limit S]
                [--fail-on none|error|confirmed|suspect]
+rlaudit lab [--baseline A] [--candidate B] [--pair F] [--profile P] [--metric M] [--variants V] [--dry-run]
 rlaudit new-subject DIR
 
 ``report`` and ``audit`` exit with a distinct code per outcome (:mod:`rlaudit.exits`). Their arguments are
@@ -37,6 +38,7 @@ _HANDLERS = {
     "bench": "rlaudit.bench:run_bench",
     "audit": "rlaudit.report:run_audit",
     "report": "rlaudit.report:run_report",
+    "lab": "rlaudit.lab:run_lab",
     "new-subject": "rlaudit.adapters.template:run_new_subject",
 }
 
@@ -173,6 +175,22 @@ def _fail_on_argument(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _attribution_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--variants",
+        default="",
+        help="extra arms for attribution: 'name=spec, name@subsystem=spec' (a fix commit as git:repo@sha, "
+        "any subject)",
+    )
+    p.add_argument(
+        "--changes",
+        default="auto",
+        choices=["auto", "off"],
+        help="search the code changes between two versions of one source for the culprit commit and hunk "
+        "(auto: when both sides are git refs of one repository or two directories of one package)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rlaudit", description="Investigate why RL training got worse or slower after a change."
@@ -191,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--torch-threads", type=int, default=None, help="torch threads (default: torch's)")
 
     p = sub.add_parser("bench", help="print benchmark figures as JSON lines")
-    p.add_argument("what", choices=["env", "trainer", "recorder", "sb3", "report", "attribution"])
+    p.add_argument("what", choices=["env", "trainer", "recorder", "sb3", "report", "attribution", "explore"])
     p.add_argument("--quick", action="store_true", help="fewer repeats, for a fast look")
 
     p = sub.add_parser(
@@ -215,18 +233,14 @@ def build_parser() -> argparse.ArgumentParser:
     _fail_on_argument(p)
     p.add_argument("--out", default=None, help="report directory (default: reports/)")
     p.add_argument("--notebooks", default="", help="comma-separated subset, e.g. 07_optimizer,15_summary")
+    _attribution_arguments(p)
+
+    p = sub.add_parser("lab", help="open the notebooks in JupyterLab, each set to this pair")
+    _pair_arguments(p)
+    _attribution_arguments(p)
+    p.add_argument("--dry-run", action="store_true", help="print the environment and command; start nothing")
     p.add_argument(
-        "--variants",
-        default="",
-        help="extra arms for attribution: 'name=spec, name@subsystem=spec' (a fix commit as git:repo@sha, "
-        "any subject)",
-    )
-    p.add_argument(
-        "--changes",
-        default="auto",
-        choices=["auto", "off"],
-        help="search the code changes between two versions of one source for the culprit commit and hunk "
-        "(auto: when both sides are git refs of one repository or two directories of one package)",
+        "jupyter_args", nargs="*", help="passed on to `jupyter lab` (after --), e.g. -- --no-browser"
     )
 
     p = sub.add_parser("new-subject", help="write a subject.py template to investigate your own trainer")

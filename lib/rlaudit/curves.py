@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rlaudit.display import figure_png, interactive
+from rlaudit.display import interactive
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -151,8 +151,9 @@ def explore_curves(
 ) -> Any:
     """Learning curves to explore: widgets in JupyterLab, a static figure everywhere else.
 
-    Interactive (see :func:`interactive`): a metric dropdown, a seed picker ("all" or one seed) and a
-    smoothing slider above one panel. Otherwise (papermill, nbval, the HTML report): every metric in its
+    Interactive (see :func:`interactive`): the controls of :func:`rlaudit.explore.curves_explorer` (the metric,
+    the step range, the mean over seeds with its interval or each run, smoothing, log y) over one panel whose
+    lines are updated in place. Otherwise (papermill, nbval, the HTML report): every metric in its
     own panel with every seed, smoothed with ``smooth``, via :func:`curves_figure`.
 
     Args:
@@ -166,36 +167,31 @@ def explore_curves(
     """
     if not interactive():
         return curves_figure(df, x, y, hue, options, seed=seed, smooth=smooth, title=title)
+    return curves_explorer_of(df, x, y, hue, options, seed=seed, smooth=smooth, title=title).widget()
 
-    import ipywidgets as widgets
-    from IPython.display import Image, display
 
-    has_seed = seed is not None and seed in df.columns
+def curves_explorer_of(
+    df: Any,
+    x: str = "step",
+    y: str = "value",
+    hue: str | None = "side",
+    options: str | None = "name",
+    *,
+    seed: str | None = "seed",
+    smooth: float = 0.0,
+    title: str = "",
+) -> Any:
+    """The :class:`rlaudit.explore.Explorer` behind :func:`explore_curves`'s live view: a table with any
+    column names, as :func:`rlaudit.explore.curves_explorer` reads it."""
+    from rlaudit.explore import curves_explorer
+
     _check_columns(df, {"x": x, "y": y, "hue": hue, "options": options})
-    metric_names = list(dict.fromkeys(df[options])) if options else [y]
-    seed_values = sorted(dict.fromkeys(df[seed])) if has_seed else []
-    metric = widgets.Dropdown(options=metric_names, description="metric")
-    pick = widgets.Dropdown(
-        options=["all", *seed_values], value="all", description="seed", disabled=not has_seed
-    )
-    slider = widgets.FloatSlider(value=smooth, min=0.0, max=0.99, step=0.01, description="smoothing")
-
-    def draw(metric: Any, seed_choice: Any, smoothing: float) -> None:
-        fig = curves_figure(
-            df,
-            x,
-            y,
-            hue,
-            options,
-            seed=seed if has_seed else None,
-            metrics=[metric],
-            seeds=None if seed_choice == "all" else [seed_choice],
-            smooth=smoothing,
-            col_wrap=1,
-            height=4.0,
-            title=title,
-        )
-        display(Image(data=figure_png(fig)))
-
-    out = widgets.interactive_output(draw, {"metric": metric, "seed_choice": pick, "smoothing": slider})
-    return widgets.VBox([widgets.HBox([metric, pick, slider]), out])
+    table = df.assign(
+        step=df[x],
+        value=df[y],
+        name=df[options].astype(str) if options else y,
+        group=df[hue].astype(str) if hue else "all",
+        seed=df[seed] if seed is not None and seed in df.columns else 0,
+    )[["name", "group", "seed", "step", "value"]]
+    groups = list(dict.fromkeys(table["group"]))
+    return curves_explorer(table, title=title or "curves", fixed=groups, group="group", smooth=smooth)

@@ -302,6 +302,11 @@ class Session:
         options: How probes run (:class:`rlaudit.options.RunOptions`), passed to the workbench; default
             :meth:`RunOptions.from_env`: the notebook's kernel reads the settings it was started with
             (``rlaudit report`` passes its own this way) here, and nowhere else.
+        variants: Extra attribution arms (the summary's ``variants`` parameter).
+        changes: ``auto`` or ``off``: the summary's change search.
+
+    In JupyterLab started by ``make lab`` / ``rlaudit lab`` (:mod:`rlaudit.lab`), every one of these still at
+    its built-in default takes the lab's value; :attr:`origin` says so and the header shows it.
 
     Attributes:
         findings: Every finding added so far, in order.
@@ -323,9 +328,30 @@ class Session:
         quiet: bool = False,
         metric: str = "",
         options: RunOptions | None = None,
+        variants: str = "",
+        changes: str = "auto",
     ) -> None:
         from rlaudit.engine.paths import reports_dir
+        from rlaudit.lab import resolve
         from rlaudit.profiles import get_profile
+
+        given = {
+            "baseline": str(baseline),
+            "candidate": str(candidate),
+            "profile": profile,
+            "pair_file": str(pair_file or ""),
+            "metric": str(metric or ""),
+            "variants": str(variants or ""),
+            "changes": str(changes or "auto"),
+            "fresh": bool(fresh),
+        }
+        # In JupyterLab started by `make lab` / `rlaudit lab`, parameters still at their defaults take the
+        # lab's pair (papermill and nbval runs keep theirs); `origin` says so in the header.
+        params, self.origin = (given, "") if workbench is not None else resolve(given)
+        baseline, candidate, profile = params["baseline"], params["candidate"], params["profile"]
+        pair_file, metric, fresh = params["pair_file"], params["metric"], params["fresh"]
+        self.variants: str = params["variants"]
+        self.changes: str = params["changes"]
 
         if subsystem not in SUBSYSTEMS and subsystem != "summary":
             raise ValueError(
@@ -350,6 +376,8 @@ class Session:
         self.quiet = quiet
         self.requested_metric = str(metric or "")
         self._wb = workbench
+        self._owns_wb = workbench is None
+        self._wb_released = False
         self._started = time.time()
         self._last = time.perf_counter()
         self._t0 = self._last
@@ -362,7 +390,8 @@ class Session:
     @property
     def wb(self) -> Any:
         """The :class:`rlaudit.engine.workbench.Workbench` for this pair, created on first use."""
-        if self._wb is None:
+        if self._wb is None or self._wb_released:
+            self._wb_released = False
             started = time.perf_counter()
             from rlaudit.engine.workbench import Workbench
 
@@ -423,6 +452,7 @@ class Session:
             ("baseline", self.baseline),
             ("candidate", self.candidate),
             ("profile", f"{profile}: {sizes}"),
+            ("pair", self.origin or "from this notebook's parameters cell"),
         ]
         if self.pair_file:
             rows.append(("pair file", self.pair_file))
@@ -475,6 +505,17 @@ class Session:
             "counts": status_counts(self.findings),
         }
 
+    def release_workers(self) -> None:
+        """Stop the idle worker processes of this session's workbench (each holds a few hundred MB).
+
+        :meth:`finish` calls it, so a notebook left open in JupyterLab keeps no worker. In ``rlaudit report``'s
+        shared kernels (:func:`rlaudit.engine.jobs.keep_workers`) the idle workers are handed to the next
+        notebook instead. A cell run after this starts a fresh workbench; the cache makes that cheap.
+        """
+        if self._owns_wb and self._wb is not None and not self._wb_released:
+            self._wb.close()
+            self._wb_released = True
+
     def finish(self) -> pd.DataFrame:
         """Show the findings table (most actionable first), save it as JSON, and return it as a DataFrame.
 
@@ -482,6 +523,7 @@ class Session:
         """
         ordered = sort_findings(self.findings)
         path = save_findings(self.findings_path, ordered, self.meta())
+        self.release_workers()
         caption = f"{verdict_line(ordered)} · saved to {path.parent.name}/{path.name}"  # no machine paths
         if not self.quiet:
             show(FindingsView(ordered, title=f"Verdict: {self.notebook}", caption=caption))

@@ -7,6 +7,7 @@ both sides alike. Speed goals live here, never in timed tests.
 - :mod:`rlaudit.bench.env`: the arena and its curriculum (``rlaudit bench env``);
 - :mod:`rlaudit.bench.trainer`: the demo trainer, against Stable-Baselines3, and with the recorder
   (``rlaudit bench trainer|sb3|recorder``);
+- :mod:`rlaudit.bench.explore`: a notebook explorer's time per control change (``rlaudit bench explore``);
 - ``report`` and ``attribution``: benchmarks that live beside what they measure.
 """
 
@@ -26,6 +27,7 @@ BENCHMARKS: dict[str, str] = {
     "sb3": "rlaudit.bench.trainer:bench_sb3",
     "report": "rlaudit.report:bench_report",
     "attribution": "rlaudit.attribution:bench_attribution",
+    "explore": "rlaudit.bench.explore:bench_explore",
 }
 
 
