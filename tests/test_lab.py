@@ -99,7 +99,11 @@ def test_finish_stops_the_idle_workers_and_a_later_cell_gets_a_fresh_workbench(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     made: list[ClosingWorkbench] = []
-    monkeypatch.setattr(rn, "_new_workbench", lambda *a: made.append(ClosingWorkbench()) or made[-1])
+    import rlaudit.engine.workbench
+
+    monkeypatch.setattr(
+        rlaudit.engine.workbench, "Workbench", lambda *a, **k: made.append(ClosingWorkbench()) or made[-1]
+    )
     session = rn.Session("agents", "builtin:reference", "builtin:regressed", "smoke", quiet=True)
     first = session.wb
     session.finish()

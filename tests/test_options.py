@@ -37,6 +37,8 @@ READERS = {
         "rlaudit/engine/workbench.py",
         "rlaudit/engine/worker.py",
         "rlaudit/options.py",
+        "rlaudit/lab.py",  # the lab's pair, and the options its server's kernels inherit
+        "rlaudit/bench/explore.py",  # a benchmark: a process of its own
     },
     "from_cli": {"rlaudit/cli.py"},
 }

@@ -345,6 +345,10 @@ class Session:
             "changes": str(changes or "auto"),
             "fresh": bool(fresh),
         }
+        # The kernel's settings first: whether it serves a live frontend decides whether the lab's pair applies.
+        self.options: RunOptions = options if options is not None else RunOptions.from_env()
+        if self.options.interactive is not None:
+            force_interactive(self.options.interactive)
         # In JupyterLab started by `make lab` / `rlaudit lab`, parameters still at their defaults take the
         # lab's pair (papermill and nbval runs keep theirs); `origin` says so in the header.
         params, self.origin = (given, "") if workbench is not None else resolve(given)
@@ -360,9 +364,6 @@ class Session:
         self.subsystem = subsystem
         self.baseline = str(baseline)
         self.candidate = str(candidate)
-        self.options: RunOptions = options if options is not None else RunOptions.from_env()
-        if self.options.interactive is not None:
-            force_interactive(self.options.interactive)
         self.requested_profile = profile
         self.profile = get_profile(self.options.profile_name(profile))
         self.pair_file = str(pair_file or "")

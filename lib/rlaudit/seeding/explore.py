@@ -14,7 +14,7 @@ import numpy as np
 from rlaudit.evidence import equivalence_seeds
 from rlaudit.explore import Explorer, choice, slider
 from rlaudit.stats import power_seeds
-from rlaudit.stats.power import _t_power
+from rlaudit.stats.power import t_power
 
 MAX_SEEDS = 64
 """The power curve is drawn up to this many seeds per side."""
@@ -31,7 +31,7 @@ def _details(section: Any) -> dict[str, Any] | None:
 def power_curve(sd: float, effect: float, alpha: float, seeds: Any) -> Any:
     """Power of a two-sided two-sample t-test at each number of seeds per side (noncentral t)."""
     d = abs(effect) / sd if sd > 0 else math.inf
-    return np.array([_t_power(int(n), d, alpha) if math.isfinite(d) else 1.0 for n in seeds])
+    return np.array([t_power(int(n), d, alpha) if math.isfinite(d) else 1.0 for n in seeds])
 
 
 def power_explorer(section: Any) -> Any:

@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-def _t_power(n: int, d: float, alpha: float) -> float:
+def t_power(n: int, d: float, alpha: float) -> float:
     from scipy.stats import nct, t
 
     df = 2 * n - 2
@@ -48,9 +48,9 @@ def power_seeds(sd: float, effect: float, alpha: float = 0.05, power: float = 0.
     # The normal approximation is a close lower bound; the exact search starts just below it.
     approx = 2 * ((norm.ppf(1 - alpha / 2) + norm.ppf(power)) / d) ** 2
     n = max(2, int(approx) - 2)
-    while n > 2 and _t_power(n - 1, d, alpha) >= power:
+    while n > 2 and t_power(n - 1, d, alpha) >= power:
         n -= 1
-    while _t_power(n, d, alpha) < power:
+    while t_power(n, d, alpha) < power:
         n += 1
     return n
 
