@@ -266,3 +266,18 @@ def test_a_real_recorder_times_collection_and_training(tmp_path: Path) -> None:
         phases = recorder.phase_totals()
     assert {"rollout", "update", "update/train"} <= set(phases)
     assert phases["update/train"][0] == 4  # train() at 150, 200, 250, 300
+
+
+def test_actor_critic_optimizers_cover_actor_and_critic_but_no_target(tmp_path: Path) -> None:
+    for text in (SAC, TD3):
+        subject, cfg = _setup(tmp_path, text)
+        policy = _policy(subject, cfg)
+        made = subject.make_optimizer(cfg, policy)
+        optimizer = made[0] if isinstance(made, tuple) else made
+        assert type(optimizer) is type(policy.critic.optimizer) and len(optimizer.param_groups) == 2
+        covered = {id(p) for g in optimizer.param_groups for p in g["params"]}
+        targets = tuple(t + "." for t in subject.target_networks(cfg, policy))
+        for name, p in policy.named_parameters():
+            # SAC's critic shares no features extractor with the actor here; every online tensor is optimized
+            assert (id(p) in covered) != name.startswith(targets), name
+        assert optimizer.param_groups[0]["lr"] == policy.actor.optimizer.param_groups[0]["lr"]

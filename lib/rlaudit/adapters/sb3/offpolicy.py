@@ -377,5 +377,6 @@ class OffPolicyInstruments:
                 capacity=int(buffer.buffer_size) * n_envs,
                 nbytes=_buffer_nbytes(buffer),
                 ages=ages,
+                prioritized=False,  # SB3's replay buffers sample uniformly
             )
         self._ages = []

@@ -16,6 +16,7 @@ from rlaudit.adapters.sb3.runtime import (
     _add_cleanrl_interface,
     _as_schedule,
     _hyperparameters,
+    _joint_optimizer,
     _make_callback,
     _make_logger,
     _optimizer_of,
@@ -171,10 +172,17 @@ class SB3Subject:
         The returned ``LambdaLR`` replays that curve, one scheduler step per rollout of ``n_steps * n_envs``
         environment steps (on-policy; one environment step off-policy): after ``k`` steps the rate is
         ``schedule(1 - k * rollout / n_timesteps)``. The optimizer as built holds ``schedule(1)``, like SB3's.
+
+        SAC, TD3 and DDPG step an actor optimizer and a critic optimizer, built alike (same class and
+        settings): they are returned as one optimizer of that class with two param groups, the actor's and
+        the critic's, which for a per-parameter optimizer such as Adam is the same update. DQN's is the
+        Q-network's; the target networks are in no param group (see ``target_networks``).
         """
         import torch
 
-        optimizer = _optimizer_of(policy)
+        optimizer = (
+            _joint_optimizer(policy) if config["algo"] in ("sac", "td3", "ddpg") else _optimizer_of(policy)
+        )
         if optimizer is None:
             raise TypeError(f"{type(policy).__name__} has no optimizer attribute; is it an SB3 policy?")
         schedule = _schedule_fn(config.get("learning_rate", 3e-4))
