@@ -245,6 +245,11 @@ def test_sac_training_feeds_alpha_target_entropy_and_polyak_updates(tmp_path: Pa
     assert explore[0][1]["target_entropy"] == -1.0  # -dim(action space)
     alphas = [kw["alpha"] for _, kw in explore]
     assert alphas[0] < 0.3 and alphas[-1] < alphas[0]  # the automatic temperature moved from its start
+    # the model zip carries the temperature (SAC keeps it on the model, not the policy), read without pickles
+    final = subject.checkpoints(cfg, tmp_path / "run")[0]
+    policy, extras = subject.load_checkpoint(cfg, final)
+    assert policy.rlaudit_ent_coef == pytest.approx(alphas[-1], rel=1e-6)
+    assert extras["step"] == 120 and extras["optimizer"] is not None
 
 
 def test_td3_records_one_target_update_per_delayed_actor_step(tmp_path: Path) -> None:
