@@ -286,3 +286,12 @@ def test_actor_critic_optimizers_cover_actor_and_critic_but_no_target(tmp_path: 
             # SAC's critic shares no features extractor with the actor here; every online tensor is optimized
             assert (id(p) in covered) != name.startswith(targets), name
         assert optimizer.param_groups[0]["lr"] == policy.actor.optimizer.param_groups[0]["lr"]
+
+
+def test_dqn_example_pair_differs_only_in_the_target_update_interval() -> None:
+    a = SB3Subject(EXAMPLES / "dqn_cartpole.yaml").config()
+    b = SB3Subject(EXAMPLES / "dqn_cartpole_regressed.yaml").config()
+    assert {k for k in a if a[k] != b[k]} == {"target_update_interval"}
+    assert (a["target_update_interval"], b["target_update_interval"]) == (10, 10_000)
+    # rl-zoo's CartPole-v1 entry
+    assert (a["train_freq"], a["gradient_steps"], a["batch_size"], a["n_timesteps"]) == (256, 128, 64, 50_000)
