@@ -19,8 +19,8 @@ from rlaudit.attribution.suspects import (
     compose_injection,
     variant_suspects,
 )
+from rlaudit.engine.subjects import parse_spec
 from rlaudit.findings import Evidence, Finding, Severity, Status
-from rlaudit.subjects import parse_spec
 from support.attribution import REGRESSED_LIKE, SimSearch, fixes
 
 

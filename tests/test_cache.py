@@ -18,17 +18,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rlaudit import fingerprint, paths
-from rlaudit.cache import (
+from rlaudit.engine import fingerprint, paths
+from rlaudit.engine.io import atomic_write_json
+from rlaudit.engine.store import (
     ArtifactStore,
     ProbeResult,
     fingerprint_details,
     params_hash,
     subject_fingerprint,
 )
-from rlaudit.io import atomic_write_json
-from rlaudit.subjects import parse_spec
-from rlaudit.worker import ProbeError
+from rlaudit.engine.subjects import parse_spec
+from rlaudit.engine.worker import ProbeError
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 LIB = Path(__file__).resolve().parents[1] / "lib"
@@ -125,9 +125,9 @@ def test_newer_than_ignores_older_artifacts(tmp_path: Path) -> None:
 _KILLED_WRITER = textwrap.dedent(
     """
     import sys
-    from rlaudit.workbench import Workbench
+    from rlaudit.engine.workbench import Workbench
     import toy_probes
-    from rlaudit.cache import ArtifactStore
+    from rlaudit.engine.store import ArtifactStore
     subject, cache, ready, release = sys.argv[1:5]
     wb = Workbench(subject, subject, profile="smoke", jobs=1, cache=ArtifactStore(cache))
     wb.run_side("candidate", toy_probes.stall_midwrite, ready=ready, release=release)
@@ -139,7 +139,7 @@ _KILLED_WRITER = textwrap.dedent(
 def test_killed_writer_leaves_nothing_that_is_read(tmp_path: Path, toy_subject: Path) -> None:
     import toy_probes
 
-    from rlaudit.workbench import Workbench
+    from rlaudit.engine.workbench import Workbench
 
     cache, ready, release = tmp_path / "cache", tmp_path / "ready", tmp_path / "release"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(LIB), str(FIXTURES)]))
@@ -209,8 +209,8 @@ def test_concurrent_threads_compute_a_key_once(tmp_path: Path) -> None:
 _SAME_KEY = textwrap.dedent(
     """
     import sys
-    from rlaudit.workbench import Workbench
-    from rlaudit.cache import ArtifactStore
+    from rlaudit.engine.workbench import Workbench
+    from rlaudit.engine.store import ArtifactStore
     import toy_probes
     subject, cache, counter = sys.argv[1:4]
     wb = Workbench(subject, subject, profile="smoke", jobs=1, cache=ArtifactStore(cache))
@@ -455,7 +455,7 @@ def _truncate(path: Path) -> None:
 
 
 def _artifacts(out: Path) -> None:
-    from rlaudit.io import write_table
+    from rlaudit.engine.io import write_table
 
     write_table(out / "table", {"step": np.arange(50), "value": np.linspace(0.0, 1.0, 50)})
     np.savez(out / "arrays.npz", weights=np.arange(64.0))
@@ -501,7 +501,7 @@ def test_a_workbench_prints_and_keeps_the_note(
 ) -> None:
     import toy_probes
 
-    from rlaudit.workbench import Workbench
+    from rlaudit.engine.workbench import Workbench
 
     with Workbench(str(toy_subject), str(toy_subject), profile="smoke", jobs=1) as wb:
         first = wb.run_side("candidate", toy_probes.artifacts, x=3)
@@ -539,8 +539,8 @@ def test_a_check_puts_the_cache_note_on_its_findings_and_page() -> None:
 
 @pytest.mark.parametrize("name", ["table.parquet", "arrays.npz", "meta.json"])
 def test_reading_a_damaged_artifact_names_the_file(tmp_path: Path, name: str) -> None:
+    from rlaudit.engine.io import ArtifactReadError
     from rlaudit.findings import Finding
-    from rlaudit.io import ArtifactReadError
 
     store = ArtifactStore(tmp_path)
     result = store.compute("fp", "m:p", 1, {}, _artifacts)
@@ -614,7 +614,7 @@ def config() -> dict:
 def test_a_gitignored_file_read_by_config_is_part_of_the_fingerprint(tmp_path: Path, tmp_cache: Path) -> None:
     import toy_probes
 
-    from rlaudit.workbench import Workbench
+    from rlaudit.engine.workbench import Workbench
 
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -670,7 +670,7 @@ def make_env(config: dict, seed: int) -> _Fixed:
 def test_a_file_read_by_make_env_is_part_of_the_fingerprint(tmp_path: Path, tmp_cache: Path) -> None:
     import toy_probes
 
-    from rlaudit.workbench import Workbench
+    from rlaudit.engine.workbench import Workbench
 
     project = tmp_path / "levels_subject"
     (project / "levels").mkdir(parents=True)
@@ -692,7 +692,7 @@ def test_a_file_read_by_make_env_is_part_of_the_fingerprint(tmp_path: Path, tmp_
 
 
 def test_the_worker_records_what_it_reads_not_what_it_writes(tmp_path: Path) -> None:
-    from rlaudit import worker
+    from rlaudit.engine import worker
 
     config, output = tmp_path / "local.yaml", tmp_path / "out.txt"
     config.write_text("a: 1\n")
@@ -715,7 +715,7 @@ def test_the_worker_records_what_it_reads_not_what_it_writes(tmp_path: Path) -> 
 def test_the_report_being_written_is_not_fingerprinted(
     tmp_path: Path, toy_subject: Path, tmp_cache: Path, monkeypatch: pytest.MonkeyPatch, in_git: bool
 ) -> None:
-    from rlaudit.fingerprint import EXCLUDE_VARIABLE
+    from rlaudit.engine.fingerprint import EXCLUDE_VARIABLE
 
     project = toy_subject.parent
     if in_git:
@@ -738,7 +738,7 @@ def test_the_report_being_written_is_not_fingerprinted(
 def test_a_report_passes_its_out_to_the_notebooks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import argparse
 
-    from rlaudit.fingerprint import EXCLUDE_VARIABLE
+    from rlaudit.engine.fingerprint import EXCLUDE_VARIABLE
     from rlaudit.report import commands
 
     seen: list[str] = []

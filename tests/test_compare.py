@@ -1,4 +1,4 @@
-"""rlaudit.compare: flattening, tolerant diffs, rename matching, and key classification."""
+"""rlaudit.flatdiff: flattening, tolerant diffs, rename matching, and key classification."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from rlaudit import compare
+from rlaudit import flatdiff as compare
 from rlaudit.findings import SUBSYSTEMS
 
 

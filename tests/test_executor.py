@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from rlaudit import backends
-from rlaudit import executor as ex
-from rlaudit.backends import Backend, JobError
-from rlaudit.executor import Executor
-from rlaudit.ray_backend import RayBackend
+from rlaudit.engine import backends
+from rlaudit.engine import executor as ex
+from rlaudit.engine.backends import Backend, JobError
+from rlaudit.engine.executor import Executor
+from rlaudit.engine.ray_backend import RayBackend
 
 
 def _slow_identity(x: float) -> float:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from rlaudit import failures
-from rlaudit.worker import ProbeError
+from rlaudit.engine import failures
+from rlaudit.engine.worker import ProbeError
 
 LIMITS = {"stall": 300.0, "cpu": 900.0, "memory_mb": None}
 

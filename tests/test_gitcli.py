@@ -1,4 +1,4 @@
-"""rlaudit.gitcli: one environment for every git call (no prompts, no index.lock, C locale, the directory given
+"""rlaudit.engine.git: one environment for every git call (no prompts, no index.lock, C locale, the directory given
 rather than an inherited GIT_DIR), failures returned rather than raised, and errors that quote git."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rlaudit.gitcli import failure, git_environment, have_git, run_git
+from rlaudit.engine.git import failure, git_environment, have_git, run_git
 
 pytestmark = pytest.mark.skipif(not have_git(), reason="needs the git command")
 

@@ -1,4 +1,4 @@
-"""rlaudit.io: tables round-trip in both formats."""
+"""rlaudit.engine.io: tables round-trip in both formats."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rlaudit import io
+from rlaudit.engine import io
 
 
 def test_npz_tables_take_any_column_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 import toy_probes as tp
 
-from rlaudit import heartbeat, limits
+from rlaudit.engine import heartbeat, limits
+from rlaudit.engine.client import WorkerClient, _stuck_at
+from rlaudit.engine.subjects import parse_spec
+from rlaudit.engine.worker import ProbeError
 from rlaudit.probe import probe_import_root, probe_name
-from rlaudit.subjects import parse_spec
-from rlaudit.worker import ProbeError
-from rlaudit.worker_client import WorkerClient, _stuck_at
 
 ROOT = probe_import_root(tp.echo)
 
@@ -118,12 +118,12 @@ def test_stuck_at_reads_the_probe_thread_from_a_faulthandler_dump() -> None:
     dump = (
         "Thread 0x01 (most recent call first):\n"
         '  File "/usr/lib/python3.11/threading.py", line 320 in wait\n'
-        '  File "/x/rlaudit/worker.py", line 300 in _run\n'
+        '  File "/x/rlaudit/engine/worker.py", line 300 in _run\n'
         "\n"
         "Current thread 0x02 (most recent call first):\n"
         '  File "/y/toy_probes.py", line 88 in hang\n'
-        '  File "/x/rlaudit/worker.py", line 222 in run_probe\n'
-        '  File "/x/rlaudit/worker.py", line 150 in handle\n'
+        '  File "/x/rlaudit/engine/worker.py", line 222 in run_probe\n'
+        '  File "/x/rlaudit/engine/worker.py", line 150 in handle\n'
     )
     assert _stuck_at(dump) == "hang (toy_probes.py:88) < run_probe (worker.py:222) < handle (worker.py:150)"
     assert _stuck_at("no dump here") == ""
@@ -132,9 +132,9 @@ def test_stuck_at_reads_the_probe_thread_from_a_faulthandler_dump() -> None:
 def test_a_hanging_train_costs_one_stall_per_probe_and_later_checks_get_the_remembered_error(
     tmp_path: Path, tmp_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from rlaudit.audits import run_audits
+    from rlaudit.engine.workbench import Workbench
     from rlaudit.findings import Status
-    from rlaudit.workbench import Workbench
+    from rlaudit.rooms import run_audits
 
     stall = 4.0
     monkeypatch.setenv(limits.STALL_VARIABLE, str(stall))

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rlaudit.logs import dedupe_latest, log_inventory, read_scalars
+from rlaudit.logfiles import dedupe_latest, log_inventory, read_scalars
 
 
 def _write_events(path: Path, events: list[tuple[float, int, str, float, bool]]) -> Path:

@@ -83,8 +83,8 @@ def test_runs_shorten_to_the_longer_declared_length_and_never_grow_past_the_prof
 
 
 def test_the_workbench_trains_for_the_subjects_own_run_length(tmp_path, monkeypatch) -> None:
+    from rlaudit.engine.workbench import Workbench
     from rlaudit.trainer.runs import runs
-    from rlaudit.workbench import Workbench
 
     subject = tmp_path / "short_subject.py"
     subject.write_text(

@@ -26,13 +26,13 @@ from typing import Any
 import pytest
 import toy_probes as tp
 
-from rlaudit import backends
-from rlaudit import ray_backend as rb
-from rlaudit.executor import Executor, JobError
+from rlaudit.engine import backends
+from rlaudit.engine import ray_backend as rb
+from rlaudit.engine.executor import Executor, JobError
+from rlaudit.engine.paths import LIB_DIR
+from rlaudit.engine.ray_backend import RaySetupError, RemoteTaskLost, SharedPathError
+from rlaudit.engine.workbench import Pair, Workbench
 from rlaudit.findings import Status
-from rlaudit.paths import LIB_DIR
-from rlaudit.ray_backend import RaySetupError, RemoteTaskLost, SharedPathError
-from rlaudit.workbench import Pair, Workbench
 
 HAVE_RAY = importlib.util.find_spec("ray") is not None
 requires_ray = pytest.mark.skipif(
@@ -490,7 +490,7 @@ def test_a_private_local_cluster_starts_runs_and_stops() -> None:
         import json, sys
         import psutil
         import ray
-        from rlaudit.executor import Executor
+        from rlaudit.engine.executor import Executor
         with Executor(jobs=2, backend="ray", address="local", init_options={"_temp_dir": sys.argv[1]}) as ex:
             results = ex.map(lambda x: x * x, [1, 2, 3], progress=False)
             cpus = ray.cluster_resources().get("CPU")

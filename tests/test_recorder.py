@@ -13,8 +13,8 @@ import pytest
 import torch
 from torch import nn
 
-from rlaudit import io as rio
-from rlaudit.io import read_table
+from rlaudit.engine import io as rio
+from rlaudit.engine.io import read_table
 from rlaudit.recorder import NullRecorder, Recorder, rss_bytes
 
 

@@ -450,7 +450,7 @@ def test_write_index_puts_flagged_findings_first_and_renders_attribution(tmp_pat
 
 
 # --------------------------------------------------------------------------------------------------------
-# rlaudit.audits and `rlaudit audit`
+# rlaudit.rooms and `rlaudit audit`
 # --------------------------------------------------------------------------------------------------------
 
 
@@ -468,7 +468,7 @@ def _room(monkeypatch: pytest.MonkeyPatch, name: str, audit_all: object) -> str:
 
 
 def test_run_audits_turns_missing_and_broken_rooms_into_errors(monkeypatch: pytest.MonkeyPatch) -> None:
-    from rlaudit import audits
+    from rlaudit import rooms as audits
     from rlaudit.notebook import Section
 
     def good(wb: object) -> list[Section]:
@@ -497,7 +497,7 @@ def test_run_audits_turns_missing_and_broken_rooms_into_errors(monkeypatch: pyte
 
 
 def test_every_subsystem_is_registered() -> None:
-    from rlaudit import audits
+    from rlaudit import rooms as audits
     from rlaudit.findings import SUBSYSTEMS
 
     assert audits.AUDITS == {s: f"rlaudit.{s}:audit_all" for s in SUBSYSTEMS}
@@ -506,8 +506,8 @@ def test_every_subsystem_is_registered() -> None:
 def test_run_audit_writes_json_and_exits_4_on_error_findings(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
-    from rlaudit import audits
     from rlaudit import notebook as rn
+    from rlaudit import rooms as audits
 
     monkeypatch.setattr(rn, "_new_workbench", lambda *args: _Workbench())
     monkeypatch.setitem(
@@ -618,8 +618,8 @@ def test_report_exit_codes_read_only_this_run_and_count_the_summarys_decided_cau
 
 
 def test_audit_exit_codes_follow_fail_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from rlaudit import audits
     from rlaudit import notebook as rn
+    from rlaudit import rooms as audits
 
     monkeypatch.setattr(rn, "_new_workbench", lambda *args: _Workbench())
     monkeypatch.setitem(

@@ -1,4 +1,4 @@
-"""rlaudit.safeload: checkpoints are read without running code hidden in pickles.
+"""rlaudit.engine.safeload: checkpoints are read without running code hidden in pickles.
 
 The malicious pickles here would write a file when unpickled; every test checks that the file never appears
 and that the result names the globals the pickle would have imported and how to opt in (trust=True).
@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import torch
 
-from rlaudit.safeload import (
+from rlaudit.engine.safeload import (
     SAFE_PICKLE_GLOBALS,
     UnsafeCheckpointError,
     detect_format,

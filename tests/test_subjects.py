@@ -1,4 +1,4 @@
-"""Spec strings, pair files, capabilities and the adapter registry (rlaudit.subjects)."""
+"""Spec strings, pair files, capabilities and the adapter registry (rlaudit.engine.subjects)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from rlaudit import subjects
 from rlaudit.adapters.template import run_new_subject
-from rlaudit.subjects import (
+from rlaudit.engine import subjects
+from rlaudit.engine.subjects import (
     CAPABILITIES,
     SubjectSpec,
     capabilities,

@@ -7,7 +7,7 @@ import json
 import math
 
 from rlaudit.attribution.search import Search
-from rlaudit.cache import ProbeResult
+from rlaudit.engine.store import ProbeResult
 from rlaudit.findings import Evidence, Finding, Severity, Status
 from rlaudit.summary import (
     Investigation,

@@ -16,9 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rlaudit import cli, validate
-from rlaudit.io import write_table
-from rlaudit.validate import InputError
+from rlaudit import cli
+from rlaudit.engine import validate
+from rlaudit.engine.io import write_table
+from rlaudit.engine.validate import InputError
 
 # Generous: nothing here trains; the slowest case imports stable-baselines3 to read a setup file.
 FAST = 30.0
@@ -32,7 +33,7 @@ class Started(AssertionError):
 @pytest.fixture
 def tripwires(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """No notebook and no worker may start; a private cache and a clean RLAUDIT_* environment."""
-    from rlaudit import worker_client
+    from rlaudit.engine import client as worker_client
     from rlaudit.report import commands
 
     def execute(*args: object, **kwargs: object) -> None:
@@ -218,8 +219,8 @@ def test_every_rlaudit_setting_is_named_in_its_error(
 def test_the_library_reads_settings_through_the_helper_that_names_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from rlaudit.executor import progress_enabled
-    from rlaudit.worker_client import WorkerClient
+    from rlaudit.engine.client import WorkerClient
+    from rlaudit.engine.executor import progress_enabled
 
     monkeypatch.setenv("RLAUDIT_PROGRESS", "sometimes")
     with pytest.raises(InputError, match="RLAUDIT_PROGRESS='sometimes'"):
@@ -302,9 +303,9 @@ def test_the_memory_cap_is_named_beside_the_failures_it_causes() -> None:
 
 def test_a_cap_too_low_for_torch_names_the_cap(tmp_path: Path) -> None:
     pytest.importorskip("torch")
-    from rlaudit.subjects import parse_spec
-    from rlaudit.worker import ProbeError
-    from rlaudit.worker_client import WorkerClient
+    from rlaudit.engine.client import WorkerClient
+    from rlaudit.engine.subjects import parse_spec
+    from rlaudit.engine.worker import ProbeError
 
     subject = tmp_path / "torchy" / "subject.py"
     subject.parent.mkdir()
@@ -345,8 +346,8 @@ def test_a_worker_that_dies_while_loading_is_an_error_finding(
     """Not a note beside a fallback metric (the episodic return, not the declared score): every check that
     needs the metric reports the death as an ERROR."""
     from rlaudit import checks
-    from rlaudit.workbench import Workbench
-    from rlaudit.worker import ProbeError
+    from rlaudit.engine.workbench import Workbench
+    from rlaudit.engine.worker import ProbeError
 
     monkeypatch.setenv("RLAUDIT_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(checks, "REGISTRY", dict(checks.REGISTRY))  # the check below is this test's only
@@ -427,8 +428,8 @@ def test_a_subject_that_fails_to_load_is_an_error_not_missing_capabilities(
     """A load failure is not a subject without ``load_checkpoint``: the checkpoint checks report an ERROR."""
     from rlaudit.checkpointing import sources
     from rlaudit.checkpointing.loading import loading
-    from rlaudit.workbench import Workbench
-    from rlaudit.worker import ProbeError
+    from rlaudit.engine.workbench import Workbench
+    from rlaudit.engine.worker import ProbeError
 
     monkeypatch.setenv("RLAUDIT_CACHE", str(tmp_path / "cache"))
     with Workbench("builtin:reference", str(broken_subject), profile="smoke", jobs=1) as wb:

@@ -11,13 +11,14 @@ from pathlib import Path
 import pytest
 import toy_probes as tp
 
-from rlaudit import subjects, worker_client
-from rlaudit.cache import ArtifactStore
+from rlaudit.engine import client as worker_client
+from rlaudit.engine import subjects
+from rlaudit.engine.jobs import keep_workers, kept_workers
+from rlaudit.engine.store import ArtifactStore
+from rlaudit.engine.workbench import Pair, ProbeResult, Workbench
 from rlaudit.findings import Status
 from rlaudit.probe import bind_params, probe_info
-from rlaudit.probe_jobs import keep_workers, kept_workers
 from rlaudit.profiles import get_profile
-from rlaudit.workbench import Pair, ProbeResult, Workbench
 
 
 @pytest.fixture
@@ -292,7 +293,7 @@ def test_close_stops_every_worker(
 
 _KILLED_NOTEBOOK = """
 import sys
-from rlaudit.workbench import Workbench
+from rlaudit.engine.workbench import Workbench
 import toy_probes
 wb = Workbench(sys.argv[1], sys.argv[1], profile="smoke", jobs=1)
 wb.run_side("baseline", toy_probes.stall_midwrite, ready=sys.argv[2], release=sys.argv[3])

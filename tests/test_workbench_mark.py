@@ -12,7 +12,7 @@ from support import workers
 
 
 def _builds_a_workbench() -> None:
-    from rlaudit.workbench import Workbench
+    from rlaudit.engine.workbench import Workbench
 
     Workbench("builtin:reference", "builtin:regressed").close()
 
@@ -60,12 +60,12 @@ def test_a_fixture_that_starts_workers_marks_the_test_that_uses_it() -> None:
 
 
 def test_the_guard_records_worker_launches_only_while_watching() -> None:
-    launch = [sys.executable, "-c", "import sys  # rlaudit.worker stand-in"]
+    launch = [sys.executable, "-c", "import sys  # rlaudit.engine.worker stand-in"]
     workers.GUARD.watch()
     subprocess.run([sys.executable, "-c", "pass"], check=True)
     subprocess.run(launch, check=True)
     launched = workers.GUARD.stop()
-    assert len(launched) == 1 and "rlaudit.worker" in launched[0]
+    assert len(launched) == 1 and "rlaudit.engine.worker" in launched[0]
     subprocess.run(launch, check=True)  # not watching: not recorded
     assert workers.GUARD.stop() == []
     assert "STARTERS" in workers.explain("tests/x.py::test_y", launched)

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 import toy_probes as tp
 
-from rlaudit import worker_client
+from rlaudit.engine import client as worker_client
+from rlaudit.engine.client import WorkerClient
+from rlaudit.engine.subjects import parse_spec
+from rlaudit.engine.worker import ProbeError
 from rlaudit.probe import probe_import_root, probe_name
-from rlaudit.subjects import parse_spec
-from rlaudit.worker import ProbeError
-from rlaudit.worker_client import WorkerClient
 
 ROOT = probe_import_root(tp.echo)
 

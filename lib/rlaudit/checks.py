@@ -18,7 +18,7 @@ comparison, the same way for every check:
 1. gathers the evidence: ``probe`` run on both sides with ``params(wb, **kwargs)`` (with a progress bar), or
    ``needs(wb, **kwargs)`` for anything else (training runs, several probes);
 2. guards it: a side that lacks a capability gives SKIPPED naming it, a probe that failed gives ERROR with
-   its traceback (``guard(id, subsystem, hypothesis)`` on the evidence, as :class:`rlaudit.workbench.Pair`
+   its traceback (``guard(id, subsystem, hypothesis)`` on the evidence, as :class:`rlaudit.engine.workbench.Pair`
    has it);
 3. calls the body with a :class:`Check` (the declaration, the workbench, finding and section builders) and
    the evidence;
@@ -334,7 +334,7 @@ def _guard(evidence: Any, spec: CheckSpec, hypothesis: str) -> Finding | None:
 
 def run_probe(wb: Any, probe: Callable[..., Any], desc: str, **params: Any) -> Any:
     """``wb.run(probe, **params)`` on both sides, with a progress bar named ``desc`` (same cache entries)."""
-    from rlaudit.workbench import Pair
+    from rlaudit.engine.workbench import Pair
 
     run_each = getattr(wb, "run_each", None)
     if run_each is None:

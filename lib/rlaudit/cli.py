@@ -28,7 +28,7 @@ DEFAULT_CANDIDATE = "builtin:regressed"
 # verb -> "module:function"; the function takes the parsed args and returns an exit code.
 _HANDLERS = {
     "faults": "rlaudit.demo.faults:run_faults",
-    "train": "rlaudit.train:run_train",
+    "train": "rlaudit.engine.train:run_train",
     "bench": "rlaudit.bench:run_bench",
     "audit": "rlaudit.report:run_audit",
     "report": "rlaudit.report:run_report",
@@ -162,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     module_name, func_name = _HANDLERS[args.verb].split(":")
     handler = getattr(importlib.import_module(module_name), func_name)
     try:
-        from rlaudit.limits import export_cli_limits
+        from rlaudit.engine.limits import export_cli_limits
 
         export_cli_limits(args)  # probe limits reach notebooks and workers as RLAUDIT_* variables
         return int(handler(args) or 0)

@@ -414,7 +414,7 @@ def interactive() -> bool:
        jupyter_server does for JupyterLab and Notebook 7), or the launcher is JupyterLab/Notebook/Voila: True.
     5. Anything else: False.
     """
-    from rlaudit.validate import env_flag
+    from rlaudit.engine.validate import env_flag
 
     forced = env_flag("RLAUDIT_INTERACTIVE")  # a value other than 0/1 names the variable
     if forced is not None:

@@ -221,7 +221,7 @@ class Finding:
 
         Args:
             side: ``"baseline"``, ``"candidate"`` or ``"audit"`` (the audit itself raised).
-            error: A :class:`rlaudit.worker.ProbeError`-like object with ``kind``, ``message``,
+            error: A :class:`rlaudit.engine.worker.ProbeError`-like object with ``kind``, ``message``,
                 ``traceback`` and ``stderr_tail`` attributes, or any exception.
         """
         kind = getattr(error, "kind", type(error).__name__)
@@ -284,7 +284,7 @@ def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
 
 def save_findings(path: str | Path, findings: Iterable[Finding], meta: dict[str, Any] | None = None) -> Path:
     """Write findings as JSON (atomically): ``{"schema": 1, "meta": {...}, "findings": [...]}``."""
-    from rlaudit.io import atomic_write_text
+    from rlaudit.engine.io import atomic_write_text
 
     payload = {
         "schema": SCHEMA_VERSION,

@@ -234,7 +234,7 @@ def as_section(obj: Section | Finding | Iterable[Finding], title: str = "") -> S
 def _new_workbench(
     baseline: str, candidate: str, profile: str, fresh: bool, pair_file: str, metric: str = ""
 ) -> Any:
-    from rlaudit.workbench import Workbench
+    from rlaudit.engine.workbench import Workbench
 
     kwargs: dict[str, Any] = {
         "baseline": baseline,
@@ -334,7 +334,7 @@ class Session:
         quiet: bool = False,
         metric: str = "",
     ) -> None:
-        from rlaudit.paths import reports_dir
+        from rlaudit.engine.paths import reports_dir
         from rlaudit.profiles import get_profile
 
         if subsystem not in SUBSYSTEMS and subsystem != "summary":
@@ -368,7 +368,7 @@ class Session:
 
     @property
     def wb(self) -> Any:
-        """The :class:`rlaudit.workbench.Workbench` for this pair, created on first use."""
+        """The :class:`rlaudit.engine.workbench.Workbench` for this pair, created on first use."""
         if self._wb is None:
             started = time.perf_counter()
             self._wb = _new_workbench(

@@ -51,13 +51,13 @@ def probe(
     """Mark a function ``fn(ctx: ProbeContext, **params) -> dict`` as a probe.
 
     Args:
-        requires: Capability names (see :data:`rlaudit.subjects.CAPABILITIES`) the probe calls.
+        requires: Capability names (see :data:`rlaudit.engine.subjects.CAPABILITIES`) the probe calls.
         version: Output version; bump it when what the probe writes changes so stale artifacts are not reused.
 
     Raises:
         ValueError: An unknown capability name or a version below 1.
     """
-    from rlaudit.subjects import CAPABILITIES
+    from rlaudit.engine.subjects import CAPABILITIES
 
     if isinstance(requires, str):
         requires = (requires,)
@@ -184,13 +184,13 @@ class ProbeContext:
 
     def write_json(self, name: str, value: Any) -> Path:
         """Write ``value`` (numpy/tuples/NaN made JSON-safe) to ``out/<name>.json``, atomically."""
-        from rlaudit.io import atomic_write_json
+        from rlaudit.engine.io import atomic_write_json
 
         return atomic_write_json(self.path(_with_suffix(name, ".json")), value)
 
     def write_table(self, name: str, columns: Mapping[str, Any]) -> Path:
         """Write equal-length 1-D columns to ``out/<name>.parquet`` (or ``.npz`` without pyarrow)."""
-        from rlaudit.io import write_table
+        from rlaudit.engine.io import write_table
 
         return write_table(self.path(name), columns)
 
@@ -198,7 +198,7 @@ class ProbeContext:
         """Write named arrays to ``out/<name>.npz`` (uncompressed, no pickles), atomically."""
         import numpy as np
 
-        from rlaudit.io import atomic_path
+        from rlaudit.engine.io import atomic_path
 
         data = {**(arrays or {}), **more}
         with atomic_path(self.path(_with_suffix(name, ".npz"))) as tmp:
@@ -209,7 +209,7 @@ class ProbeContext:
         """``torch.save(obj)`` to ``out/<name>.pt``, atomically (torch is imported here, not before)."""
         import torch
 
-        from rlaudit.io import atomic_path
+        from rlaudit.engine.io import atomic_path
 
         target = self.path(_with_suffix(name, ".pt"))
         with atomic_path(target) as tmp:

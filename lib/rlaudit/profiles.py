@@ -24,7 +24,7 @@ class Profile:
         rollout_steps: Environment steps for fixed-policy rollouts (env, rewards, spaces, memory).
         timing_repeats: Repeats of each timing measurement (intervals need at least 3).
         probe_timeout: CPU-seconds a single probe call may use before it is killed and reported as ERROR
-            (:mod:`rlaudit.limits`: CPU time of the worker's process tree, scaled by the machine's
+            (:mod:`rlaudit.engine.limits`: CPU time of the worker's process tree, scaled by the machine's
             calibration, so a busy machine does not reach it sooner; ``--cpu-limit`` overrides it).
         attribution_budget: Training runs the summary may spend on attribution experiments.
         jobs: Default parallel jobs (worker processes) for training runs.

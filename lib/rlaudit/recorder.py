@@ -4,7 +4,7 @@ A config says what a trainer was *told* to do; the recorder writes down what it 
 optimizer, so a learning-rate schedule that sits in the config but is disabled in the code shows up as a flat
 ``lr`` column, and a loss that stopped sending gradient to a layer shows up as a zero ``grad_norm``.
 
-Tables (one file each under ``run_dir``, written with :func:`rlaudit.io.write_table`, so parquet or npz):
+Tables (one file each under ``run_dir``, written with :func:`rlaudit.engine.io.write_table`, so parquet or npz):
 
 =========  =====================================================================================
 scalars    step, name, value: whatever the trainer passed to :meth:`Recorder.log`
@@ -68,8 +68,8 @@ from typing import Any
 
 import numpy as np
 
-from rlaudit import heartbeat
-from rlaudit.io import atomic_write_text, write_table
+from rlaudit.engine import heartbeat
+from rlaudit.engine.io import atomic_write_text, write_table
 
 _TABLES = ("scalars", "episodes", "updates", "layers", "phases", "memory", "minibatches")
 
@@ -318,7 +318,7 @@ class Recorder:
         """One table as recorded so far, as equal-length numpy columns (what the file would hold).
 
         For code running in the subject's process, which may have no pandas (or one built for another NumPy):
-        read the tables here instead of with :func:`rlaudit.io.read_table`.
+        read the tables here instead of with :func:`rlaudit.engine.io.read_table`.
 
         Args:
             table: One of ``scalars``, ``episodes``, ``updates``, ``layers``, ``phases``, ``memory``,

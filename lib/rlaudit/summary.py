@@ -22,10 +22,10 @@ from rlaudit.attribution.figures import curves_plot, forest_plot, sps_waterfall
 from rlaudit.attribution.pair import attribute
 from rlaudit.attribution.ranking import Cause, attribution_findings, gap_label, overlap, owner, rank_causes
 from rlaudit.display import figure_png
+from rlaudit.engine.io import atomic_write_bytes, atomic_write_json
+from rlaudit.engine.workbench import Workbench
 from rlaudit.findings import SUBSYSTEMS, Finding, Status
-from rlaudit.io import atomic_write_bytes, atomic_write_json
 from rlaudit.notebook import Section
-from rlaudit.workbench import Workbench
 
 ATTRIBUTION_FILE = "attribution.json"
 

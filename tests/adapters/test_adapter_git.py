@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rlaudit.adapters import git as gitad
-from rlaudit.subjects import parse_spec
+from rlaudit.engine.subjects import parse_spec
 
 SUBJECT = """
 from helper import LR
@@ -125,7 +125,7 @@ def test_malformed_git_spec() -> None:
 def test_two_commits_run_side_by_side_in_workers(repo: Path, tmp_cache: Path, tmp_path: Path) -> None:
     """The same module names at two commits, loaded through the worker (each in its own process)."""
     from rlaudit.config import probes
-    from rlaudit.workbench import Workbench
+    from rlaudit.engine.workbench import Workbench
 
     with Workbench(baseline=f"git:{repo}@v1", candidate=f"git:{repo}@main", profile="smoke") as wb:
         assert wb.fingerprints["baseline"] != wb.fingerprints["candidate"]
@@ -137,7 +137,7 @@ def test_two_commits_run_side_by_side_in_workers(repo: Path, tmp_cache: Path, tm
 
 def test_bad_ref_fails_when_the_workbench_is_made(repo: Path, tmp_cache: Path) -> None:
     """The fingerprint resolves the ref, so a typo fails before any worker starts, with the clear message."""
-    from rlaudit.workbench import Workbench
+    from rlaudit.engine.workbench import Workbench
 
     with pytest.raises(ValueError, match=r"unknown ref 'nope'.*branches: dev, main"):
         Workbench(baseline=f"git:{repo}@v1", candidate=f"git:{repo}@nope", profile="smoke")

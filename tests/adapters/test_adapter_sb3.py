@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from rlaudit.adapters.sb3 import SB3SetupError, SB3Subject, read_setup
-from rlaudit.paths import home
-from rlaudit.subjects import capabilities
+from rlaudit.engine.paths import home
+from rlaudit.engine.subjects import capabilities
 
 EXAMPLES = home() / "data" / "examples" / "sb3"
 BASELINE = EXAMPLES / "ppo_cartpole.yaml"
@@ -237,7 +237,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[SB3Subj
 
 
 def test_runtime_learning_rate_decays_only_in_the_baseline(trained: dict) -> None:
-    from rlaudit.io import read_table
+    from rlaudit.engine.io import read_table
 
     lrs = {}
     for name, (_, _, run_dir) in trained.items():
@@ -250,7 +250,7 @@ def test_runtime_learning_rate_decays_only_in_the_baseline(trained: dict) -> Non
 
 
 def test_recorder_tables_tensorboard_and_scalars(trained: dict) -> None:
-    from rlaudit.io import read_table
+    from rlaudit.engine.io import read_table
 
     subject, cfg, run_dir = trained["baseline"]
     names = set(read_table(run_dir / "scalars")["name"])
@@ -285,7 +285,7 @@ def test_recorder_tables_tensorboard_and_scalars(trained: dict) -> None:
 def test_checkpoint_round_trip_without_unpickling(trained: dict) -> None:
     import torch
 
-    from rlaudit.safeload import load_checkpoint_safely
+    from rlaudit.engine.safeload import load_checkpoint_safely
 
     subject, cfg, run_dir = trained["baseline"]
     paths = subject.checkpoints(cfg, run_dir=run_dir)
@@ -310,7 +310,7 @@ def test_resume_continues_the_step_counter(trained: dict, tmp_path: Path) -> Non
     summary = subject.train(cfg, 64, 0, recorder, resume_from=paths[1])
     recorder.close()
     assert summary["steps"] == 64
-    from rlaudit.io import read_table
+    from rlaudit.engine.io import read_table
 
     updates = read_table(tmp_path / "resumed" / "updates")
     assert sorted(set(updates["lr"].round(12))) == pytest.approx(
@@ -335,7 +335,7 @@ def test_models_listed_in_the_setup_and_malicious_normalizer(tmp_path: Path, tra
     user = SB3Subject(setup)
     ucfg = user.config(overrides=TINY)
     assert user.checkpoints(ucfg) == [str(models / "ppo_final.zip")]
-    from rlaudit.safeload import UnsafeCheckpointError
+    from rlaudit.engine.safeload import UnsafeCheckpointError
 
     with pytest.raises(UnsafeCheckpointError, match=r"builtins\.exec.*trust=True"):
         user.load_checkpoint(ucfg, user.checkpoints(ucfg)[0])
@@ -347,7 +347,7 @@ def test_models_listed_in_the_setup_and_malicious_normalizer(tmp_path: Path, tra
 
 def test_config_audit_finds_the_regression(tmp_cache: Path) -> None:
     from rlaudit.config import audit
-    from rlaudit.workbench import Workbench
+    from rlaudit.engine.workbench import Workbench
 
     with Workbench(baseline=f"sb3:{BASELINE}", candidate=f"sb3:{REGRESSED}", profile="smoke") as wb:
         _pair, diff = audit.load_diff(wb)
@@ -363,7 +363,7 @@ def test_config_audit_finds_the_regression(tmp_cache: Path) -> None:
 
 def test_unknown_key_through_the_worker_is_a_clear_error(tmp_path: Path, tmp_cache: Path) -> None:
     from rlaudit.config import probes
-    from rlaudit.workbench import Workbench
+    from rlaudit.engine.workbench import Workbench
 
     bad = _write(tmp_path, BASELINE.read_text() + "n_step: 64\n")
     with Workbench(baseline=f"sb3:{BASELINE}", candidate=f"sb3:{bad}", profile="smoke") as wb:
@@ -373,7 +373,7 @@ def test_unknown_key_through_the_worker_is_a_clear_error(tmp_path: Path, tmp_cac
 
 
 def test_bad_sb3_specs() -> None:
-    from rlaudit.subjects import parse_spec
+    from rlaudit.engine.subjects import parse_spec
 
     with pytest.raises(FileNotFoundError, match=r"SB3 setup file 'nope\.yaml'"):
         parse_spec("sb3:nope.yaml")
@@ -494,9 +494,9 @@ def test_off_policy_setup_has_no_loss_capability(tmp_path: Path) -> None:
 
 def test_loss_audit_compares_sb3_loss_terms(tmp_path: Path, tmp_cache: Path) -> None:
     """The loss-terms audit runs on an SB3 pair (it used to be SKIPPED) and sees a changed coefficient."""
+    from rlaudit.engine.workbench import Workbench
     from rlaudit.findings import Status
     from rlaudit.loss import audit as loss_audit
-    from rlaudit.workbench import Workbench
 
     heavier_value = _write(tmp_path, BASELINE.read_text() + "vf_coef: 1.0\n", name="vf.yaml")
     with Workbench(baseline=f"sb3:{BASELINE}", candidate=f"sb3:{heavier_value}", profile="smoke") as wb:

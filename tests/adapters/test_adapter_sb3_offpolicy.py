@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from rlaudit.adapters.sb3 import SB3Subject
-from rlaudit.paths import home
+from rlaudit.engine.paths import home
 from rlaudit.recorder import NullRecorder, Recorder
 
 EXAMPLES = home() / "data" / "examples" / "sb3"

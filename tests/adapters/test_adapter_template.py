@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from rlaudit.adapters.template import run_new_subject, template_text, write_subject_template
-from rlaudit.paths import LIB_DIR
-from rlaudit.subjects import CAPABILITIES, capabilities
+from rlaudit.engine.paths import LIB_DIR
+from rlaudit.engine.subjects import CAPABILITIES, capabilities
 
 
 def _import(path: Path):

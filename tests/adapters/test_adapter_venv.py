@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from rlaudit.adapters.venv import MARKER, VenvBuildError, ensure_venv, interpreter_for
-from rlaudit.subjects import parse_spec
+from rlaudit.engine.subjects import parse_spec
 
 TORCH_PIN = f"torch=={torch.__version__.split('+')[0]}"
 
@@ -81,7 +81,7 @@ def test_reused_not_rebuilt(venv_python: Path, requirements: Path) -> None:
 
 
 def test_worker_runs_in_the_subject_environment(venv_python: Path, toy_subject: Path, tmp_path: Path) -> None:
-    from rlaudit.worker_client import WorkerClient
+    from rlaudit.engine.client import WorkerClient
 
     spec = parse_spec(str(toy_subject), python=str(venv_python))
     with WorkerClient(spec, tmp_path / "logs", timeout=300) as client:
@@ -92,7 +92,7 @@ def test_worker_runs_in_the_subject_environment(venv_python: Path, toy_subject: 
 
 
 def test_subject_failing_to_import_in_its_venv(venv_python: Path, tmp_path: Path) -> None:
-    from rlaudit.worker_client import WorkerClient
+    from rlaudit.engine.client import WorkerClient
 
     subject = tmp_path / "needs_more" / "subject.py"
     subject.parent.mkdir()
@@ -142,7 +142,7 @@ def test_pair_file_requirements_run_the_worker_in_the_built_venv(
     """End to end: a pair file names a requirements file; the baseline's probes run in the venv built from it."""
     import toy_probes as tp
 
-    from rlaudit.workbench import Workbench
+    from rlaudit.engine.workbench import Workbench
 
     (tmp_path / "envs").mkdir()
     requirements = tmp_path / "envs" / "requirements.txt"
@@ -174,8 +174,8 @@ def test_missing_requirements_file_is_that_subjects_error_only(
 ) -> None:
     import toy_probes as tp
 
+    from rlaudit.engine.workbench import Workbench
     from rlaudit.findings import Status
-    from rlaudit.workbench import Workbench
 
     pair = tmp_path / "pair.yaml"
     pair.write_text(
@@ -198,8 +198,8 @@ def test_failed_environment_is_kept_not_rebuilt_by_the_client(
     tmp_path: Path, toy_subject: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from rlaudit.adapters import venv as venv_module
-    from rlaudit.worker import ProbeError
-    from rlaudit.worker_client import WorkerClient
+    from rlaudit.engine.client import WorkerClient
+    from rlaudit.engine.worker import ProbeError
 
     attempts = []
 

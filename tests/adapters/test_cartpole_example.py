@@ -1,7 +1,7 @@
 """The worked CartPole example: two versions of one package (data/examples/cartpole/v1 and v2).
 
 The two versions have the same package and module names, so each is exercised in a process of its own (as
-rlaudit's workers do): a small script loads the subject through ``rlaudit.subjects``, trains a few updates
+rlaudit's workers do): a small script loads the subject through ``rlaudit.engine.subjects``, trains a few updates
 with the real Recorder and prints what it saw as JSON.
 """
 
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from rlaudit.paths import LIB_DIR, home
-from rlaudit.subjects import CAPABILITIES
+from rlaudit.engine.paths import LIB_DIR, home
+from rlaudit.engine.subjects import CAPABILITIES
 
 EXAMPLE = home() / "data" / "examples" / "cartpole"
 
@@ -25,9 +25,9 @@ import json, sys
 import numpy as np
 import torch
 torch.set_num_threads(1)
-from rlaudit.subjects import capabilities, load_subject, parse_spec
+from rlaudit.engine.subjects import capabilities, load_subject, parse_spec
 from rlaudit.recorder import Recorder
-from rlaudit.io import read_table
+from rlaudit.engine.io import read_table
 
 subject_path, run_dir = sys.argv[1], sys.argv[2]
 subject = load_subject(parse_spec(subject_path))
@@ -61,7 +61,7 @@ ckpts = subject.checkpoints(cfg, run_dir=run_dir)
 out["checkpoints"] = [p.rsplit("/", 1)[-1] for p in ckpts]
 loaded, extras = subject.load_checkpoint(cfg, ckpts[0])
 out["ckpt_step"] = extras["step"]
-from rlaudit.safeload import load_checkpoint_safely
+from rlaudit.engine.safeload import load_checkpoint_safely
 safe = load_checkpoint_safely(ckpts[0])
 out["ckpt_matches"] = all(torch.equal(v, safe.group("agent")[k]) for k, v in loaded.state_dict().items())
 rec2 = Recorder(run_dir + "-resumed", flush_seconds=0)
@@ -145,7 +145,7 @@ def test_same_package_names_in_both_versions() -> None:
 
 
 def test_pair_file_names_both_versions() -> None:
-    from rlaudit.subjects import load_pair_file
+    from rlaudit.engine.subjects import load_pair_file
 
     baseline, candidate = load_pair_file(EXAMPLE / "pair.yaml")
     assert baseline.target == str(EXAMPLE / "v1" / "subject.py") and baseline.label == "cartpole v1"
@@ -199,7 +199,7 @@ def test_the_regression_is_visible_through_the_capabilities(results: dict) -> No
 
 def test_config_audit_finds_the_typo_end_to_end(tmp_cache: Path) -> None:
     from rlaudit.config import audit
-    from rlaudit.workbench import Workbench
+    from rlaudit.engine.workbench import Workbench
 
     with Workbench(
         baseline=str(EXAMPLE / "v1" / "subject.py"),

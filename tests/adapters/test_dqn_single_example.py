@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rlaudit.paths import LIB_DIR, home
+from rlaudit.engine.paths import LIB_DIR, home
 
 EXAMPLE = home() / "data" / "examples" / "dqn_single"
 
@@ -22,7 +22,7 @@ import json, sys
 import numpy as np
 import torch
 torch.set_num_threads(1)
-from rlaudit.subjects import load_subject, parse_spec
+from rlaudit.engine.subjects import load_subject, parse_spec
 
 subject = load_subject(parse_spec(sys.argv[1]))
 run_dir = sys.argv[2]

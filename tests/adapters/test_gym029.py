@@ -21,15 +21,15 @@ import pytest
 import torch
 
 from rlaudit.adapters.venv import interpreter_for
-from rlaudit.paths import home
-from rlaudit.subjects import load_pair_file
+from rlaudit.engine.paths import home
+from rlaudit.engine.subjects import load_pair_file
 
 PAIR = home() / "data" / "examples" / "pendulum" / "pair.yaml"
 
 
 @pytest.fixture(scope="module")
 def workbench(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    from rlaudit.workbench import Workbench
+    from rlaudit.engine.workbench import Workbench
 
     cache = tmp_path_factory.mktemp("gym029-cache")
     with pytest.MonkeyPatch.context() as mp:

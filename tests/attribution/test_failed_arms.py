@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
-from rlaudit.cache import ProbeResult
-from rlaudit.worker import ProbeError
+from rlaudit.engine.store import ProbeResult
+from rlaudit.engine.worker import ProbeError
 from support.attribution import REGRESSED_LIKE, SimSearch, fixes
 
 

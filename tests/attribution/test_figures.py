@@ -16,8 +16,8 @@ from rlaudit.attribution.figures import (
     sps_waterfall,
     wrap,
 )
-from rlaudit.cache import ProbeResult
 from rlaudit.display import figure_png
+from rlaudit.engine.store import ProbeResult
 from rlaudit.metrics import Metric
 from support.runs import fake_run
 

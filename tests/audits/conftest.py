@@ -27,7 +27,7 @@ def audit_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture
 def make_wb(audit_cache: str) -> Iterator[Callable[..., object]]:
     """``make_wb(candidate, baseline="builtin:reference")`` -> a smoke-profile Workbench, closed after the test."""
-    from rlaudit.workbench import Workbench
+    from rlaudit.engine.workbench import Workbench
 
     opened: list[Workbench] = []
 
@@ -45,7 +45,7 @@ def make_wb(audit_cache: str) -> Iterator[Callable[..., object]]:
 def bench(audit_cache: str) -> Iterator[Callable[[object], object]]:
     """``bench(candidate)`` -> a smoke Workbench against builtin:reference, shared by one test module's tests
     (its workers start once per candidate)."""
-    from rlaudit.workbench import Workbench
+    from rlaudit.engine.workbench import Workbench
 
     opened: dict[object, Workbench] = {}
 

@@ -325,7 +325,7 @@ def test_selection_that_could_not_test_the_digit_boundary_never_clears() -> None
 def test_an_aa_pair_with_the_other_core_busy_raises_no_flag(audit_cache: str, flagged, describe) -> None:
     """Resume continuity compares recorded scalars: timing metrics (SPS, seconds) must never count."""
     from rlaudit import checkpointing
-    from rlaudit.workbench import Workbench
+    from rlaudit.engine.workbench import Workbench
     from support.load import aa_spec, busy_core
 
     with busy_core(), Workbench("builtin:reference", aa_spec("checkpointing"), profile="smoke") as wb:

@@ -11,7 +11,7 @@ import pytest
 
 from rlaudit.curriculum import audit, common, cost, overhead, probes, sampling
 from rlaudit.demo.faults import CATALOG
-from rlaudit.io import read_table
+from rlaudit.engine.io import read_table
 from rlaudit.probe import ProbeContext
 from rlaudit.stats import Interval
 from support.invariants import SUBJECTS_WITHOUT_AN_ENVIRONMENT, audited_without_an_environment

@@ -237,8 +237,8 @@ def test_the_rollout_of_a_reward_scaling_wrapper_reads_as_transformed(tmp_path: 
 
     from gymnasium.wrappers import TransformReward
 
+    from rlaudit.engine.io import read_table
     from rlaudit.env import probes
-    from rlaudit.io import read_table
 
     subject = SimpleNamespace(
         config=lambda: {}, make_env=lambda config, seed: TransformReward(Countdown(3), lambda r: 0.1 * r)
@@ -373,8 +373,8 @@ def test_bootstrap_diff_and_ratio_of_ratios_reproduce_with_a_seed() -> None:
 def reference_rollout(tmp_path: Any, seed: int, policy: str) -> pd.DataFrame:
     """The shared rollout probe, in this process, on builtin:reference."""
     from rlaudit.demo.subject import load
+    from rlaudit.engine.io import read_table
     from rlaudit.env import probes
-    from rlaudit.io import read_table
 
     out = tmp_path / f"{seed}-{policy}"
     ctx = probe_context(load("reference"), out, ("config", "make_env"), spec="builtin:reference")

@@ -143,8 +143,8 @@ def test_reference_against_itself_is_quiet_over_several_seeds(
     audit_cache: str, flagged, describe, seeds: int
 ) -> None:
     from rlaudit import init
+    from rlaudit.engine.workbench import Workbench
     from rlaudit.profiles import get_profile
-    from rlaudit.workbench import Workbench
 
     profile = get_profile("smoke").replace(seeds=seeds)
     with Workbench("builtin:reference", "builtin:reference", profile=profile) as wb:
@@ -167,10 +167,10 @@ def test_policy_outputs_missing_on_both_sides_name_both(tmp_path) -> None:
     named the baseline only, as if the candidate had them)."""
     import json
 
-    from rlaudit.cache import ProbeResult
     from rlaudit.checks import Check, Missing
+    from rlaudit.engine.store import ProbeResult
+    from rlaudit.engine.workbench import Pair
     from rlaudit.init.audit import policy_at_init
-    from rlaudit.workbench import Pair
 
     results = []
     for side in ("baseline", "candidate"):

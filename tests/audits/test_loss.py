@@ -587,7 +587,7 @@ def test_the_rollout_batch_is_collected_from_a_plain_env(tmp_path: Path) -> None
     wrote no gradients and ``loss/gradient-flow`` raised FileNotFoundError reading them."""
     import gymnasium as gym
 
-    from rlaudit.io import read_table
+    from rlaudit.engine.io import read_table
     from rlaudit.loss.probes import rollout_loss
     from support.probing import probe_context
 
@@ -600,7 +600,7 @@ def test_the_rollout_batch_is_collected_from_a_plain_env(tmp_path: Path) -> None
 
 
 def test_a_dict_observation_space_says_the_rollout_batch_is_unsupported(tmp_path: Path) -> None:
-    from rlaudit.io import table_path
+    from rlaudit.engine.io import table_path
     from rlaudit.loss.probes import rollout_loss
     from support.probing import probe_context
 
@@ -611,9 +611,9 @@ def test_a_dict_observation_space_says_the_rollout_batch_is_unsupported(tmp_path
 
 
 def test_a_rollout_batch_that_was_not_measured_is_named_not_read() -> None:
-    from rlaudit.cache import ProbeResult
+    from rlaudit.engine.store import ProbeResult
+    from rlaudit.engine.workbench import Pair
     from rlaudit.loss.gradients import _rollout_unmeasured
-    from rlaudit.workbench import Pair
 
     def result(side: str, **summary: Any) -> ProbeResult:
         return ProbeResult(side, "s", "rlaudit.loss.probes:rollout_loss", {}, True, result=summary)
@@ -631,7 +631,7 @@ def test_a_rollout_batch_that_was_not_measured_is_named_not_read() -> None:
 def test_a_dict_observation_space_gets_no_shared_batch_and_says_why(tmp_path: Path) -> None:
     """The shared batch is an array of observations drawn for the snapshot's ``obs_shape``: fed to a policy
     built for a Dict space it raised in the subject's loss (loss/terms and loss/gradient-flow were ERROR)."""
-    from rlaudit.cache import ProbeResult
+    from rlaudit.engine.store import ProbeResult
     from rlaudit.loss.probes import policy_snapshot
     from rlaudit.loss.terms import shared_batch
     from support.probing import probe_context
@@ -644,7 +644,7 @@ def test_a_dict_observation_space_gets_no_shared_batch_and_says_why(tmp_path: Pa
         """Answers the snapshot probe with the Dict subject's result on both sides."""
 
         def run(self, probe: Any, **params: Any) -> Any:
-            from rlaudit.workbench import Pair
+            from rlaudit.engine.workbench import Pair
 
             assert probe is policy_snapshot, "nothing past the snapshot may run on a Dict observation space"
             return Pair(

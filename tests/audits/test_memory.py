@@ -12,10 +12,10 @@ import pytest
 from gymnasium import spaces
 
 from rlaudit.demo.faults import CATALOG
-from rlaudit.io import read_table
+from rlaudit.engine.io import read_table
+from rlaudit.engine.subjects import parse_spec
 from rlaudit.memory import audit, probes
 from rlaudit.stats import Interval
-from rlaudit.subjects import parse_spec
 from support.probing import probe_context
 
 MEMORY_FAULTS = sorted(f.id for f in CATALOG.values() if f.subsystem == "memory")

@@ -293,7 +293,7 @@ def _clipped_run(tmp: Path, seed: int, pre: list[float], post: list[float]) -> A
         "grad_norm_clipped": post,
     }
     run = fake_run(tmp, seed=seed, config={"trainer": {"max_grad_norm": 0.5}})
-    from rlaudit.io import write_table
+    from rlaudit.engine.io import write_table
 
     write_table(run.run_dir / "updates", updates)
     return run

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from rlaudit.demo.faults import CATALOG
+from rlaudit.engine.subjects import parse_spec
 from rlaudit.seeding import audit, power, probes, replica
-from rlaudit.subjects import parse_spec
 from support.probing import probe_context
 
 SEEDING_FAULTS = sorted(f.id for f in CATALOG.values() if f.subsystem == "seeding")
@@ -59,7 +59,7 @@ def toy_ctx(tmp_path: Path, name: str, hash_salt: bool) -> Any:
     path = directory / "subject.py"
     path.write_text(TOY_SUBJECT.format(hash_salt=hash_salt))
     spec = parse_spec(str(path))
-    from rlaudit.subjects import load_subject
+    from rlaudit.engine.subjects import load_subject
 
     subject = load_subject(spec)
     return probe_context(subject, tmp_path / f"{name}-out", {"config", "make_env"}, spec=spec.text)

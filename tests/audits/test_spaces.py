@@ -258,8 +258,8 @@ def test_an_observation_far_outside_its_box_is_flagged_with_feature_and_range(
 
 
 def test_forward_timing_stays_quiet_on_an_aa_pair_with_a_busy_core(audit_cache, describe) -> None:
+    from rlaudit.engine.workbench import Workbench
     from rlaudit.spaces import cost
-    from rlaudit.workbench import Workbench
 
     # fresh: every timing round is measured now, while the busy loop competes for the cores
     wb = Workbench("builtin:reference", aa_spec("spaces-timing"), profile="smoke", fresh=True)

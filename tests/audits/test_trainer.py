@@ -312,7 +312,7 @@ def test_minibatch_check_flags_the_candidate_and_skips_a_trainer_that_does_not_r
 
 
 def test_the_recorder_keeps_the_minibatches_of_the_first_updates(tmp_path: Path) -> None:
-    from rlaudit.io import read_table
+    from rlaudit.engine.io import read_table
 
     rec = Recorder(tmp_path)
     for update in range(MINIBATCH_UPDATES + 2):

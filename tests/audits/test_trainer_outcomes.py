@@ -11,17 +11,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rlaudit.engine.workbench import Pair, ProbeError, ProbeResult
 from rlaudit.findings import Severity, Status
 from rlaudit.recorder import Recorder
 from rlaudit.trainer import learning as tl
 from rlaudit.trainer import outcomes as to
 from rlaudit.trainer.runs import RunData, TrainingRuns
-from rlaudit.workbench import Pair, ProbeError, ProbeResult
 from support.runs import bench, evidence, fake_run
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TRACEBACK = """Traceback (most recent call last):
-  File "/repo/lib/rlaudit/worker.py", line 210, in _call
+  File "/repo/lib/rlaudit/engine/worker.py", line 210, in _call
     result = fn(ctx, **params)
   File "/repo/lib/rlaudit/trainer/probes.py", line 120, in train_run
     summary = ctx.subject.train(config, steps, seed, recorder, **kwargs)
@@ -255,8 +255,8 @@ def test_a_metric_reported_as_nan_is_divergence_and_one_never_reported_is_skippe
 @pytest.fixture
 def tiny_wb(audit_cache: str):
     """``tiny_wb(candidate)``: the minimal fixture subject against ``candidate``, on very short runs."""
+    from rlaudit.engine.workbench import Workbench
     from rlaudit.profiles import get_profile
-    from rlaudit.workbench import Workbench
 
     opened = []
     profile = get_profile("smoke").replace(train_steps=512, short_train_steps=512, seeds=2)

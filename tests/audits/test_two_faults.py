@@ -14,7 +14,7 @@ import random
 
 import pytest
 
-from rlaudit import audits
+from rlaudit import rooms as audits
 from rlaudit.attribution.pair import attribute
 from rlaudit.attribution.ranking import rank_causes
 from rlaudit.demo.faults import CATALOG

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from rlaudit.cache import subject_fingerprint
 from rlaudit.changes import changeset as csm
 from rlaudit.changes import hybrids
 from rlaudit.changes.hunks import Hunk
 from rlaudit.changes.trees import Tree, list_files, read_file
-from rlaudit.subjects import parse_spec
+from rlaudit.engine.store import subject_fingerprint
+from rlaudit.engine.subjects import parse_spec
 from support import changes as sc
 
 

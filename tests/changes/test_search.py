@@ -13,14 +13,14 @@ import pytest
 
 from rlaudit.attribution.pair import attribute
 from rlaudit.attribution.suspects import COMPOSERS, Suspect, compose, compose_injection
-from rlaudit.cache import subject_fingerprint
 from rlaudit.changes import changeset as csm
 from rlaudit.changes import report, search
 from rlaudit.changes.arms import Targets
 from rlaudit.changes.culprit import ChangeSearch
 from rlaudit.changes.priors import map_all
+from rlaudit.engine.store import subject_fingerprint
+from rlaudit.engine.workbench import Workbench
 from rlaudit.profiles import get_profile
-from rlaudit.workbench import Workbench
 from support import changes as sc
 
 TINY = dataclasses.replace(get_profile("smoke"), seeds=3, train_steps=30_000, attribution_budget=40)

@@ -13,7 +13,7 @@ import torch
 
 from rlaudit.demo import ppo
 from rlaudit.demo.config import DemoConfig
-from rlaudit.io import read_table
+from rlaudit.engine.io import read_table
 from rlaudit.recorder import Recorder
 
 GAMMA, LAM = 0.9, 0.8

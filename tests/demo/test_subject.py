@@ -177,7 +177,7 @@ def test_adam_eps_fault_falls_back_to_torch_default_at_runtime():
 
 
 def test_config_keys_cover_every_key_of_the_config():
-    from rlaudit.compare import classify_key, flatten
+    from rlaudit.flatdiff import classify_key, flatten
 
     keys = flatten(load("reference").config())
     rules = load("reference").config_keys()

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from rlaudit.paths import home
+from rlaudit.engine.paths import home
 
 EXAMPLE = home() / "data" / "examples" / "tinyrl"
 

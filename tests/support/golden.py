@@ -51,8 +51,8 @@ def audit_pair(baseline: str, candidate: str) -> list[list[str]]:
 
 def audit_findings(baseline: str, candidate: str) -> list[Any]:
     """Every finding of every audit on one pair at the smoke profile (in this process's cache)."""
-    from rlaudit.audits import run_audits
-    from rlaudit.workbench import Workbench
+    from rlaudit.engine.workbench import Workbench
+    from rlaudit.rooms import run_audits
 
     wb = Workbench(baseline, candidate, profile="smoke")
     try:

@@ -16,7 +16,7 @@ from typing import Any
 
 def aa_spec(tag: str = "1") -> Any:
     """``builtin:reference`` under another fingerprint (an extra environment variable nothing reads)."""
-    from rlaudit.subjects import parse_spec
+    from rlaudit.engine.subjects import parse_spec
 
     return parse_spec("builtin:reference", env={"RLAUDIT_AA_REPLICA": tag})
 

@@ -37,9 +37,9 @@ class Placement:
 def place(fault: str, profile: str) -> Placement:
     """Run every audit on ``builtin:reference`` vs ``builtin:reference+<fault>`` and place the fault."""
     from rlaudit.attribution.ranking import rank_causes
-    from rlaudit.audits import run_audits
     from rlaudit.demo.faults import CATALOG
-    from rlaudit.workbench import Workbench
+    from rlaudit.engine.workbench import Workbench
+    from rlaudit.rooms import run_audits
 
     wb = Workbench("builtin:reference", f"builtin:reference+{fault}", profile=profile)
     try:

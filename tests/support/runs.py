@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from rlaudit.io import write_table
+from rlaudit.engine.io import write_table
 from rlaudit.metrics import Metric
 from rlaudit.trainer.runs import RunData, TrainingRuns
 

@@ -55,7 +55,7 @@ STARTERS = frozenset(
 )
 # Command-line fragments of the processes a worker-free test must not start (see Guard).
 LAUNCHES = (
-    "rlaudit.worker",
+    "rlaudit.engine.worker",
     "rlaudit.report.lanes",
     "papermill",
     "ipykernel",

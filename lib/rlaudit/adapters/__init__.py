@@ -10,7 +10,7 @@
 ``template``       ``rlaudit new-subject DIR``
 =================  ==========================================================================================
 
-Loaders for the spec schemes are registered in :data:`rlaudit.subjects.ADAPTERS` by name
+Loaders for the spec schemes are registered in :data:`rlaudit.engine.subjects.ADAPTERS` by name
 (``"rlaudit.adapters.git:load"``, ``"rlaudit.adapters.sb3:load"``), so importing this package does nothing.
 This module holds the one helper the adapters share: an inter-process file lock.
 """

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rlaudit.gitcli import failure, have_git, run_git
+from rlaudit.engine.git import failure, have_git, run_git
 
 GIT_TIMEOUT = 120.0  # seconds per git command (a worktree checkout of a large repo takes a while)
 
@@ -66,7 +66,7 @@ def _git(repo: Path | str, *args: str, check: bool = True) -> subprocess.Complet
 def _spec_fields(spec: Any) -> tuple[str, str, str]:
     """(repo, ref, path) from a SubjectSpec (or anything with target/ref/path) or a spec string."""
     if isinstance(spec, str):
-        from rlaudit.subjects import parse_spec
+        from rlaudit.engine.subjects import parse_spec
 
         spec = parse_spec(spec)
     if getattr(spec, "scheme", "git") != "git":
@@ -145,7 +145,7 @@ def repo_hash(repo: Path) -> str:
 
 
 def worktrees_dir() -> Path:
-    from rlaudit.paths import cache_dir
+    from rlaudit.engine.paths import cache_dir
 
     return cache_dir() / "worktrees"
 
@@ -154,7 +154,7 @@ def resolve(spec: Any) -> GitCheckout:
     """Check a git spec against the repository without changing anything on disk.
 
     Args:
-        spec: A :class:`rlaudit.subjects.SubjectSpec` with scheme ``git``, or the spec string.
+        spec: A :class:`rlaudit.engine.subjects.SubjectSpec` with scheme ``git``, or the spec string.
 
     Raises:
         GitSubjectError: Not a git repository, unknown ref, or no subject file at that ref (with what
@@ -235,12 +235,12 @@ def ensure_worktree(spec: Any) -> GitCheckout:
 
 
 def load(spec: Any) -> object:
-    """Loader for :data:`rlaudit.subjects.ADAPTERS` (runs in the worker): the subject module at the commit.
+    """Loader for :data:`rlaudit.engine.subjects.ADAPTERS` (runs in the worker): the subject module at the commit.
 
     The worker's working directory becomes the subject file's directory inside the worktree (unless the spec
     names a ``cwd``), the way a path spec runs in its own directory.
     """
-    from rlaudit.subjects import load_subject, parse_spec
+    from rlaudit.engine.subjects import load_subject, parse_spec
 
     checkout = ensure_worktree(spec)
     subject_file = checkout.subject_file

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rlaudit.paths import PACKAGE_DIR
+from rlaudit.engine.paths import PACKAGE_DIR
 
 TEMPLATE_PATH = PACKAGE_DIR / "templates" / "subject_template.py"
 

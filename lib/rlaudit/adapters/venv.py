@@ -4,7 +4,7 @@ Baseline and candidate may need different library versions (the regression may *
 :func:`ensure_venv` builds ``cache_dir()/venvs/<key>`` with ``python -m venv`` and ``pip install -r`` once per
 (requirements content, interpreter) and returns its ``python``; the worker then runs the subject under it.
 A subject asks for one with ``requirements:`` (and optionally ``system_site_packages:``) in its pair-file
-entry (:class:`rlaudit.subjects.SubjectSpec`); :func:`interpreter_for` is where the worker's interpreter is
+entry (:class:`rlaudit.engine.subjects.SubjectSpec`); :func:`interpreter_for` is where the worker's interpreter is
 chosen from a spec.
 
 rlaudit itself is not installed into these environments: the worker reaches it through ``PYTHONPATH``. What the
@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from rlaudit.subjects import SubjectSpec
+    from rlaudit.engine.subjects import SubjectSpec
 
 PROBE_MODULES = ("numpy", "torch", "gymnasium")
 """What the rlaudit worker imports inside a subject's environment."""
@@ -122,7 +122,7 @@ def venv_key(
 
 
 def venvs_dir() -> Path:
-    from rlaudit.paths import cache_dir
+    from rlaudit.engine.paths import cache_dir
 
     return cache_dir() / "venvs"
 
@@ -273,7 +273,7 @@ def interpreter_for(spec: SubjectSpec | Any) -> str:
     interpreter), with ``spec.system_site_packages``. Otherwise ``spec.python``, or the current interpreter.
 
     Args:
-        spec: A :class:`rlaudit.subjects.SubjectSpec` (any object with ``python`` and optionally
+        spec: A :class:`rlaudit.engine.subjects.SubjectSpec` (any object with ``python`` and optionally
             ``requirements`` and ``system_site_packages`` attributes).
 
     Returns:

@@ -13,10 +13,10 @@ from rlaudit import stats
 from rlaudit.agents import trees as tr
 from rlaudit.agents.common import NETWORK, seeds_for, tree_pair
 from rlaudit.checks import Check, check
+from rlaudit.engine.workbench import SIDES, Pair
 from rlaudit.evidence import fmt, judge_ratio, pct, ratio
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.notebook import Section
-from rlaudit.workbench import SIDES, Pair
 
 DEAD_JUMP = 0.10
 """A layer's fraction of dead (or saturated) units differing by at least this much between the sides is

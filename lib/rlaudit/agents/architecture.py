@@ -11,9 +11,9 @@ from rlaudit.agents import trees as tr
 from rlaudit.agents.align import block_summary
 from rlaudit.agents.common import NETWORK, tree_pair
 from rlaudit.checks import Check, check
+from rlaudit.engine.workbench import Pair
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.notebook import Section
-from rlaudit.workbench import Pair
 
 # Findings a check makes beside its main one, declared once: id, hypothesis and the remedy.
 IO_FOLLOWS_SPACES = {

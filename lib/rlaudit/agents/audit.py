@@ -27,8 +27,8 @@ from rlaudit.agents.architecture import IO_FOLLOWS_SPACES, RENAMED, architecture
 from rlaudit.agents.common import NETWORK, network_params, seeds_for
 from rlaudit.agents.execution import IO_SIZES, REPEATED_CALLS, TRUNK, execution
 from rlaudit.checks import run_checks
+from rlaudit.engine.workbench import Workbench
 from rlaudit.notebook import Section
-from rlaudit.workbench import Workbench
 
 __all__ = [
     "ACTIVATION_SCALE", "CHECKS", "DEAD_JUMP", "DEAD_UNITS", "IO_FOLLOWS_SPACES", "IO_SIZES", "NETWORK", "RENAMED",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from rlaudit.agents import probes
-from rlaudit.workbench import Pair, Workbench
+from rlaudit.engine.workbench import Pair, Workbench
 
 __all__ = ["NETWORK", "network_params", "seeds_for", "tree_pair"]
 

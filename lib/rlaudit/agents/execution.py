@@ -9,9 +9,9 @@ from typing import Any
 from rlaudit.agents import trees as tr
 from rlaudit.agents.common import NETWORK, tree_pair
 from rlaudit.checks import Check, check
+from rlaudit.engine.workbench import Pair
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.notebook import Section
-from rlaudit.workbench import Pair
 
 # Findings the check makes beside its main one, declared once: id, hypothesis and the remedy.
 IO_SIZES = {

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rlaudit.engine.subjects import SubjectSpec
+from rlaudit.engine.workbench import ProbeResult
 from rlaudit.metrics import DEFAULT as DEFAULT_PRIMARY
 from rlaudit.metrics import Metric
-from rlaudit.subjects import SubjectSpec
 from rlaudit.trainer.runs import RunData
-from rlaudit.workbench import ProbeResult
 
 if TYPE_CHECKING:
     from rlaudit.attribution.suspects import Suspect

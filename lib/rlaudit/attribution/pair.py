@@ -12,9 +12,9 @@ from typing import Any
 from rlaudit.attribution.arms import DEFAULT_DELTA, Attribution
 from rlaudit.attribution.search import Search
 from rlaudit.attribution.suspects import gather_suspects
+from rlaudit.engine.workbench import Workbench
 from rlaudit.findings import SUBSYSTEMS, Finding
 from rlaudit.metrics import Metric
-from rlaudit.workbench import Workbench
 
 
 def attribute(
@@ -53,7 +53,7 @@ def attribute(
 
 def bench_attribution(quick: bool = False) -> list[dict[str, Any]]:
     """The search on the built-in pair next to the full one-factor sweep: runs used and the top causes."""
-    from rlaudit import audits
+    from rlaudit import rooms as audits
 
     profile = "smoke" if quick else "standard"
     with Workbench("builtin:reference", "builtin:regressed", profile=profile) as wb:

@@ -61,12 +61,12 @@ from rlaudit.attribution.arms import (
 )
 from rlaudit.attribution.ranking import _SEVERITY_WEIGHT, _STATUS_WEIGHT
 from rlaudit.attribution.suspects import Suspect, compose, compose_injection
+from rlaudit.engine.workbench import ProbeResult, Workbench
 from rlaudit.findings import Severity, Status
 from rlaudit.metrics import DEFAULT as DEFAULT_PRIMARY
 from rlaudit.metrics import Metric, parse_override
 from rlaudit.trainer.probes import train_run
 from rlaudit.trainer.runs import RunData, run_params
-from rlaudit.workbench import ProbeResult, Workbench
 
 SETTLE_MARGIN = 0.1
 """A gap is worth more seeds only when its estimate exceeds this share of the baseline's mean (the learning

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from rlaudit.attribution.ranking import audit_priors, evidence_order
+from rlaudit.engine.subjects import SubjectSpec
+from rlaudit.engine.workbench import Workbench
 from rlaudit.findings import Finding
-from rlaudit.subjects import SubjectSpec
-from rlaudit.workbench import Workbench
 
 
 @dataclass(frozen=True)
@@ -166,7 +166,7 @@ def builtin_fix_suspects(
 def variant_suspects(variants: str, priors: dict[str, float]) -> list[Suspect]:
     """Named variant subjects from a parameter string: ``"name=spec, spec2"`` (a name may carry its
     subsystem as ``name@subsystem=spec``)."""
-    from rlaudit.validate import parse_variants
+    from rlaudit.engine.validate import parse_variants
 
     # The same strict parser `rlaudit report` checks --variants with before any notebook runs.
     return [
@@ -247,7 +247,7 @@ def compose(candidate: SubjectSpec, suspects: Sequence[Suspect]) -> tuple[str | 
         ValueError: A named variant combined with anything else (variants are whole subjects), or a
             suspect whose source changes the subject but has no composer registered.
     """
-    from rlaudit.subjects import parse_spec
+    from rlaudit.engine.subjects import parse_spec
 
     variants = [s for s in suspects if not s.composable]
     if variants:
@@ -283,7 +283,7 @@ def compose_injection(baseline: SubjectSpec, suspect: Suspect) -> tuple[str | Su
 def _respec(spec: SubjectSpec, text: str) -> SubjectSpec:
     """``spec`` with its spec string changed (built-in faults added or removed), run the same way: same
     interpreter, environment, working directory and requirements."""
-    from rlaudit.subjects import parse_spec
+    from rlaudit.engine.subjects import parse_spec
 
     return parse_spec(text).replace(
         python=spec.python,

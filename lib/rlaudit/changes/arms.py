@@ -70,7 +70,7 @@ class Targets:
 
     def commit(self, sha: str) -> Any:
         """The checkout of commit ``sha`` as a ``git:`` spec, run like the candidate."""
-        from rlaudit.subjects import parse_spec
+        from rlaudit.engine.subjects import parse_spec
 
         c = self.cs.candidate
         path = f"{c.prefix}/{c.subject}" if c.prefix else c.subject

@@ -19,7 +19,7 @@ Each hunk is then mapped (:func:`~rlaudit.changes.scopes.annotate`, and in :mod:
 :func:`~rlaudit.changes.priors.prioritize`):
 
 - to the innermost function or class enclosing its changed lines, with :mod:`ast` on both sides;
-- to a subsystem by the names of its file, class and function (:func:`rlaudit.compare.classify_key`'s rules),
+- to a subsystem by the names of its file, class and function (:func:`rlaudit.flatdiff.classify_key`'s rules),
   by the subject's ``config_keys()`` when it changes a key's default, and by which probes executed its function
   (:mod:`rlaudit.changes.trace`);
 - to a prior (the audits' evidence against its subsystems), which orders the search and never decides.
@@ -49,7 +49,7 @@ from rlaudit.changes.trees import (
     list_files,
     read_file,
 )
-from rlaudit.gitcli import run_git
+from rlaudit.engine.git import run_git
 
 # ------------------------------------------------------------------------------------------------------------
 # Change sets
@@ -222,13 +222,13 @@ def plan(baseline: Any, candidate: Any) -> tuple[Tree, Tree, str] | str:
     """The two trees to compare for a pair of subject specs, or why the pair has no change set.
 
     Args:
-        baseline, candidate: :class:`rlaudit.subjects.SubjectSpec` (or spec strings).
+        baseline, candidate: :class:`rlaudit.engine.subjects.SubjectSpec` (or spec strings).
 
     Returns:
         ``(baseline tree, candidate tree, kind)``, or a sentence saying why there is nothing to search (a
         built-in subject, two unrelated projects, two repositories).
     """
-    from rlaudit.subjects import SubjectSpec, parse_spec
+    from rlaudit.engine.subjects import SubjectSpec, parse_spec
 
     specs = [s if isinstance(s, SubjectSpec) else parse_spec(s) for s in (baseline, candidate)]
     schemes = {s.scheme for s in specs}

@@ -6,7 +6,7 @@ subject file inside it, with the interpreter, environment and requirements of th
 Its key is a content address (the base tree's identity and the hunks' contents), so asking twice for the
 same hybrid reuses the directory, and a changed hunk gives a new one. The directory is its own small git
 repository with one commit made at a fixed date by a fixed author, so the cache fingerprints it exactly like a
-checkout (:func:`rlaudit.cache.subject_fingerprint`: commit plus diff), and the same content always gets the
+checkout (:func:`rlaudit.engine.store.subject_fingerprint`: commit plus diff), and the same content always gets the
 same fingerprint.
 
 A hybrid that cannot be built is *unresolved* (as in delta debugging), never an error: a hunk whose context is
@@ -71,13 +71,13 @@ class Hybrid:
         return not self.unresolved
 
     def spec(self, like: Any = None, label: str = "") -> Any:
-        """The hybrid as a :class:`rlaudit.subjects.SubjectSpec`, run like ``like`` (its interpreter,
+        """The hybrid as a :class:`rlaudit.engine.subjects.SubjectSpec`, run like ``like`` (its interpreter,
         requirements and environment; its working directory only if it lies outside the base tree).
 
         Raises:
             ValueError: The hybrid is unresolved (there is nothing to run).
         """
-        from rlaudit.subjects import parse_spec
+        from rlaudit.engine.subjects import parse_spec
 
         if self.subject_file is None:
             raise ValueError(
@@ -116,7 +116,7 @@ def _inside(path: str, root: str) -> bool:
 
 
 def hybrids_dir() -> Path:
-    from rlaudit.paths import cache_dir
+    from rlaudit.engine.paths import cache_dir
 
     return cache_dir() / "hybrids"
 

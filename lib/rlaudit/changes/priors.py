@@ -63,8 +63,8 @@ def _name_forms(h: Hunk) -> list[tuple[str, str]]:
 
 def map_names(cs: ChangeSet, rules: Mapping[str, Sequence[str]] | None = None) -> None:
     """Link each hunk to subsystems named by its file, class and function (the subject's ``config_keys()``
-    patterns first, then :data:`rlaudit.compare.DEFAULT_RULES`)."""
-    from rlaudit.compare import classify_key
+    patterns first, then :data:`rlaudit.flatdiff.DEFAULT_RULES`)."""
+    from rlaudit.flatdiff import classify_key
 
     for h in cs.hunks().values():
         for name, what in _name_forms(h):
@@ -75,7 +75,7 @@ def map_names(cs: ChangeSet, rules: Mapping[str, Sequence[str]] | None = None) -
 
 
 def _flat_keys(config: Mapping[str, Any] | None) -> dict[str, Any]:
-    from rlaudit.compare import flatten
+    from rlaudit.flatdiff import flatten
 
     return dict(flatten(config)) if config else {}
 
@@ -92,7 +92,7 @@ def map_config_keys(
     Keys come from the resolved configs (flattened) or, without them, from the literal patterns of
     ``config_keys``. A key whose value differs between the two resolved configs is named with both values.
     """
-    from rlaudit.compare import classify_key
+    from rlaudit.flatdiff import classify_key
 
     base, cand = _flat_keys(baseline_config), _flat_keys(candidate_config)
     keys = set(base) | set(cand)

@@ -5,7 +5,7 @@ run through the workbench's executor, and the seam into attribution.
 hunks with the subjects' ``config_keys()`` and resolved configs (the config room's cached probe), with a trace
 of which functions the rooms' probes execute in each side's process (:data:`TRACED`), and with the audits'
 evidence (priors per subsystem), then runs :class:`rlaudit.changes.culprit.ChangeSearch` with the profile's
-sizes: every run goes through :meth:`rlaudit.workbench.Workbench.run_each`, so through the executor (local
+sizes: every run goes through :meth:`rlaudit.engine.workbench.Workbench.run_each`, so through the executor (local
 processes or a Ray cluster) and the cache. The result is kept per pair (:func:`last_result`).
 
 :func:`suspects` is what attribution calls (:func:`rlaudit.attribution.suspects.change_suspects`): it runs the
@@ -346,7 +346,7 @@ def put(spec: Any, suspect: Any) -> Any:
 def unresolved_subject(why: str, like: Any = None) -> Any:
     """A subject that fails to import with ``why`` (an unresolved hybrid that must still be named a subject)."""
     from rlaudit.changes.hybrids import hybrids_dir
-    from rlaudit.subjects import parse_spec
+    from rlaudit.engine.subjects import parse_spec
 
     key = hashlib.sha256(why.encode()).hexdigest()[:16]
     directory = hybrids_dir() / f"unresolved-{key}"
@@ -393,7 +393,7 @@ def causes_changes(result: Any) -> dict[str, list[dict[str, str]]]:
 
 def save(result: ChangeResult, directory: str | Path) -> Path:
     """Write the change search's result as ``changes.json`` beside the findings."""
-    from rlaudit.io import atomic_write_json
+    from rlaudit.engine.io import atomic_write_json
 
     target = Path(directory) / "changes.json"
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from rlaudit.gitcli import failure, have_git, run_git
+from rlaudit.engine.git import failure, have_git, run_git
 
 GIT_TIMEOUT = 120.0  # seconds per git command
 DOC_SUFFIXES = (".md", ".rst", ".adoc")

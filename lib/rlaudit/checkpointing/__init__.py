@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # nothing heavy at import: the audit module imports pandas and the workbench
+    from rlaudit.engine.workbench import Workbench
     from rlaudit.notebook import Section
-    from rlaudit.workbench import Workbench
 
 
 def audit_all(wb: Workbench, trust: bool = False) -> list[Section]:

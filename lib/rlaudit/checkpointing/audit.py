@@ -29,8 +29,8 @@ from rlaudit.checkpointing.sources import (
     own_fidelity,
     sources,
 )
+from rlaudit.engine.workbench import Workbench
 from rlaudit.notebook import Section
-from rlaudit.workbench import Workbench
 
 _guard_sources = guard_sources  # the name other rooms reading checkpoints (10_spaces) use
 

@@ -16,10 +16,10 @@ import pandas as pd
 
 from rlaudit.checkpointing.sources import Checkpoints, contents_of, newest, sources
 from rlaudit.checks import Check, check
+from rlaudit.engine.workbench import SIDES
 from rlaudit.evidence import fmt
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.notebook import Section
-from rlaudit.workbench import SIDES
 
 PIECES = ("policy weights", "optimizer state", "normalizer statistics", "step counter", "config")
 PIECE_COST = {
@@ -295,6 +295,6 @@ def contents(c: Check, src: Checkpoints, trust: bool = False) -> Section:
         },
         notes=[
             f"Newest checkpoint of each side ({latest['baseline']['name']} | {latest['candidate']['name']}), read "
-            "with rlaudit.safeload (torch weights_only, safetensors, JSON): nothing in the file is executed."
+            "with rlaudit.engine.safeload (torch weights_only, safetensors, JSON): nothing in the file is executed."
         ],
     )

@@ -13,10 +13,10 @@ import pandas as pd
 
 from rlaudit.checkpointing.sources import Fidelity, fidelity, own_fidelity
 from rlaudit.checks import Check, check
+from rlaudit.engine.workbench import SIDES, ProbeResult
 from rlaudit.evidence import fmt
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.notebook import Section
-from rlaudit.workbench import SIDES, ProbeResult
 
 FIDELITY = {"needs": own_fidelity}
 """The evidence of the loading checks: each side's loader on its own newest checkpoint."""

@@ -1,7 +1,7 @@
 """Probe-side: read a checkpoint without executing it, and find its pieces (weights, optimizer, normalizer,
 step counters, config) whatever the subject called them.
 
-Files are read with :func:`rlaudit.safeload.load_checkpoint_safely` (``torch.load(weights_only=True)``,
+Files are read with :func:`rlaudit.engine.safeload.load_checkpoint_safely` (``torch.load(weights_only=True)``,
 safetensors, SB3 zips, npz, allow-listed pickles); a file that needs unpickling arbitrary classes is reported
 with the classes it would import and never executed unless the caller passes ``trust=True``.
 
@@ -40,9 +40,9 @@ OPTIMIZER_RE = re.compile(r"optim", re.IGNORECASE)
 
 
 def read(path: str, trust: bool = False) -> Any:
-    """The file as a :class:`rlaudit.safeload.SafeCheckpoint` (see the module docstring); plain JSON files
+    """The file as a :class:`rlaudit.engine.safeload.SafeCheckpoint` (see the module docstring); plain JSON files
     (``.json``: configs, normalizer statistics) are read here, lists of numbers becoming arrays."""
-    from rlaudit.safeload import SafeCheckpoint, load_checkpoint_safely
+    from rlaudit.engine.safeload import SafeCheckpoint, load_checkpoint_safely
 
     if str(path).endswith(".json"):
         tensors: dict[str, Any] = {}
@@ -267,7 +267,7 @@ def match_keys(
 
 
 def structure(ckpt: Any) -> dict[str, Any]:
-    """A JSON summary of a :class:`~rlaudit.safeload.SafeCheckpoint`: format, tensor groups, pieces, step."""
+    """A JSON summary of a :class:`~rlaudit.engine.safeload.SafeCheckpoint`: format, tensor groups, pieces, step."""
     tensors = ckpt.tensors
     groups: dict[str, int] = {}
     nbytes = 0

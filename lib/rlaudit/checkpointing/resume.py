@@ -23,10 +23,10 @@ from rlaudit.checkpointing.sources import (
     run_checkpoints,
 )
 from rlaudit.checks import Check, check
+from rlaudit.engine.workbench import SIDES, Pair, ProbeResult, Workbench
 from rlaudit.evidence import Verdict, fmt, pct
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.notebook import Section
-from rlaudit.workbench import SIDES, Pair, ProbeResult, Workbench
 
 TIMING_METRIC = re.compile(r"(?:^perf/|sps|seconds|time|fps|throughput)", re.IGNORECASE)
 EXACT = 1e-6

@@ -19,9 +19,9 @@ from rlaudit.checkpointing import probes
 from rlaudit.checkpointing.files import step
 from rlaudit.checkpointing.sources import capabilities, dedicated_run, one_side, trains
 from rlaudit.checks import Check, check
+from rlaudit.engine.workbench import SIDES, Pair, Workbench
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.notebook import Section
-from rlaudit.workbench import SIDES, Pair, Workbench
 
 
 @dataclass

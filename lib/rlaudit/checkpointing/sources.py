@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from rlaudit.checkpointing import probes
-from rlaudit.compare import flatten
+from rlaudit.engine.workbench import SIDES, Pair, ProbeResult, Workbench
+from rlaudit.engine.worker import ProbeError
 from rlaudit.findings import Evidence, Finding, Severity, Status
-from rlaudit.workbench import SIDES, Pair, ProbeResult, Workbench
-from rlaudit.worker import ProbeError
+from rlaudit.flatdiff import flatten
 
 SUBSYSTEM = "checkpointing"
 INTERVAL_KEY = re.compile(r"(interval|every|freq|frequency|period)", re.IGNORECASE)

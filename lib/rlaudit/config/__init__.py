@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from rlaudit.engine.workbench import Workbench
     from rlaudit.notebook import Section
-    from rlaudit.workbench import Workbench
 
 
 def audit_all(wb: Workbench) -> list[Section]:  # lazy: see rlaudit.config.audit.audit_all

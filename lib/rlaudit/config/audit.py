@@ -18,8 +18,8 @@ from rlaudit.config.defaults import KNOWN_DEFAULTS, implicit_defaults, library_d
 from rlaudit.config.diff import RESOLVE_DESC, ConfigDiff, config_diff, diff_configs, load_diff
 from rlaudit.config.overrides import override_pairs, overrides, pick_overrides
 from rlaudit.config.values import CHANGED_VALUES, changed_values, values
+from rlaudit.engine.workbench import Workbench
 from rlaudit.notebook import Section
-from rlaudit.workbench import Workbench
 
 __all__ = [
     "CHANGED_VALUES", "CHECKS", "KNOWN_DEFAULTS", "RESOLVE_DESC", "ConfigDiff", "audit_all", "changed_values",

@@ -9,9 +9,9 @@ import fnmatch
 from rlaudit.checks import Check, check
 from rlaudit.config import probes
 from rlaudit.config.diff import RESOLVE_DESC, config_diff, filed_under, short_value
+from rlaudit.engine.workbench import Pair
 from rlaudit.findings import Severity, Status
 from rlaudit.notebook import Section
-from rlaudit.workbench import Pair
 
 # Library defaults a key falls back to when a config leaves it out (or sets None). Matched against the last
 # dotted segment of the key; the first match wins. Sources: torch.optim.Adam, SB3 PPO, CleanRL ppo.py.

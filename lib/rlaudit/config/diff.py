@@ -16,10 +16,10 @@ from typing import Any
 import pandas as pd
 
 from rlaudit.checks import run_probe
-from rlaudit.compare import classify_key, flatten
 from rlaudit.config import probes
+from rlaudit.engine.workbench import Pair, Workbench
 from rlaudit.findings import Finding
-from rlaudit.workbench import Pair, Workbench
+from rlaudit.flatdiff import classify_key, flatten
 
 __all__ = [
     "RESOLVE_DESC",

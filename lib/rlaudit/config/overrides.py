@@ -11,12 +11,12 @@ from typing import Any
 import pandas as pd
 
 from rlaudit.checks import SIDES, Check, Missing, check, run_probe
-from rlaudit.compare import flatten
 from rlaudit.config import probes
 from rlaudit.config.diff import RESOLVE_DESC, short_value, values_equal
+from rlaudit.engine.workbench import Pair, Workbench
 from rlaudit.findings import Severity, Status
+from rlaudit.flatdiff import flatten
 from rlaudit.notebook import Section
-from rlaudit.workbench import Pair, Workbench
 
 
 def pick_overrides(

@@ -12,9 +12,9 @@ import pandas as pd
 from rlaudit.checks import SIDES, Check, check
 from rlaudit.config import probes
 from rlaudit.config.diff import RESOLVE_DESC, ConfigDiff, config_diff, filed_under, short_value
+from rlaudit.engine.workbench import Pair
 from rlaudit.findings import Finding, Severity, Status, notebook_name
 from rlaudit.notebook import Section
-from rlaudit.workbench import Pair
 
 
 def _severity(rows: pd.DataFrame) -> Severity:

@@ -17,8 +17,8 @@ from rlaudit.checks import run_checks
 from rlaudit.curriculum.cost import cost_trend, scaling
 from rlaudit.curriculum.overhead import overhead
 from rlaudit.curriculum.sampling import sampling
+from rlaudit.engine.workbench import Workbench
 from rlaudit.notebook import Section
-from rlaudit.workbench import Workbench
 
 __all__ = ["CHECKS", "audit_all", "cost_trend", "overhead", "sampling", "scaling"]
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from rlaudit.checks import SIDES, Check
+from rlaudit.engine.workbench import Pair
 from rlaudit.findings import Severity, Status
 from rlaudit.notebook import Section
-from rlaudit.workbench import Pair
 
 
 def no_curriculum(c: Check, pair: Pair) -> Section | None:

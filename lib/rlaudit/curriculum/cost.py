@@ -19,12 +19,12 @@ from rlaudit import stats
 from rlaudit.checks import SIDES, Check, check, probe_evidence
 from rlaudit.curriculum import plots, probes
 from rlaudit.curriculum.common import no_curriculum
+from rlaudit.engine.workbench import Pair, Workbench
 from rlaudit.env.analysis import sizes, timing_batch
 from rlaudit.evidence import fmt, inconclusive, interval, pct
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.notebook import Section
 from rlaudit.timing import calibrated
-from rlaudit.workbench import Pair, Workbench
 
 CALLS = ("sample", "update")
 SLOPE_MARGIN = 0.3

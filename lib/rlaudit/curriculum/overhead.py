@@ -17,12 +17,12 @@ from rlaudit import stats
 from rlaudit.checks import SIDES, Check, check
 from rlaudit.curriculum.common import no_curriculum
 from rlaudit.curriculum.cost import trend_pair
+from rlaudit.engine.workbench import Pair, Workbench
 from rlaudit.env.analysis import rollout_pair
 from rlaudit.evidence import Verdict, fmt, inconclusive, interval, judge_ratio, pct
 from rlaudit.findings import Severity, Status
 from rlaudit.notebook import Section
 from rlaudit.timing import calibrated
-from rlaudit.workbench import Pair, Workbench
 
 OVERHEAD_FACTOR = 1.15
 """Per-episode curriculum costs (in calibration units) within this factor of each other are the same."""

@@ -18,11 +18,11 @@ from rlaudit import stats
 from rlaudit.checks import SIDES, Check, check
 from rlaudit.curriculum import plots, probes
 from rlaudit.curriculum.common import no_curriculum
+from rlaudit.engine.workbench import Pair
 from rlaudit.env.analysis import sizes
 from rlaudit.evidence import Verdict, fmt, inconclusive, interval, pct
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.notebook import Section
-from rlaudit.workbench import Pair
 
 TVD_MARGIN = 0.05
 """Two sampling distributions closer than this total variation are practically the same."""

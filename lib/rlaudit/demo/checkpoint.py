@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from rlaudit.io import atomic_path
+from rlaudit.engine.io import atomic_path
 
 CHECKPOINT_FORMAT = "rlaudit.demo.ppo/1"
 _NAME = re.compile(r"^model_(\d+)\.pt$")

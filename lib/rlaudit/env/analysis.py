@@ -116,7 +116,7 @@ def rollout_params(profile: Profile, seed: int, policy: str = "random") -> dict[
 
 
 def rollout_pair(wb: Any, seed: int = 0, policy: str = "random") -> Any:
-    """The shared :func:`rlaudit.env.probes.rollout` on both sides (a :class:`rlaudit.workbench.Pair`)."""
+    """The shared :func:`rlaudit.env.probes.rollout` on both sides (a :class:`rlaudit.engine.workbench.Pair`)."""
     from rlaudit.env import probes
 
     return run_probe(

@@ -11,13 +11,13 @@ live by concern: :mod:`rlaudit.env.equivalence`, :mod:`rlaudit.env.resets`, :mod
 from __future__ import annotations
 
 from rlaudit.checks import run_checks
+from rlaudit.engine.workbench import Workbench
 from rlaudit.env.checker import check_env
 from rlaudit.env.episodes import distributions, episode_stats
 from rlaudit.env.equivalence import equivalence
 from rlaudit.env.resets import reset_cost, reset_spread_check, termination
 from rlaudit.env.throughput import throughput
 from rlaudit.notebook import Section
-from rlaudit.workbench import Workbench
 
 __all__ = [
     "CHECKS",

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pandas as pd
 
 from rlaudit.checks import SIDES, Check, check
+from rlaudit.engine.workbench import Pair
 from rlaudit.env import probes
 from rlaudit.findings import Severity, Status
 from rlaudit.notebook import Section
-from rlaudit.workbench import Pair
 
 
 @check("env/check-env", title="Gymnasium's check_env", probe=probes.check_env, reads=("spaces",))

@@ -16,13 +16,13 @@ import pandas as pd
 
 from rlaudit import stats
 from rlaudit.checks import SIDES, Check, check
+from rlaudit.engine.workbench import Pair
 from rlaudit.env import plots
 from rlaudit.env.analysis import POLICIES, rollout_pair, rollout_pairs
 from rlaudit.evidence import equivalence_seeds, fmt, interval, judge, pct
 from rlaudit.findings import Severity, Status
 from rlaudit.notebook import Section
 from rlaudit.stats import bootstrap_diff
-from rlaudit.workbench import Pair
 
 
 def stat_mismatch(episodes: pd.DataFrame, tol: float = 1e-4) -> dict[str, Any]:

@@ -15,12 +15,12 @@ import numpy as np
 import pandas as pd
 
 from rlaudit.checks import SIDES, Check, check, on_side
+from rlaudit.engine.workbench import Pair
 from rlaudit.env import plots, probes
 from rlaudit.env.analysis import sizes
 from rlaudit.evidence import fmt
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.notebook import Section
-from rlaudit.workbench import Pair
 
 FIELDS = ("obs", "reward", "terminated", "truncated", "episode")
 FIELD_WORDS = {

@@ -16,13 +16,13 @@ import pandas as pd
 
 from rlaudit import stats
 from rlaudit.checks import SIDES, Check, check
+from rlaudit.engine.workbench import Pair
 from rlaudit.env import plots
 from rlaudit.env.analysis import repeats_to_settle, rollout_pair
 from rlaudit.evidence import Verdict, fmt, inconclusive, interval, judge, judge_ratio, pct
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.notebook import Section
 from rlaudit.timing import costlier, ratio_of_ratios
-from rlaudit.workbench import Pair
 
 RESET_FACTOR = 1.5
 """A reset step's cost relative to a plain step counts as changed beyond this factor either way: the ratio of

@@ -13,13 +13,13 @@ import pandas as pd
 
 from rlaudit import stats
 from rlaudit.checks import SIDES, Check, check
+from rlaudit.engine.workbench import Pair
 from rlaudit.env import plots, probes
 from rlaudit.env.analysis import repeats_to_settle, sizes, timing_batch
 from rlaudit.evidence import Verdict, fmt, inconclusive, interval
 from rlaudit.findings import Severity, Status
 from rlaudit.notebook import Section
 from rlaudit.timing import CONFIRMED_RATIO, PRACTICAL_RATIO, faster, judge_speed, slower
-from rlaudit.workbench import Pair
 
 
 def throughput_table(blocks: dict[str, pd.DataFrame]) -> pd.DataFrame:

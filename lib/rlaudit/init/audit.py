@@ -13,6 +13,7 @@ hypotheses without a way to test them. Here each side builds its network with se
 from __future__ import annotations
 
 from rlaudit.checks import run_checks
+from rlaudit.engine.workbench import Workbench
 from rlaudit.init.common import FRESH_NETWORKS, init_params, seeds_for
 from rlaudit.init.layer_schemes import (
     PPO_DETAILS,
@@ -30,7 +31,6 @@ from rlaudit.init.policy_at_init import (
     scale_comparison,
 )
 from rlaudit.notebook import Section
-from rlaudit.workbench import Workbench
 
 __all__ = [
     "CHECKS", "ENTROPY_GAP", "FRESH_NETWORKS", "PPO_DETAILS", "SCALE_RATIO", "audit_all", "compare_init",

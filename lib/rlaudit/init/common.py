@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from rlaudit.agents.common import network_params
+from rlaudit.engine.workbench import Workbench
 from rlaudit.init import probes
-from rlaudit.workbench import Workbench
 
 __all__ = ["FRESH_NETWORKS", "init_params", "seeds_for"]
 

@@ -12,11 +12,11 @@ import pandas as pd
 from rlaudit.agents import align as al
 from rlaudit.agents import trees as tr
 from rlaudit.checks import Check, check
+from rlaudit.engine.workbench import Pair
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.init.common import FRESH_NETWORKS, seeds_for
 from rlaudit.init.schemes import Scheme, infer_scheme, matches_ppo
 from rlaudit.notebook import Section
-from rlaudit.workbench import Pair
 
 PPO_DETAILS = {
     "id": "init/ppo-details",

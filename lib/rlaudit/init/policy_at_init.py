@@ -13,11 +13,11 @@ import pandas as pd
 from rlaudit import stats
 from rlaudit.agents import trees as tr
 from rlaudit.checks import Check, check
+from rlaudit.engine.workbench import SIDES, Pair
 from rlaudit.evidence import equivalence_seeds, fmt, judge_ratio, ratio
 from rlaudit.findings import Severity, Status
 from rlaudit.init.common import FRESH_NETWORKS
 from rlaudit.notebook import Section
-from rlaudit.workbench import SIDES, Pair
 
 SCALE_RATIO = 2.0
 """Logit or value scales at init differing by more than this factor (and outside the CI of 1) are SUSPECT."""

@@ -2,7 +2,7 @@
 
 Case 002 trained blind: its TensorBoard files existed and held zero scalars. Case 000 asked whether the
 statistics' averaging had changed. Each subject's own logs (TensorBoard, CSV or JSONL under its ``log_dir``,
-read by :mod:`rlaudit.logs`) are read once with the shared training runs (:mod:`rlaudit.logging.logged`);
+read by :mod:`rlaudit.logfiles`) are read once with the shared training runs (:mod:`rlaudit.logging.logged`);
 one module per check:
 
 - :mod:`rlaudit.logging.scalars`: which scalars exist on each side, and which were removed, added or renamed;
@@ -18,6 +18,7 @@ resolves to the standard library.
 from __future__ import annotations
 
 from rlaudit.checks import run_checks
+from rlaudit.engine.workbench import Workbench
 from rlaudit.logging.frequency import frequency, frequency_table
 from rlaudit.logging.logged import Logged, logged, run_logs, side_logs
 from rlaudit.logging.scalars import (
@@ -42,7 +43,6 @@ from rlaudit.logging.truth import (
     truth_id,
 )
 from rlaudit.notebook import Section
-from rlaudit.workbench import Workbench
 
 __all__ = ["CHECKS", "Logged", "audit_all", "logged", "run_logs", "side_logs"]
 __all__ += ["DROPPED_SCALARS", "LOG_DIR_HOW", "REMOVED_TAGS", "RENAMED_TAGS", "presence", "tag_changes"]

@@ -1,6 +1,6 @@
 """What every logging check reads: the shared training runs and what their own log files hold.
 
-Each subject's logs (TensorBoard, CSV or JSONL under its ``log_dir``) are read by :mod:`rlaudit.logs`;
+Each subject's logs (TensorBoard, CSV or JSONL under its ``log_dir``) are read by :mod:`rlaudit.logfiles`;
 :func:`logged` is the ``needs=`` of the three checks, so the runs and their logs are read once.
 """
 
@@ -13,11 +13,11 @@ from typing import Any
 
 import pandas as pd
 
+from rlaudit.engine.workbench import Workbench
 from rlaudit.findings import Finding
-from rlaudit.logs import log_inventory, read_scalars
+from rlaudit.logfiles import log_inventory, read_scalars
 from rlaudit.trainer.common import SIDES, stack_tables
 from rlaudit.trainer.runs import RunData, TrainingRuns, training_runs
-from rlaudit.workbench import Workbench
 
 
 @dataclass
@@ -47,7 +47,7 @@ def logged(wb: Workbench, given: TrainingRuns | Logged | None = None) -> Logged:
 
 def run_logs(run: RunData) -> tuple[pd.DataFrame, pd.DataFrame, Path | None]:
     """``(scalars, inventory, log_dir)`` of one run's own log files (empty frames when there are none)."""
-    from rlaudit.logs import empty_scalars
+    from rlaudit.logfiles import empty_scalars
 
     path = run.log_dir
     if path is None or not Path(path).exists():

@@ -11,8 +11,8 @@ from typing import Any
 import pandas as pd
 
 from rlaudit.checks import Check, check
-from rlaudit.compare import match_near_names
 from rlaudit.findings import Finding, Severity, Status
+from rlaudit.flatdiff import match_near_names
 from rlaudit.logging.logged import Logged, logged
 from rlaudit.notebook import Section
 from rlaudit.trainer.common import SIDES, side_finding
@@ -24,7 +24,7 @@ LOG_DIR_HOW = (
 
 
 def tag_changes(base: Sequence[str], cand: Sequence[str]) -> dict[str, Any]:
-    """Tags kept, removed, added and renamed (near names matched by :func:`rlaudit.compare.match_near_names`)."""
+    """Tags kept, removed, added and renamed (near names matched by :func:`rlaudit.flatdiff.match_near_names`)."""
     renamed = match_near_names(base, cand)
     renamed_old = {o for o, _, _ in renamed}
     renamed_new = {n for _, n, _ in renamed}

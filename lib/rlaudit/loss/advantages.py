@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from rlaudit.checks import Check, check, run_probe
+from rlaudit.engine.workbench import SIDES, Pair, ProbeResult, Workbench
 from rlaudit.evidence import fmt
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.loss import plots, probes
@@ -33,7 +34,6 @@ from rlaudit.loss.gae import (
 )
 from rlaudit.loss.inputs import stage_for
 from rlaudit.notebook import Section
-from rlaudit.workbench import SIDES, Pair, ProbeResult, Workbench
 
 DESCRIPTIONS = {v.name: v.description for v in VARIANTS}
 FIXED_LAMBDA = ("lambda_zero", "lambda_one")

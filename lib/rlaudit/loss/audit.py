@@ -20,12 +20,12 @@ known. One module per check:
 from __future__ import annotations
 
 from rlaudit.checks import run_checks
+from rlaudit.engine.workbench import Workbench
 from rlaudit.loss.advantages import advantages
 from rlaudit.loss.gradients import gradient_flow
 from rlaudit.loss.ladder import probe_envs
 from rlaudit.loss.terms import loss_terms
 from rlaudit.notebook import Section
-from rlaudit.workbench import Workbench
 
 __all__ = ["CHECKS", "advantages", "audit_all", "gradient_flow", "loss_terms", "probe_envs"]
 

@@ -17,7 +17,7 @@ value of the observation the episode was cut at, ``final_values[t]``::
 (Schulman et al. 2016, https://arxiv.org/abs/1506.02438; the truncation bootstrap follows Pardo et al. 2018,
 "Time Limits in Reinforcement Learning", https://arxiv.org/abs/1712.00378.)
 
-Numpy, the standard library and rlaudit.compare (itself standard library only): this module is imported inside
+Numpy, the standard library and rlaudit.flatdiff (itself standard library only): this module is imported inside
 subjects' processes by the loss probes.
 """
 
@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from rlaudit.compare import flatten
+from rlaudit.flatdiff import flatten
 
 GAMMA_KEYS = ("gamma", "discount", "discount_factor")
 LAMBDA_KEYS = ("gae_lambda", "lambda", "lam", "gae_lam", "lmbda", "td_lambda")

@@ -14,13 +14,13 @@ import numpy as np
 import pandas as pd
 
 from rlaudit.checks import Check, check
+from rlaudit.engine.workbench import SIDES, Pair, Workbench
 from rlaudit.evidence import pct
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.loss import plots, probes
 from rlaudit.loss.inputs import cache_relative
 from rlaudit.loss.terms import CORE_TERMS, SharedBatch, batch_note, shared_batch
 from rlaudit.notebook import Section
-from rlaudit.workbench import SIDES, Pair, Workbench
 
 TRAINING_ZERO_SHARE = 0.25
 """A tensor whose gradient is exactly zero on at least this share of the sampled optimizer steps (and never on

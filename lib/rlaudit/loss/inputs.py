@@ -39,13 +39,13 @@ def stage(arrays: Mapping[str, Any], root: str | Path | None = None) -> str:
 
     Args:
         arrays: Name -> array (numbers or bools; no objects, so the file loads without pickles).
-        root: The cache root (default :func:`rlaudit.paths.cache_dir`).
+        root: The cache root (default :func:`rlaudit.engine.paths.cache_dir`).
 
     Returns:
         ``"inputs/<hash>.npz"``: pass it as a probe parameter; workers call :func:`load`.
     """
-    from rlaudit.io import atomic_path
-    from rlaudit.paths import cache_dir
+    from rlaudit.engine.io import atomic_path
+    from rlaudit.engine.paths import cache_dir
 
     base = Path(root) if root is not None else cache_dir()
     rel = f"{INPUTS_DIR}/{content_hash(arrays)}.npz"
@@ -62,7 +62,7 @@ def resolve(rel: str, root: str | Path | None = None) -> Path:
     Raises:
         FileNotFoundError: The file is not there, saying which cache root was searched.
     """
-    from rlaudit.paths import cache_dir
+    from rlaudit.engine.paths import cache_dir
 
     if os.path.isabs(rel):
         path = Path(rel)
@@ -78,7 +78,7 @@ def resolve(rel: str, root: str | Path | None = None) -> Path:
 
 def load(rel: str, root: str | Path | None = None) -> dict[str, np.ndarray]:
     """The arrays of a staged file (loaded without pickles; a damaged file is named in the error)."""
-    from rlaudit.io import read_npz
+    from rlaudit.engine.io import read_npz
 
     return read_npz(resolve(rel, root))
 
@@ -89,7 +89,7 @@ def stage_for(wb: Any, arrays: Mapping[str, Any]) -> str:
     Relative to the cache root when the workers resolve that same root (``RLAUDIT_CACHE`` is inherited), else
     the absolute path (a workbench opened on another cache than the environment's).
     """
-    from rlaudit.paths import cache_dir
+    from rlaudit.engine.paths import cache_dir
 
     root = Path(wb.cache.root)
     rel = stage(arrays, root=root)
@@ -98,7 +98,7 @@ def stage_for(wb: Any, arrays: Mapping[str, Any]) -> str:
 
 def cache_relative(wb: Any, path: str | Path) -> str:
     """A path inside a workbench's cache as its workers resolve it (relative to the root when they share it)."""
-    from rlaudit.paths import cache_dir
+    from rlaudit.engine.paths import cache_dir
 
     root = Path(wb.cache.root).resolve()
     try:

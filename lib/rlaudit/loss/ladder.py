@@ -10,11 +10,11 @@ from __future__ import annotations
 import pandas as pd
 
 from rlaudit.checks import Check, check
+from rlaudit.engine.workbench import SIDES, Pair, Workbench
 from rlaudit.evidence import fmt
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.loss import plots, probes
 from rlaudit.notebook import Section
-from rlaudit.workbench import SIDES, Pair, Workbench
 
 PROBE_STEPS = (
     32_768  # probe-environment training: ~8 updates of the built-in PPO; the reference learns all five

@@ -101,7 +101,7 @@ def obs_normalizer(config: dict[str, Any], extras: dict[str, Any] | None) -> Any
     rms = (extras or {}).get("obs_rms")
     if not isinstance(rms, dict) or "mean" not in rms or "var" not in rms:
         return lambda x: np.asarray(x, dtype=np.float32)
-    from rlaudit.compare import flatten
+    from rlaudit.flatdiff import flatten
 
     clip = next(
         (

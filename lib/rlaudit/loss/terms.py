@@ -25,12 +25,12 @@ import numpy as np
 import pandas as pd
 
 from rlaudit.checks import Check, check, run_probe
+from rlaudit.engine.workbench import SIDES, Pair, Workbench
 from rlaudit.evidence import fmt
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.loss import plots, probes
 from rlaudit.loss.inputs import stage_for
 from rlaudit.notebook import Section
-from rlaudit.workbench import SIDES, Pair, Workbench
 
 BATCH_SIZE = 512
 VALUE_TARGET_NOISE = 0.1  # value targets = V(s) + N(0, 0.1): a value loss of ~0.005, as late in training

@@ -16,6 +16,7 @@ The worker-side measurements are in :mod:`rlaudit.memory.probes`.
 from __future__ import annotations
 
 from rlaudit.checks import run_checks
+from rlaudit.engine.workbench import Workbench
 from rlaudit.memory.buffers import buffers
 from rlaudit.memory.common import BYTES_PER_1000_EPISODES, ENTRIES_PER_1000_EPISODES, RSS_PER_1000_STEPS
 from rlaudit.memory.growth import compare_growth, growth_per_episode, growth_sites
@@ -30,7 +31,6 @@ from rlaudit.memory.rss import (
     rss_training,
 )
 from rlaudit.notebook import Section
-from rlaudit.workbench import Workbench
 
 __all__ = ["CHECKS", "audit_all"]
 __all__ += ["BYTES_PER_1000_EPISODES", "ENTRIES_PER_1000_EPISODES", "RSS_PER_1000_STEPS"]

@@ -8,12 +8,12 @@ import math
 import pandas as pd
 
 from rlaudit.checks import SIDES, Check, check
+from rlaudit.engine.workbench import Pair
 from rlaudit.evidence import fmt
 from rlaudit.findings import Severity, Status
 from rlaudit.memory import probes
 from rlaudit.memory.common import mib
 from rlaudit.notebook import Section
-from rlaudit.workbench import Pair
 
 
 @check(

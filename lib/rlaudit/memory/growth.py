@@ -11,13 +11,13 @@ import numpy as np
 import pandas as pd
 
 from rlaudit.checks import SIDES, Check, check
+from rlaudit.engine.workbench import Pair, Workbench
 from rlaudit.env.analysis import sizes
 from rlaudit.evidence import fmt
 from rlaudit.findings import Severity, Status
 from rlaudit.memory import plots, probes
 from rlaudit.memory.common import BYTES_PER_1000_EPISODES, ENTRIES_PER_1000_EPISODES, kib
 from rlaudit.notebook import Section
-from rlaudit.workbench import Pair, Workbench
 
 
 def _slope(x: np.ndarray, y: np.ndarray) -> np.ndarray:

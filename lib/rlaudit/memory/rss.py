@@ -12,6 +12,7 @@ import pandas as pd
 
 from rlaudit import stats
 from rlaudit.checks import SIDES, Check, check
+from rlaudit.engine.workbench import Pair, Workbench
 from rlaudit.env.analysis import sizes
 from rlaudit.evidence import Judgement, judge
 from rlaudit.findings import Finding, Severity, Status
@@ -19,7 +20,6 @@ from rlaudit.memory import plots, probes
 from rlaudit.memory.common import RSS_PER_1000_STEPS, kib, mib
 from rlaudit.notebook import Section
 from rlaudit.trainer.runs import TrainingRuns, runs
-from rlaudit.workbench import Pair, Workbench
 
 MIN_TRAINING_SPAN = 100_000
 """Env steps a training run must span before its RSS slope can be a finding."""

@@ -11,11 +11,11 @@ at runtime) and :mod:`rlaudit.optimizer.updates` (gradient clipping and per-laye
 from __future__ import annotations
 
 from rlaudit.checks import run_checks
+from rlaudit.engine.workbench import Workbench
 from rlaudit.notebook import Section
 from rlaudit.optimizer.schedules import schedules
 from rlaudit.optimizer.setup import coverage, hyperparameters
 from rlaudit.optimizer.updates import gradient_clipping, update_ratios
-from rlaudit.workbench import Workbench
 
 __all__ = [
     "CHECKS",

@@ -13,13 +13,13 @@ import pandas as pd
 
 from rlaudit.checks import Check, check, on_side
 from rlaudit.config import probes as config_probes
+from rlaudit.engine.workbench import Workbench
 from rlaudit.evidence import fmt
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.notebook import Section
 from rlaudit.optimizer import probes
 from rlaudit.optimizer.probes import IMPLEMENTATION_FLAGS
 from rlaudit.trainer.common import SIDES, find_keys, side_finding
-from rlaudit.workbench import Workbench
 
 # Param-group entries that name the same hyperparameter in config keys.
 HPARAM_ALIASES: dict[str, tuple[str, ...]] = {

@@ -3,7 +3,7 @@
 :func:`run_report` executes the notebooks (:mod:`rlaudit.report.execution`, on the lanes of
 :mod:`rlaudit.report.lanes`, longest first by :mod:`rlaudit.report.costs`), renders their pages
 (:mod:`rlaudit.report.pages`) and writes the index (:mod:`rlaudit.report.index`). :func:`run_audit` runs the
-same audits without notebooks (:func:`rlaudit.audits.run_audits`).
+same audits without notebooks (:func:`rlaudit.rooms.run_audits`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from rlaudit import exits
+from rlaudit.engine.fingerprint import EXCLUDE_VARIABLE
+from rlaudit.engine.validate import check_inputs
 from rlaudit.findings import (
     SUBSYSTEMS,
     Evidence,
@@ -29,18 +31,16 @@ from rlaudit.findings import (
     save_findings,
     sort_findings,
 )
-from rlaudit.fingerprint import EXCLUDE_VARIABLE
 from rlaudit.report.costs import expected_costs, save_costs, schedule
 from rlaudit.report.execution import NotebookRun, discover_notebooks, execute, notebook_environment, settle
 from rlaudit.report.index import write_index
 from rlaudit.report.lanes import Lanes, shared_kernels
 from rlaudit.report.overview import Overview, collect_findings, format_seconds, is_summary, worst_status
 from rlaudit.report.pages import render
-from rlaudit.validate import check_inputs
 
 
 def _parameters(args: Any) -> dict[str, Any]:
-    from rlaudit.paths import user_dir
+    from rlaudit.engine.paths import user_dir
     from rlaudit.profiles import get_profile
 
     pair = str(getattr(args, "pair", "") or "")
@@ -53,7 +53,7 @@ def _parameters(args: Any) -> dict[str, Any]:
         pair = str(pair_path.resolve())
     names = (str(args.baseline), str(args.candidate))
     if pair:
-        from rlaudit.subjects import load_pair_file
+        from rlaudit.engine.subjects import load_pair_file
 
         # The pair file decides the subjects; the report names them as the file does (the notebooks get the
         # file itself and ignore these names).
@@ -128,7 +128,7 @@ def run_report(args: Any) -> int:
         otherwise. The report is written either way.
     """
     from rlaudit.display import versions
-    from rlaudit.paths import notebooks_dir, reports_dir
+    from rlaudit.engine.paths import notebooks_dir, reports_dir
     from rlaudit.profiles import get_profile
 
     wall_start = time.perf_counter()
@@ -424,9 +424,9 @@ def run_audit(args: Any) -> int:
         ValueError: Unknown subsystem names.
         FileNotFoundError: The pair file does not exist.
     """
-    from rlaudit.audits import run_audits
     from rlaudit.display import findings_text, versions
     from rlaudit.notebook import _new_workbench
+    from rlaudit.rooms import run_audits
 
     wanted = [s.strip() for s in (getattr(args, "subsystems", "") or "").split(",") if s.strip()]
     unknown = [s for s in wanted if s not in SUBSYSTEMS]
@@ -440,7 +440,7 @@ def run_audit(args: Any) -> int:
     _print(
         f"rlaudit audit: {parameters['baseline']} vs {parameters['candidate']} · profile {parameters['profile']}"
     )
-    # The findings file it writes is never part of a subject's fingerprint (see rlaudit.fingerprint).
+    # The findings file it writes is never part of a subject's fingerprint (see rlaudit.engine.fingerprint).
     os.environ[EXCLUDE_VARIABLE] = _excluding(
         os.environ.get(EXCLUDE_VARIABLE, ""), Path(args.json_out).expanduser().resolve()
     )

@@ -57,7 +57,7 @@ def save_costs(out: Path, profile: str, runs: Sequence[NotebookRun]) -> None:
     mine = dict(saved.get(profile) or {})
     mine.update({r.name: round(r.cpu_seconds, 1) for r in runs if r.cpu_seconds > 0})
     saved[profile] = mine
-    from rlaudit.io import atomic_write_text
+    from rlaudit.engine.io import atomic_write_text
 
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(saved, indent=2, sort_keys=True))

@@ -153,7 +153,7 @@ def notebook_environment(
         fresh_since: With ``--fresh``: the report's start time (``RLAUDIT_FRESH_SINCE``), so artifacts one
             notebook recomputed are reused by the next instead of being recomputed once per notebook.
     """
-    from rlaudit.paths import LIB_DIR
+    from rlaudit.engine.paths import LIB_DIR
 
     env = dict(os.environ)
     # The kernel must import the same rlaudit as this process, installed or not.

@@ -266,7 +266,7 @@ def write_index(
         undefined=jinja2.StrictUndefined,
     )
     page = env.get_template("index.html.j2").render(**context)
-    from rlaudit.io import atomic_write_text
+    from rlaudit.engine.io import atomic_write_text
 
     path = atomic_write_text(out / "index.html", page)
     path.chmod(

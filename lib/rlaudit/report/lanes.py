@@ -31,13 +31,13 @@ notebook's workbench then starts a worker per subject that imports torch and the
 each for the built-ins): over fifteen notebooks, a quarter of a standard report's CPU. On a lane the kernel's
 namespace is reset between notebooks (``get_ipython().reset()``, figures closed, the environment set to the
 notebook's), so each starts from a clean slate as in a fresh kernel, while imported modules and the idle
-workers of the previous notebook's workbench (:func:`rlaudit.probe_jobs.keep_workers`, only for the same
+workers of the previous notebook's workbench (:func:`rlaudit.engine.jobs.keep_workers`, only for the same
 subject fingerprint) carry over. A lane whose kernel dies gets a new kernel for its next notebook."""
 
 _LANE_MAIN = NO_IRI_CHECKER + "from rlaudit.report.lanes import lane_main; sys.exit(lane_main())"
 
 # Run in a lane's kernel once, after it started: keep idle workers between the notebooks' workbenches.
-_LANE_SETUP = "import rlaudit.probe_jobs as _w\n_w.keep_workers(4)\ndel _w\n"
+_LANE_SETUP = "import rlaudit.engine.jobs as _w\n_w.keep_workers(4)\ndel _w\n"
 
 # Run in a lane's kernel before every notebook but the first: a clean namespace, as a fresh kernel has. The
 # collection lets the previous notebook's workbench hand its idle workers to the kept pool now.
@@ -55,7 +55,7 @@ _LANE_RESET = (
 
 def shared_kernels() -> bool:
     """True unless ``RLAUDIT_REPORT_KERNELS=fresh`` asks for a fresh kernel per notebook."""
-    from rlaudit.validate import env_choice
+    from rlaudit.engine.validate import env_choice
 
     return env_choice(KERNELS_VARIABLE) != "fresh"
 

@@ -16,6 +16,7 @@ The worker-side measurements are in :mod:`rlaudit.rewards.probes`.
 from __future__ import annotations
 
 from rlaudit.checks import run_checks
+from rlaudit.engine.workbench import Workbench
 from rlaudit.notebook import Section
 from rlaudit.rewards.components import components, relative_magnitudes
 from rlaudit.rewards.ranges import lost_values, range_needs, range_table, reward_range, value_table
@@ -29,7 +30,6 @@ from rlaudit.rewards.settings import (
     setting_kind,
     settings,
 )
-from rlaudit.workbench import Workbench
 
 __all__ = ["CHECKS", "audit_all", "components", "relative_magnitudes", "reward_range", "settings"]
 __all__ += ["SETTINGS_ADDED", "SETTING_FLAGS", "SUBSYSTEM", "SettingFlag", "change_text", "reward_settings"]

@@ -16,12 +16,12 @@ import pandas as pd
 
 from rlaudit import stats
 from rlaudit.checks import SIDES, Check, check
+from rlaudit.engine.workbench import Pair
 from rlaudit.env.analysis import POLICIES, rollout_pair, rollout_pairs
 from rlaudit.evidence import fmt, interval
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.notebook import Section
 from rlaudit.rewards import plots
-from rlaudit.workbench import Pair
 
 PER_STEP = "per step"  # the regression's length term: a time penalty or any constant per-step reward
 SCALE_MARGIN = 0.2

@@ -9,13 +9,13 @@ from typing import Any
 import pandas as pd
 
 from rlaudit.checks import SIDES, Check, check
+from rlaudit.engine.workbench import Pair, Workbench
 from rlaudit.env.analysis import rollout_pair, sizes
 from rlaudit.evidence import fmt, pct
 from rlaudit.findings import Severity, Status
 from rlaudit.notebook import Section
 from rlaudit.rewards import plots, probes
 from rlaudit.rewards.components import MEASURED
-from rlaudit.workbench import Pair, Workbench
 
 
 def value_table(facts: dict[str, dict[str, Any]]) -> pd.DataFrame:

@@ -12,12 +12,12 @@ from typing import Any
 import pandas as pd
 
 from rlaudit.checks import SIDES, Check, check
-from rlaudit.compare import classify_key, flatten, values_equal
 from rlaudit.config import probes as config_probes
+from rlaudit.engine.workbench import Pair
 from rlaudit.evidence import fmt
 from rlaudit.findings import Finding, Severity, Status
+from rlaudit.flatdiff import classify_key, flatten, values_equal
 from rlaudit.notebook import Section
-from rlaudit.workbench import Pair
 
 SUBSYSTEM = "rewards"
 

@@ -18,6 +18,7 @@ comparison (:mod:`rlaudit.seeding.common`):
 from __future__ import annotations
 
 from rlaudit.checks import run_checks
+from rlaudit.engine.workbench import Workbench
 from rlaudit.notebook import Section
 from rlaudit.seeding.common import (
     compare_replicas,
@@ -29,7 +30,6 @@ from rlaudit.seeding.common import (
 from rlaudit.seeding.determinism import SEED_IGNORED, fresh_processes, same_seed_report
 from rlaudit.seeding.generators import global_rng, rng_verdict
 from rlaudit.seeding.variance import POWER_TABLE, final_values, variance, variance_table
-from rlaudit.workbench import Workbench
 
 __all__ = [
     "CHECKS",

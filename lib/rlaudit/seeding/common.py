@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 
 from rlaudit.checks import SIDES, Check, probe_evidence
+from rlaudit.engine.workbench import Pair, Workbench
 from rlaudit.env.analysis import sizes
 from rlaudit.findings import Finding
 from rlaudit.seeding import probes
-from rlaudit.workbench import Pair, Workbench
 
 
 def _compare_env(ea: dict[str, Any], eb: dict[str, Any]) -> dict[str, Any]:

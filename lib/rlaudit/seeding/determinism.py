@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from rlaudit.checks import SIDES, Check, check
+from rlaudit.engine.workbench import Pair
 from rlaudit.findings import Severity, Status
 from rlaudit.notebook import Section
 from rlaudit.seeding.common import (
@@ -21,7 +22,6 @@ from rlaudit.seeding.common import (
     replicas_pair,
     side_replicas,
 )
-from rlaudit.workbench import Pair
 
 
 def same_seed_report(rep: dict[str, Any]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 
 from rlaudit.checks import SIDES, Check, check
+from rlaudit.engine.workbench import Pair
 from rlaudit.findings import Severity, Status
 from rlaudit.notebook import Section
 from rlaudit.seeding.common import (
@@ -17,7 +18,6 @@ from rlaudit.seeding.common import (
     replicas_pair,
     side_replicas,
 )
-from rlaudit.workbench import Pair
 
 
 def rng_verdict(inproc: dict[str, Any]) -> tuple[str, list[str], dict[str, Any]]:

@@ -170,12 +170,12 @@ def run(args: dict[str, Any], subject: Any = None) -> dict[str, Any]:
     """
     started = time.perf_counter()
     if subject is None:
-        from rlaudit.subjects import load_subject, parse_spec
+        from rlaudit.engine.subjects import load_subject, parse_spec
 
         subject = load_subject(parse_spec(args["spec"]))
         torch = sys.modules.get("torch")
         if torch is not None:  # one thread, as in the worker (and bitwise-stable across processes)
-            from rlaudit.validate import env_number
+            from rlaudit.engine.validate import env_number
 
             torch.set_num_threads(int(env_number("RLAUDIT_TORCH_THREADS") or 1))
     config_fn = getattr(subject, "config", None)

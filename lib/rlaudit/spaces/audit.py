@@ -15,12 +15,12 @@ order.
 from __future__ import annotations
 
 from rlaudit.checks import run_checks
+from rlaudit.engine.workbench import Workbench
 from rlaudit.notebook import Section
 from rlaudit.spaces.cost import preprocessing
 from rlaudit.spaces.declared import definitions, observation_bounds
 from rlaudit.spaces.inputs import network_input
 from rlaudit.spaces.observations import observations
-from rlaudit.workbench import Workbench
 
 __all__ = [
     "CHECKS",

@@ -18,12 +18,12 @@ import pandas as pd
 
 from rlaudit import timing
 from rlaudit.checks import SIDES, Check, check
+from rlaudit.engine.workbench import Pair, Workbench
 from rlaudit.evidence import fmt, ratio
 from rlaudit.findings import Severity, Status
 from rlaudit.notebook import Section
 from rlaudit.spaces import probes
 from rlaudit.spaces.observations import obs_pair, stack_alignment
-from rlaudit.workbench import Pair, Workbench
 
 COST_RATIO = timing.PRACTICAL_RATIO
 """Input bytes, first-layer FLOPs or forward time differing by more than 15% is a practical difference."""

@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 
 from rlaudit.checks import SIDES, Check, check
+from rlaudit.engine.workbench import Pair
 from rlaudit.evidence import fmt, pct
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.notebook import Section
 from rlaudit.spaces.observations import obs_pair
-from rlaudit.workbench import Pair
 
 DECLARED = {"needs": obs_pair, "reads": ("env",)}
 """The evidence of both checks: the spaces each environment declares and the observations of the shared

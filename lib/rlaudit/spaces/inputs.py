@@ -14,11 +14,11 @@ import numpy as np
 import pandas as pd
 
 from rlaudit.checks import SIDES, Check, Missing, check
+from rlaudit.engine.workbench import Pair, Workbench
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.notebook import Section
 from rlaudit.spaces import probes
 from rlaudit.spaces.observations import shifted_features
-from rlaudit.workbench import Pair, Workbench
 
 SHIFTED_FRACTION = 0.10
 """A side whose first layer sees more than this fraction of features shifted between training and evaluation

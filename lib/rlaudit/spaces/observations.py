@@ -15,10 +15,10 @@ import numpy as np
 import pandas as pd
 
 from rlaudit.checks import Check, check, run_probe
+from rlaudit.engine.workbench import Pair, Workbench
 from rlaudit.findings import Severity, Status
 from rlaudit.notebook import Section
 from rlaudit.spaces import probes
-from rlaudit.workbench import Pair, Workbench
 
 SMD_SHIFT = 0.2
 """|Standardized mean difference| above which a feature counts as shifted (0.1 is the usual balance check;

@@ -202,7 +202,7 @@ from __future__ import annotations
 #     Must return (policy, extras): the torch.nn.Module with the weights loaded, and a dict that may hold
 #     "obs_rms" ({"mean", "var", "count"}), "optimizer" (its state dict) and "step" (env steps so far).
 #     To read checkpoints without running code hidden in pickles:
-#         from rlaudit.safeload import load_checkpoint_safely
+#         from rlaudit.engine.safeload import load_checkpoint_safely
 #     """
 #     raise NotImplementedError
 

@@ -10,13 +10,13 @@ the shared training runs (:func:`rlaudit.trainer.runs.runs`).
 from __future__ import annotations
 
 from rlaudit.checks import run_checks
+from rlaudit.engine.workbench import Workbench
 from rlaudit.notebook import Section
 from rlaudit.trainer.geometry import geometry
 from rlaudit.trainer.learning import learning, stability
 from rlaudit.trainer.minibatches import minibatches
 from rlaudit.trainer.outcomes import outcomes
 from rlaudit.trainer.speed import speed
-from rlaudit.workbench import Workbench
 
 __all__ = ["CHECKS", "audit_all", "geometry", "learning", "minibatches", "outcomes", "speed", "stability"]
 

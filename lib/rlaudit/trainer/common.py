@@ -14,9 +14,9 @@ from typing import Any
 import pandas as pd
 
 from rlaudit import stats
-from rlaudit.compare import flatten
 from rlaudit.evidence import equivalence_seeds, fmt
 from rlaudit.findings import Severity, Status
+from rlaudit.flatdiff import flatten
 from rlaudit.trainer.runs import RunData
 
 __all__ = [

@@ -115,7 +115,7 @@ def _finals(
     if len(lacking) == len(SIDES) and metric.origin == "override":
         # No run recorded the name the user typed: a typo in --metric, not a gap in the subject (which the
         # SKIPPED advice below would wrongly suggest fixing).
-        from rlaudit.validate import InputError, recorded_metrics
+        from rlaudit.engine.validate import InputError, recorded_metrics
 
         recorded = recorded_metrics(run.run_dir for side in SIDES for run in runs.data[side])
         raise InputError(

@@ -29,10 +29,10 @@ import numpy as np
 import pandas as pd
 
 from rlaudit.checks import Check, check
+from rlaudit.engine.workbench import Pair, ProbeError, ProbeResult, Workbench
 from rlaudit.findings import Evidence, Finding, Severity, Status
 from rlaudit.notebook import Section
 from rlaudit.trainer.runs import RunData, TrainingRuns, runs
-from rlaudit.workbench import Pair, ProbeError, ProbeResult, Workbench
 
 FINISHED = "finished"
 RAISED = "raised"
@@ -144,7 +144,7 @@ def raised_where(traceback: str) -> str:
 
 
 def outcome_of_error(side: str, seed: int, error: Any) -> RunOutcome:
-    """The outcome of a run whose probe failed, from its :class:`rlaudit.worker.ProbeError` (``kind``,
+    """The outcome of a run whose probe failed, from its :class:`rlaudit.engine.worker.ProbeError` (``kind``,
     ``message``, ``traceback``): ``exception`` -> raised, ``timeout`` -> timed out, ``oom`` or a worker killed
     by :data:`SIGNALS_THAT_KILL` -> killed, any other death -> crashed, ``import``/``protocol`` -> failed."""
     kind = str(getattr(error, "kind", "exception"))

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from rlaudit.engine.io import read_table, table_path
+from rlaudit.engine.workbench import Pair, ProbeResult, Workbench
 from rlaudit.findings import Finding
-from rlaudit.io import read_table, table_path
 from rlaudit.trainer.probes import RUN_SUBDIR, train_run
-from rlaudit.workbench import Pair, ProbeResult, Workbench
 
 if TYPE_CHECKING:
     from rlaudit.trainer.outcomes import RunOutcome

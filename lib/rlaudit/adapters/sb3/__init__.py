@@ -25,7 +25,7 @@ every omitted hyperparameter filled in from the algorithm's (and policy's, and V
 defaults, so a key left out shows SB3's default; ``train`` runs ``model.learn`` with a callback that feeds the
 recorder (``recorder.watch(model.policy, optimizer)``, episodes from the Monitor infos, scalars from SB3's
 logger); ``make_env`` wraps SB3's VecEnv stack (Monitor, VecNormalize) in the Gymnasium vector API;
-``load_checkpoint`` reads model zips without unpickling (:mod:`rlaudit.safeload`). For PPO and A2C,
+``load_checkpoint`` reads model zips without unpickling (:mod:`rlaudit.engine.safeload`). For PPO and A2C,
 ``compute_advantages`` is SB3's own GAE and ``compute_loss`` re-derives the loss that ``train()`` writes inline
 (SB3 has no loss function to call) from ``policy.evaluate_actions`` and the resolved hyperparameters. For DQN,
 SAC, TD3 and DDPG, ``target_networks`` names the target modules, ``compute_td_targets`` re-derives the critic's

@@ -353,7 +353,7 @@ class SB3Subject:
 
     def _normalizer_for(self, config: dict[str, Any], path: Path) -> dict[str, Any] | None:
         """Observation statistics saved beside a model zip (our .npz, else SB3's .pkl when trusted)."""
-        from rlaudit.safeload import load_checkpoint_safely
+        from rlaudit.engine.safeload import load_checkpoint_safely
 
         step = _step_of(path)
         candidates = [path.with_name(f"vecnormalize_{step}.npz"), path.with_name(f"vecnormalize_{step}.pkl")]
@@ -385,11 +385,11 @@ class SB3Subject:
             the zip's ``data`` JSON), ``skipped`` (pickled entries not loaded).
 
         Raises:
-            rlaudit.safeload.UnsafeCheckpointError: The zip's tensors cannot be read without unpickling.
+            rlaudit.engine.safeload.UnsafeCheckpointError: The zip's tensors cannot be read without unpickling.
         """
         import torch
 
-        from rlaudit.safeload import load_checkpoint_safely
+        from rlaudit.engine.safeload import load_checkpoint_safely
 
         path = Path(path)
         ckpt = load_checkpoint_safely(path).raise_if_unloaded()
@@ -450,6 +450,6 @@ class SB3Subject:
 
 
 def load(spec: Any) -> SB3Subject:
-    """Loader for :data:`rlaudit.subjects.ADAPTERS`: ``sb3:<file.yaml>`` -> :class:`SB3Subject`."""
+    """Loader for :data:`rlaudit.engine.subjects.ADAPTERS`: ``sb3:<file.yaml>`` -> :class:`SB3Subject`."""
     target = getattr(spec, "target", spec)
     return SB3Subject(Path(os.fspath(target)))

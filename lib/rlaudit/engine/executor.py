@@ -2,9 +2,9 @@
 
 The heavy work of a probe happens in worker *processes*, so the local default dispatches with threads: each
 thread just waits on a worker's pipe. Pure-Python CPU jobs (bootstrap resamples, say) can use
-``backend="processes"``; users with a cluster use ``backend="ray"`` (:class:`~rlaudit.ray_backend.RayBackend`:
+``backend="processes"``; users with a cluster use ``backend="ray"`` (:class:`~rlaudit.engine.ray_backend.RayBackend`:
 one Ray task per job, results back as artifacts in the shared cache; see ``docs/RAY.md``). A backend is one
-small class (:class:`~rlaudit.backends.Backend`); registering it in :data:`BACKENDS` makes
+small class (:class:`~rlaudit.engine.backends.Backend`); registering it in :data:`BACKENDS` makes
 ``Executor(backend=name)`` and ``rlaudit report --executor name`` use it.
 
 ``map`` never aborts a batch: a job that raises, or whose remote worker or node dies, yields a
@@ -19,8 +19,8 @@ import traceback
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from rlaudit.backends import Backend, JobError, ProcessBackend, ThreadBackend, _Failure
-from rlaudit.ray_backend import RayBackend
+from rlaudit.engine.backends import Backend, JobError, ProcessBackend, ThreadBackend, _Failure
+from rlaudit.engine.ray_backend import RayBackend
 
 BACKENDS: dict[str, type[Backend]] = {
     "local": ThreadBackend,
@@ -56,7 +56,7 @@ def _in_jupyter() -> bool:
 
 def progress_enabled() -> bool:
     """Show progress bars? ``RLAUDIT_PROGRESS=0/1`` decides; else only in Jupyter or on a terminal."""
-    from rlaudit.validate import env_flag
+    from rlaudit.engine.validate import env_flag
 
     setting = env_flag("RLAUDIT_PROGRESS")  # a value other than 0/1 names the variable
     if setting is not None:

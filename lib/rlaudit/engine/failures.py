@@ -26,9 +26,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rlaudit.cache import params_hash, probe_dirname
-from rlaudit.io import atomic_write_json
-from rlaudit.worker import ProbeError
+from rlaudit.engine.io import atomic_write_json
+from rlaudit.engine.store import params_hash, probe_dirname
+from rlaudit.engine.worker import ProbeError
 
 REMEMBERED_KINDS = ("exception", "crash", "timeout", "oom")
 RETRY_ADVICE = (

@@ -1,4 +1,4 @@
-"""The per-subject worker process (``python -m rlaudit.worker``), and the error every failed probe call becomes.
+"""The per-subject worker process (``python -m rlaudit.engine.worker``), and the error every failed probe call becomes.
 
 Baseline and candidate are often two versions of one package, or need two virtual environments, so each
 subject's probes run in a process of its own, started with the subject's interpreter, cwd and environment.
@@ -18,8 +18,8 @@ can corrupt the protocol; stderr goes to a log file whose tail is attached to er
     {"id": 3, "op": "ping"}                     -> {"id": 3, "ok": true, "pid": ...}
     {"id": 4, "op": "shutdown"}                 -> {"id": 4, "ok": true}, then the worker exits
 
-The client (:class:`rlaudit.worker_client.WorkerClient`, in the notebook) puts limits on every call
-(:mod:`rlaudit.limits`: no progress for the stall limit, or too much CPU time). A hang is killed (the
+The client (:class:`rlaudit.engine.client.WorkerClient`, in the notebook) puts limits on every call
+(:mod:`rlaudit.engine.limits`: no progress for the stall limit, or too much CPU time). A hang is killed (the
 worker's whole process group) and reported as ``timeout``; a crash as ``crash`` with the
 exit code or signal; a MemoryError under the optional address-space limit (``RLAUDIT_WORKER_MEMORY_MB``) as
 ``oom``, and so is a SIGKILL that rlaudit did not send (most likely the kernel's OOM killer). After any failure
@@ -159,7 +159,7 @@ class _Server:
     def load(self, spec_data: Mapping[str, Any]) -> dict[str, Any]:
         import platform
 
-        from rlaudit import subjects
+        from rlaudit.engine import subjects
 
         info = {"pid": os.getpid(), "python": platform.python_version(), "executable": sys.executable}
         try:
@@ -174,7 +174,7 @@ class _Server:
             info["reads"] = reads.files()
             _record_make_env(self.subject, self._env_reads)
         except BaseException as exc:  # the subject's import may raise anything, even SystemExit
-            from rlaudit.validate import memory_cap_hint
+            from rlaudit.engine.validate import memory_cap_hint
 
             # A cap too low for torch to load shows as "libtorch_cpu.so: failed to map segment": name the cap.
             hint = memory_cap_hint(f"{type(exc).__name__}: {exc}", always=isinstance(exc, MemoryError))
@@ -220,7 +220,7 @@ class _Server:
         params = dict(request.get("params") or {})
         last = [0.0]
 
-        from rlaudit import heartbeat as beats
+        from rlaudit.engine import heartbeat as beats
 
         def heartbeat(i: int, n: int) -> None:
             beats.report()
@@ -245,8 +245,8 @@ class _Server:
             returned = fn(ctx, **params)
             seconds = time.perf_counter() - start
             self._apply_torch_threads()
+            from rlaudit.engine.io import atomic_write_json
             from rlaudit.findings import jsonable
-            from rlaudit.io import atomic_write_json
 
             result = jsonable({} if returned is None else returned)
             # result.json is written last: its presence marks a complete artifact set.
@@ -265,7 +265,7 @@ class _Server:
                 },
             )
         except BaseException as exc:
-            from rlaudit.validate import memory_cap_hint
+            from rlaudit.engine.validate import memory_cap_hint
 
             # torch's allocator raises RuntimeError, not MemoryError: under a cap, either is the cap's doing.
             hint = memory_cap_hint(f"{type(exc).__name__}: {exc}", always=isinstance(exc, MemoryError))
@@ -449,12 +449,12 @@ def _record_make_env(subject: Any, sink: set[str]) -> None:
 
 class _BeatSender:
     """While a probe runs: send ``{"id": rid, "beat": counters}`` about once a second when the progress counters
-    (:data:`rlaudit.heartbeat.PROGRESS`) changed, so the client can tell a slow probe from a stuck one."""
+    (:data:`rlaudit.engine.heartbeat.PROGRESS`) changed, so the client can tell a slow probe from a stuck one."""
 
     PERIOD = 1.0  # seconds between looks at the counters
 
     def __init__(self, server: _Server, rid: Any) -> None:
-        from rlaudit.heartbeat import PROGRESS
+        from rlaudit.engine.heartbeat import PROGRESS
 
         self._server = server
         self._rid = rid
@@ -494,12 +494,12 @@ def _prepare_process() -> None:
     if hasattr(faulthandler, "register"):
         faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
 
-    from rlaudit.validate import env_number, memory_cap
+    from rlaudit.engine.validate import env_number, memory_cap
 
     threads = env_number("RLAUDIT_TORCH_THREADS")  # a bad value names its variable
     # An import is progress too (torch alone takes seconds before a probe's first step): counted for the
     # stall limit, so a probe that is still loading libraries on a busy machine is not taken for a hung one.
-    from rlaudit import heartbeat
+    from rlaudit.engine import heartbeat
 
     sys.addaudithook(heartbeat.audit_hook)
 
@@ -573,7 +573,9 @@ def serve(requests: int, responses: int, parent: int | None = None) -> int:
 
 
 def main(argv: Iterable[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rlaudit.worker", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m rlaudit.engine.worker", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--requests", type=int, required=True, help="fd to read JSON-line requests from")
     parser.add_argument("--responses", type=int, required=True, help="fd to write JSON-line responses to")
     parser.add_argument("--parent", type=int, default=0, help="pid of the notebook; exit when it is gone")

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from rlaudit.backends import Backend, _Failure, _run_captured
+from rlaudit.engine.backends import Backend, _Failure, _run_captured
 
 RAY_INSTALL_HINT = "pip install 'rlaudit[ray]'"
 RAY_GCS_PORT = 6379  # the port `ray start --head` listens on unless told otherwise
@@ -42,7 +42,7 @@ class RemoteTaskLost(RuntimeError):
     Attributes:
         kind: ``"crash"`` (the worker process or its node died, or the task was cancelled), ``"oom"`` (killed
             by the cluster's memory monitor), ``"import"`` (the node's Python environment cannot load the job)
-            or ``"exception"``; the words of :class:`rlaudit.worker.ProbeError`, so the workbench reports the
+            or ``"exception"``; the words of :class:`rlaudit.engine.worker.ProbeError`, so the workbench reports the
             job as a failed probe of that kind.
     """
 
@@ -397,8 +397,8 @@ class _RayFuture(cf.Future):  # type: ignore[type-arg]
 class RayBackend(Backend):
     """Jobs as Ray tasks on a cluster: one task per job (a training run or a probe call).
 
-    The workbench ships each probe call as a picklable :class:`rlaudit.probe_jobs.ProbeJob`; the task runs
-    :func:`rlaudit.probe_jobs.run_probe_job` on a node, which starts the subject's own worker process with
+    The workbench ships each probe call as a picklable :class:`rlaudit.engine.jobs.ProbeJob`; the task runs
+    :func:`rlaudit.engine.jobs.run_probe_job` on a node, which starts the subject's own worker process with
     the subject's interpreter (so subjects with their own virtualenvs work as they do locally) and commits the
     artifacts to the cache. So the cache must be one shared directory at the same path on every node, the
     subject's code and interpreter must be at the same paths there, and every node needs ray and rlaudit

@@ -1,6 +1,6 @@
 """Subject fingerprints: one identifier that changes whenever anything the subject reads changes.
 
-The fingerprint keys the artifact cache (:mod:`rlaudit.cache`), so a stale artifact is reused exactly when a
+The fingerprint keys the artifact cache (:mod:`rlaudit.engine.store`), so a stale artifact is reused exactly when a
 fingerprint misses a change. It hashes:
 
 - the spec, the interpreter path, the cwd and the extra environment;
@@ -24,8 +24,8 @@ would keep size and mtime), the way git treats "racily clean" entries.
 
 **Files the subject read.** Which files a subject reads is known only once a worker has loaded it, but the
 fingerprint is needed before (a fully cached notebook starts no worker). So the worker reports the files it
-opened (:mod:`rlaudit.worker`: an audit hook on ``open``; ``make_env``'s with the first probe that calls it),
-and :meth:`rlaudit.cache.ArtifactStore.record_reads` keeps their digests with the fingerprint they were read under
+opened (:mod:`rlaudit.engine.worker`: an audit hook on ``open``; ``make_env``'s with the first probe that calls it),
+and :meth:`rlaudit.engine.store.ArtifactStore.record_reads` keeps their digests with the fingerprint they were read under
 (``<cache>/<fingerprint>/subject.json``). Computing a fingerprint starts from the *base* fingerprint (all the
 above but the read files) and checks the files recorded for it: when they all still hash the same, the base
 fingerprint stands; when one changed, the fingerprint is the base plus the current digests of the recorded
@@ -47,9 +47,9 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from rlaudit import paths
-from rlaudit.gitcli import run_git
-from rlaudit.subjects import SubjectSpec
+from rlaudit.engine import paths
+from rlaudit.engine.git import run_git
+from rlaudit.engine.subjects import SubjectSpec
 
 FINGERPRINT_SCHEMA = 1
 CODE_SUFFIXES = (".py", ".yaml", ".yml", ".json", ".toml")
@@ -202,7 +202,7 @@ def _resolve_reads(cache_root: Path, base: str) -> str:
     if variant not in candidates:
         # Lost to a concurrent writer at worst: the variant is then derived again, identically, next time.
         try:
-            from rlaudit.io import atomic_write_text
+            from rlaudit.engine.io import atomic_write_text
 
             atomic_write_text(cache_root / base / "variants.json", json.dumps([*candidates[1:], variant]))
         except OSError:
@@ -597,7 +597,7 @@ class _DigestIndex:
         if not (self.dirty or stale) or self.file is None:
             return
         try:
-            from rlaudit.io import atomic_write_text
+            from rlaudit.engine.io import atomic_write_text
 
             kept = {name: self.entries[name] for name in sorted(self.seen) if name in self.entries}
             payload = {"root": self.root, "entries": kept}

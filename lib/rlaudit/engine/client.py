@@ -1,8 +1,8 @@
-"""The notebook side of a worker: :class:`WorkerClient` starts ``python -m rlaudit.worker`` with a subject's
+"""The notebook side of a worker: :class:`WorkerClient` starts ``python -m rlaudit.engine.worker`` with a subject's
 interpreter, cwd and environment, sends it probe calls with a timeout each, and turns every way a call can fail
-(a hang, a crash, running out of memory, an import error) into a :class:`~rlaudit.worker.ProbeError`.
+(a hang, a crash, running out of memory, an import error) into a :class:`~rlaudit.engine.worker.ProbeError`.
 
-The protocol and the worker itself are :mod:`rlaudit.worker`.
+The protocol and the worker itself are :mod:`rlaudit.engine.worker`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from rlaudit.worker import ProbeError
+from rlaudit.engine.worker import ProbeError
 
 TAIL_BYTES = 4000  # how much of the worker's stderr log an error carries
 KEEP_LOGS = 50  # worker logs kept per subject (older ones are deleted when a worker starts)
@@ -75,10 +75,10 @@ class WorkerClient:
         spec: The subject.
         log_dir: Directory for the worker's stderr logs (one file per worker process).
         timeout: Default CPU-seconds a probe call's process tree may use (``call(..., timeout=)`` overrides
-            it), scaled by :func:`rlaudit.limits.machine_scale`; never a wall-clock limit.
-        stall_timeout: Seconds a probe call may go without progress (:mod:`rlaudit.heartbeat`) before it is
+            it), scaled by :func:`rlaudit.engine.limits.machine_scale`; never a wall-clock limit.
+        stall_timeout: Seconds a probe call may go without progress (:mod:`rlaudit.engine.heartbeat`) before it is
             stopped as hung (``call(..., stall=)`` overrides it); default ``RLAUDIT_STALL_TIMEOUT`` or
-            :data:`rlaudit.limits.DEFAULT_STALL_SECONDS`.
+            :data:`rlaudit.engine.limits.DEFAULT_STALL_SECONDS`.
         load_timeout: Seconds starting the worker and importing the subject may go without progress (a module
             imported counts); default: the stall limit. Loading also has the probe calls' CPU limit.
         memory_mb: Address-space limit of the worker in MiB (``RLIMIT_AS``); default
@@ -99,17 +99,17 @@ class WorkerClient:
         torch_threads: int | None = None,
         env: Mapping[str, str] | None = None,
     ) -> None:
-        from rlaudit.subjects import SubjectSpec, parse_spec
+        from rlaudit.engine.subjects import SubjectSpec, parse_spec
 
         self.spec: SubjectSpec = spec if isinstance(spec, SubjectSpec) else parse_spec(str(spec))
         self.log_dir = Path(log_dir)
-        from rlaudit import limits
+        from rlaudit.engine import limits
 
         self.timeout = float(timeout)
         self.stall_timeout = float(stall_timeout or limits.stall_timeout() or limits.DEFAULT_STALL_SECONDS)
         self.load_timeout = float(load_timeout or self.stall_timeout)
         if memory_mb is None:
-            from rlaudit.validate import memory_cap
+            from rlaudit.engine.validate import memory_cap
 
             memory_mb = memory_cap()  # a bad value names RLAUDIT_WORKER_MEMORY_MB
         self.memory_mb = memory_mb
@@ -145,7 +145,7 @@ class WorkerClient:
         return self.pid is not None
 
     def _environment(self) -> dict[str, str]:
-        from rlaudit.paths import LIB_DIR
+        from rlaudit.engine.paths import LIB_DIR
 
         env = dict(os.environ)
         env.pop("PYTHONHOME", None)  # would point another interpreter at the wrong standard library
@@ -189,7 +189,7 @@ class WorkerClient:
             command = [
                 interpreter,
                 "-m",
-                "rlaudit.worker",
+                "rlaudit.engine.worker",
                 "--requests",
                 str(req_r),
                 "--responses",
@@ -229,7 +229,7 @@ class WorkerClient:
             self.starts += 1
             _LIVE.add(self)
             _register_atexit()
-            from rlaudit.limits import ProbeLimits
+            from rlaudit.engine.limits import ProbeLimits
 
             # Like a probe call, loading is stopped for no progress or for CPU time, never for wall time: on
             # a busy machine importing torch alone can take minutes of wall time (the worker beats per import).
@@ -374,7 +374,7 @@ class WorkerClient:
                     "params": dict(params),
                     "out": str(out_dir),
                 }
-                from rlaudit.limits import ProbeLimits
+                from rlaudit.engine.limits import ProbeLimits
 
                 limits = ProbeLimits(
                     stall=self.stall_timeout if stall is None else float(stall),
@@ -406,7 +406,7 @@ class WorkerClient:
         limits: Any = None,
     ) -> dict[str, Any]:
         """Send one request and wait for its reply: within ``timeout`` wall seconds, or, for a probe call with
-        ``limits`` (:class:`rlaudit.limits.ProbeLimits`), for as long as it makes progress within its limits."""
+        ``limits`` (:class:`rlaudit.engine.limits.ProbeLimits`), for as long as it makes progress within its limits."""
         self._next_id += 1
         rid = self._next_id
         what = what or request["op"]
@@ -554,7 +554,7 @@ class WorkerClient:
 
     def _fail(self, kind: str, message: str, since: int) -> ProbeError:
         """Stop the worker (the next call starts a fresh one) and build the error."""
-        from rlaudit.validate import memory_cap_hint
+        from rlaudit.engine.validate import memory_cap_hint
 
         self.kill()
         tail = self._tail(since)
@@ -612,7 +612,7 @@ class WorkerClient:
 
 
 class _LimitHit(Exception):
-    """A probe call reached one of its :mod:`rlaudit.limits`."""
+    """A probe call reached one of its :mod:`rlaudit.engine.limits`."""
 
     def __init__(self, reason: str, advice: str) -> None:
         super().__init__(reason)
@@ -624,7 +624,7 @@ class _Watch:
     """The limits of one probe call as it runs: when it last made progress, and its CPU time so far."""
 
     def __init__(self, client: WorkerClient, limits: Any) -> None:
-        from rlaudit.limits import tree_cpu_seconds
+        from rlaudit.engine.limits import tree_cpu_seconds
 
         self.limits = limits
         self.pid = client.pid
@@ -650,7 +650,7 @@ class _Watch:
         """Raise :class:`_LimitHit` when the call made no progress for the stall limit, or used more CPU time
         than its limit; else return. With ``every``, only look if that many seconds passed since the last look
         (reading the process tree's CPU time costs a few /proc reads)."""
-        from rlaudit import heartbeat, limits
+        from rlaudit.engine import heartbeat, limits
 
         now = time.monotonic()
         if now - self.checked < every:

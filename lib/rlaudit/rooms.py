@@ -83,7 +83,7 @@ def run_audits(
     """Run every audit of the given subsystems on one workbench and return all findings.
 
     Args:
-        wb: The workbench (``rlaudit.workbench.Workbench``) of the pair under investigation.
+        wb: The workbench (``rlaudit.engine.workbench.Workbench``) of the pair under investigation.
         subsystems: Which rooms to run, in order (default: all fourteen).
         progress: Called with one line of text after each room (e.g. ``print``).
 

@@ -270,7 +270,7 @@ def check_subject(spec: Any) -> None:
     Raises:
         InputError: The spec cannot be loaded, or its sb3 setup file is malformed.
     """
-    from rlaudit.subjects import loader_for
+    from rlaudit.engine.subjects import loader_for
 
     try:
         loader_for(spec)
@@ -281,7 +281,7 @@ def check_subject(spec: Any) -> None:
     elif spec.scheme == "module" and not spec.requirements:  # (a venv still to be built may hold it)
         _check_module(spec)
     elif spec.scheme == "git":
-        from rlaudit.cache import subject_fingerprint
+        from rlaudit.engine.store import subject_fingerprint
 
         try:  # resolves the ref now, as the workbench would in every notebook
             subject_fingerprint(spec)
@@ -293,8 +293,8 @@ def _check_module(spec: Any) -> None:
     """A ``package.module[:attr]`` spec names a module its interpreter can find (``bultin:x`` is one too)."""
     import difflib
 
-    from rlaudit.fingerprint import module_location
-    from rlaudit.subjects import PREFIX_SCHEMES
+    from rlaudit.engine.fingerprint import module_location
+    from rlaudit.engine.subjects import PREFIX_SCHEMES
 
     top = spec.target.split(".")[0]
     cwd = spec.cwd or os.getcwd()
@@ -406,7 +406,7 @@ def check_variants(text: str) -> list[Variant]:
     Raises:
         InputError: Bad syntax, or a spec that does not parse or load, naming the item.
     """
-    from rlaudit.subjects import parse_spec
+    from rlaudit.engine.subjects import parse_spec
 
     variants = parse_variants(text)
     for variant in variants:
@@ -490,7 +490,7 @@ def recorded_metrics(run_dirs: Iterable[Path]) -> list[str]:
     Args:
         run_dirs: Recorder run directories (holding ``episodes`` and ``scalars`` tables).
     """
-    from rlaudit.io import read_table, table_path
+    from rlaudit.engine.io import read_table, table_path
 
     names: dict[str, None] = {}
     for run_dir in run_dirs:
@@ -587,11 +587,11 @@ def check_inputs(args: Any, *, out: Path | None = None, say: Callable[[str], Non
 
     Raises:
         InputError: The first bad input (see the module docstring). ``FileNotFoundError`` for a missing
-            subject or pair file, as :func:`rlaudit.subjects.parse_spec` raises it.
+            subject or pair file, as :func:`rlaudit.engine.subjects.parse_spec` raises it.
     """
-    from rlaudit.paths import user_dir
+    from rlaudit.engine.paths import user_dir
+    from rlaudit.engine.subjects import load_pair_file, parse_spec
     from rlaudit.profiles import get_profile
-    from rlaudit.subjects import load_pair_file, parse_spec
 
     check_environment()
     get_profile(getattr(args, "profile", None))

@@ -9,7 +9,7 @@ Layout (ARCHITECTURE.md section 3)::
                                                              + checksums.json (what the store committed)
     <cache>/.fingerprints/                                   file digests by size and mtime (fingerprint.py)
 
-A subject's fingerprint (:mod:`rlaudit.fingerprint`, re-exported here) changes whenever anything the subject
+A subject's fingerprint (:mod:`rlaudit.engine.fingerprint`, re-exported here) changes whenever anything the subject
 reads changes, so a stale artifact is never reused. An artifact directory is committed by one atomic rename
 and counts only when its ``result.json`` exists, so a writer killed halfway leaves nothing that is ever read.
 Every file of the directory is covered by a SHA-256 in its ``checksums.json``, written with it: a file that
@@ -35,18 +35,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlaudit import paths
-from rlaudit.findings import jsonable
-from rlaudit.fingerprint import (  # re-exported: callers import them from here
+from rlaudit.engine import paths
+from rlaudit.engine.fingerprint import (  # re-exported: callers import them from here
     CODE_HASHERS,
     FINGERPRINT_SCHEMA,
     base_fingerprint,
     fingerprint_details,
     subject_fingerprint,
 )
-from rlaudit.io import ArtifactReadError, atomic_dir, atomic_write_json, read_json, read_npz, read_table
-from rlaudit.subjects import SubjectSpec
-from rlaudit.worker import ProbeError
+from rlaudit.engine.io import (
+    ArtifactReadError,
+    atomic_dir,
+    atomic_write_json,
+    read_json,
+    read_npz,
+    read_table,
+)
+from rlaudit.engine.subjects import SubjectSpec
+from rlaudit.engine.worker import ProbeError
+from rlaudit.findings import jsonable
 
 __all__ = [
     "CHECKSUMS",
@@ -193,7 +200,7 @@ class ArtifactStore:
     """Probe artifacts on disk, keyed by subject fingerprint, probe, version and parameters.
 
     Args:
-        root: The cache directory (default :func:`rlaudit.paths.cache_dir`, i.e. ``RLAUDIT_CACHE`` or
+        root: The cache directory (default :func:`rlaudit.engine.paths.cache_dir`, i.e. ``RLAUDIT_CACHE`` or
             ``data/cache``). Nothing is created until something is written.
     """
 
@@ -396,8 +403,8 @@ class ArtifactStore:
 
     def record_reads(self, fingerprint: str, files: Sequence[str]) -> bool:
         """Add the files a worker of ``fingerprint`` read to ``subject.json`` (see
-        :mod:`rlaudit.fingerprint`); True when something new was written."""
-        from rlaudit.fingerprint import merge_reads, recorded_reads
+        :mod:`rlaudit.engine.fingerprint`); True when something new was written."""
+        from rlaudit.engine.fingerprint import merge_reads, recorded_reads
 
         with self.lock(self.root / fingerprint / "subject"):
             merged = merge_reads(recorded_reads(self.root, fingerprint), files)

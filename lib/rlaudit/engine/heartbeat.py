@@ -3,8 +3,8 @@
 The recorder counts environment steps, optimizer updates and finished episodes here; a probe's
 ``ctx.progress`` counts too, and so does each module the worker imports (:func:`audit_hook`). The worker
 reports a change of :data:`PROGRESS` to the client about once a second while a probe runs
-(:mod:`rlaudit.worker`), and the client stops a probe whose counters stood still for the stall limit
-(:mod:`rlaudit.limits`). A probe that sleeps or spins without doing any of these makes
+(:mod:`rlaudit.engine.worker`), and the client stops a probe whose counters stood still for the stall limit
+(:mod:`rlaudit.engine.limits`). A probe that sleeps or spins without doing any of these makes
 no progress, however much CPU it burns; one that is merely slow on a busy machine keeps counting.
 
 Only the standard library: this module runs in subjects' own interpreters, and its calls sit in hot loops

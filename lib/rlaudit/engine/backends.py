@@ -1,6 +1,6 @@
 """Where jobs run: the :class:`Backend` contract (submit a job, get a future), local threads and local
 processes, and :class:`JobError`, what a job that raised leaves in its slot of the results. The Ray backend is
-:mod:`rlaudit.ray_backend`; :mod:`rlaudit.executor` picks one by name."""
+:mod:`rlaudit.engine.ray_backend`; :mod:`rlaudit.engine.executor` picks one by name."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ class Backend(abc.ABC):
     name: ClassVar[str] = ""
     shares_memory: ClassVar[bool] = False
     """True when jobs run inside this process (threads). The workbench then lends jobs its pooled worker
-    processes; otherwise it ships self-contained, picklable jobs (:func:`rlaudit.probe_jobs.run_probe_job`)
+    processes; otherwise it ships self-contained, picklable jobs (:func:`rlaudit.engine.jobs.run_probe_job`)
     that start their own worker wherever they run (the cache directory must be shared)."""
 
     def __init__(self, jobs: int, **options: Any) -> None:

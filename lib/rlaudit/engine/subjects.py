@@ -185,7 +185,7 @@ def parse_spec(
             checked when the worker starts, not here.
         system_site_packages: Whether that environment sees the base interpreter's packages (default False).
         base_dir: Directory that relative paths are resolved against (default:
-            :func:`rlaudit.paths.user_dir`, where the user ran the command; :func:`load_pair_file` passes
+            :func:`rlaudit.engine.paths.user_dir`, where the user ran the command; :func:`load_pair_file` passes
             the YAML file's directory).
 
     Returns:
@@ -195,7 +195,7 @@ def parse_spec(
         ValueError: The string has none of the known forms, or names a scheme nobody registered.
         FileNotFoundError: A path it names (subject file, YAML, interpreter, cwd) does not exist.
     """
-    from rlaudit.paths import user_dir
+    from rlaudit.engine.paths import user_dir
 
     base = Path(base_dir).expanduser() if base_dir else user_dir()
     base = base.absolute()
@@ -450,7 +450,7 @@ def load_pair_file(path: str | Path) -> tuple[SubjectSpec, SubjectSpec]:
         ValueError: Not valid YAML, a side is missing, or a key is unknown.
     """
     from rlaudit.adapters.configs import read_yaml_mapping
-    from rlaudit.paths import user_dir
+    from rlaudit.engine.paths import user_dir
 
     path = Path(path).expanduser()
     path = path if path.is_absolute() else user_dir() / path
@@ -622,7 +622,7 @@ def loader_for(spec: SubjectSpec) -> Loader:
     raise ValueError(
         f"no adapter is registered for scheme {spec.scheme!r} (spec {spec.display!r}); schemes that can "
         f"be loaded: {known}. Point the spec at a subject.py instead (`rlaudit new-subject DIR` writes "
-        "one), or register a loader in rlaudit.subjects.ADAPTERS"
+        "one), or register a loader in rlaudit.engine.subjects.ADAPTERS"
     )
 
 

@@ -2,7 +2,7 @@
 
 ::
 
-    from rlaudit.workbench import Workbench
+    from rlaudit.engine.workbench import Workbench
     wb = Workbench(baseline="builtin:reference", candidate="builtin:regressed", profile="smoke")
     pair = wb.run(agents_probes.module_tree, seed=0)     # both sides in parallel, cached
     if (f := pair.guard("agents/architecture", "agents", "The two networks have the same layers")):
@@ -28,12 +28,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rlaudit import limits
-from rlaudit.cache import ArtifactStore, ProbeResult
-from rlaudit.executor import Executor, JobError
-from rlaudit.findings import Finding
-from rlaudit.probe import ProbeInfo, bind_params, probe_import_root, probe_info
-from rlaudit.probe_jobs import (
+from rlaudit.engine import limits
+from rlaudit.engine.executor import Executor, JobError
+from rlaudit.engine.jobs import (
     ProbeJob,
     _answer_locally,
     _execute,
@@ -42,10 +39,13 @@ from rlaudit.probe_jobs import (
     _Subject,
     run_probe_job,
 )
+from rlaudit.engine.store import ArtifactStore, ProbeResult
+from rlaudit.engine.subjects import SubjectSpec, load_pair_file, loader_for, parse_spec
+from rlaudit.engine.validate import env_number
+from rlaudit.engine.worker import ERROR_KINDS, ProbeError
+from rlaudit.findings import Finding
+from rlaudit.probe import ProbeInfo, bind_params, probe_import_root, probe_info
 from rlaudit.profiles import Profile, get_profile
-from rlaudit.subjects import SubjectSpec, load_pair_file, loader_for, parse_spec
-from rlaudit.validate import env_number
-from rlaudit.worker import ERROR_KINDS, ProbeError
 
 __all__ = [
     "SIDES",
@@ -142,7 +142,7 @@ class Workbench:
         jobs: Probe calls that run at once (worker processes busy at a time); default ``RLAUDIT_JOBS`` or the
             profile's ``jobs``. With more than one, workers run torch on one thread each.
         cache: The artifact store (default: ``data/cache`` or ``RLAUDIT_CACHE``).
-        timeout: CPU-seconds a probe call may use (:mod:`rlaudit.limits`); default ``RLAUDIT_CPU_LIMIT``
+        timeout: CPU-seconds a probe call may use (:mod:`rlaudit.engine.limits`); default ``RLAUDIT_CPU_LIMIT``
             (or the older ``RLAUDIT_PROBE_TIMEOUT``) or the profile's ``probe_timeout``. A call is also stopped
             after ``RLAUDIT_STALL_TIMEOUT`` seconds without progress.
         memory_mb: Per-worker address-space limit in MiB (default ``RLAUDIT_WORKER_MEMORY_MB`` or none).
@@ -194,7 +194,7 @@ class Workbench:
         self.cache = cache if cache is not None else ArtifactStore()
         env_jobs = env_number("RLAUDIT_JOBS")  # a bad value names its variable
         self.jobs = max(1, int(jobs if jobs is not None else env_jobs or self.profile.jobs))
-        # CPU-seconds per probe call, and seconds without progress (rlaudit.limits; never wall time alone):
+        # CPU-seconds per probe call, and seconds without progress (rlaudit.engine.limits; never wall time alone):
         # `rlaudit report --cpu-limit/--stall-timeout` arrive as RLAUDIT_CPU_LIMIT/RLAUDIT_STALL_TIMEOUT.
         self.timeout = float(
             timeout if timeout is not None else limits.cpu_limit() or self.profile.probe_timeout
@@ -613,7 +613,7 @@ class Workbench:
     def close(self) -> None:
         """Stop every worker and the dispatch threads (also done at exit and when garbage-collected).
 
-        With :func:`rlaudit.probe_jobs.keep_workers` on, idle running workers are kept for the next workbench instead.
+        With :func:`rlaudit.engine.jobs.keep_workers` on, idle running workers are kept for the next workbench instead.
         """
         self._closed = True
         self._executor.shutdown(wait=False)

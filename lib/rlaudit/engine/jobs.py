@@ -2,7 +2,7 @@
 executor backend can run (here, in a process pool, or on a Ray node sharing the cache), and the idle workers kept
 from one workbench to the next (the next notebook of a report lane reuses them).
 
-The notebook's handle on a pair, which plans these jobs and reads their results, is :mod:`rlaudit.workbench`.
+The notebook's handle on a pair, which plans these jobs and reads their results, is :mod:`rlaudit.engine.workbench`.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rlaudit import failures
-from rlaudit.cache import ArtifactStore, ProbeResult, fingerprint_details, subject_fingerprint
-from rlaudit.subjects import SubjectSpec
-from rlaudit.worker import ProbeError
-from rlaudit.worker_client import WorkerClient
+from rlaudit.engine import failures
+from rlaudit.engine.client import WorkerClient
+from rlaudit.engine.store import ArtifactStore, ProbeResult, fingerprint_details, subject_fingerprint
+from rlaudit.engine.subjects import SubjectSpec
+from rlaudit.engine.worker import ProbeError
 
 
 class _Missing(Exception):
@@ -148,12 +148,12 @@ class ProbeJob:
         root: ``sys.path`` entry for the probe's module (see :func:`rlaudit.probe.probe_import_root`).
         params: The probe's parameters, defaults filled in.
         cache_root: The artifact store's directory.
-        timeout: CPU-seconds the call may take (:mod:`rlaudit.limits`; never a wall-clock limit).
+        timeout: CPU-seconds the call may take (:mod:`rlaudit.engine.limits`; never a wall-clock limit).
         newer_than: Ignore artifacts older than this Unix time (``fresh``).
         client_options: Extra :class:`WorkerClient` options (memory_mb, torch_threads, load_timeout,
             stall_timeout).
         failures_since: Run the call again even if it failed before this Unix time (``--retry-failed``);
-            remembered failures (:mod:`rlaudit.failures`) older than ``newer_than`` are ignored too.
+            remembered failures (:mod:`rlaudit.engine.failures`) older than ``newer_than`` are ignored too.
     """
 
     spec: dict[str, Any]
@@ -263,8 +263,8 @@ def _execute(job: ProbeJob, subject: _Subject) -> ProbeResult:
 
 
 def _limits(job: ProbeJob) -> dict[str, Any]:
-    """The limits a job's call runs under, as :mod:`rlaudit.failures` compares them."""
-    from rlaudit import limits
+    """The limits a job's call runs under, as :mod:`rlaudit.engine.failures` compares them."""
+    from rlaudit.engine import limits
 
     options = job.client_options
     return {

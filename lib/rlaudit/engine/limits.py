@@ -2,7 +2,7 @@
 
 A probe is stopped for one of two reasons, never for wall time alone:
 
-* **stall**: it made no progress for ``stall`` seconds. Progress is what :mod:`rlaudit.heartbeat` counts in
+* **stall**: it made no progress for ``stall`` seconds. Progress is what :mod:`rlaudit.engine.heartbeat` counts in
   the worker: environment steps, optimizer updates and finished episodes seen by the recorder, and the
   probe's own ``ctx.progress`` calls. A probe that sleeps or spins is stopped; a slow one keeps counting.
 * **CPU time**: the worker's process tree used more than ``cpu`` CPU-seconds on this call, scaled by how
@@ -12,9 +12,9 @@ A probe is stopped for one of two reasons, never for wall time alone:
 Both are set from the command line (``rlaudit report --stall-timeout S --cpu-limit S``; ``make report
 STALL_TIMEOUT=S CPU_LIMIT=S``), which passes them on as :data:`STALL_VARIABLE` and :data:`CPU_VARIABLE`
 to the notebooks and their workers, as the other settings travel. ``--retry-failed`` sets
-:data:`RETRY_VARIABLE`: failures remembered before it (:mod:`rlaudit.failures`) are run again.
+:data:`RETRY_VARIABLE`: failures remembered before it (:mod:`rlaudit.engine.failures`) are run again.
 
-Notebook side (the client); the worker side only counts (:mod:`rlaudit.heartbeat`).
+Notebook side (the client); the worker side only counts (:mod:`rlaudit.engine.heartbeat`).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def env_seconds(name: str) -> float | None:
     Raises:
         ValueError: The value is not a number of at least one second (the message names the variable).
     """
-    from rlaudit.validate import env_number
+    from rlaudit.engine.validate import env_number
 
     return env_number(name)
 
@@ -86,7 +86,7 @@ def cpu_limit() -> float | None:
 
 def retry_failed_since() -> float | None:
     """With ``--retry-failed``: the Unix time before which remembered failures are run again."""
-    from rlaudit.validate import env_number
+    from rlaudit.engine.validate import env_number
 
     return env_number(RETRY_VARIABLE)
 

@@ -46,7 +46,7 @@ def _progress_recorder(run_dir: Path, total: int):  # -> Recorder with a tqdm ba
 
 
 def run_train(args: argparse.Namespace) -> int:
-    from rlaudit.subjects import capabilities, load_subject, parse_spec
+    from rlaudit.engine.subjects import capabilities, load_subject, parse_spec
 
     spec = parse_spec(args.spec)
     if (
@@ -55,7 +55,7 @@ def run_train(args: argparse.Namespace) -> int:
         and not os.environ.get("RLAUDIT_TRAIN_REEXEC")
     ):
         # The subject has its own interpreter: run this command there (rlaudit via PYTHONPATH).
-        from rlaudit.paths import LIB_DIR
+        from rlaudit.engine.paths import LIB_DIR
 
         env = {
             **os.environ,
