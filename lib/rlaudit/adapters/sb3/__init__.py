@@ -27,11 +27,15 @@ recorder (``recorder.watch(model.policy, optimizer)``, episodes from the Monitor
 logger); ``make_env`` wraps SB3's VecEnv stack (Monitor, VecNormalize) in the Gymnasium vector API;
 ``load_checkpoint`` reads model zips without unpickling (:mod:`rlaudit.engine.safeload`). For PPO and A2C,
 ``compute_advantages`` is SB3's own GAE and ``compute_loss`` re-derives the loss that ``train()`` writes inline
-(SB3 has no loss function to call) from ``policy.evaluate_actions`` and the resolved hyperparameters.
+(SB3 has no loss function to call) from ``policy.evaluate_actions`` and the resolved hyperparameters. For DQN,
+SAC, TD3 and DDPG, ``target_networks`` names the target modules, ``compute_td_targets`` re-derives the critic's
+targets of each ``train()``, and a run feeds the recorder's off-policy tables (gradient steps, target-network
+updates, epsilon and alpha, replay fill and sample ages).
 
 Modules: :mod:`~rlaudit.adapters.sb3.setup` (reading and resolving the file),
 :mod:`~rlaudit.adapters.sb3.runtime` (SB3 objects, the environment wrapper, the recorder's callback and
 logger), :mod:`~rlaudit.adapters.sb3.loss` (GAE and the loss, as SB3 computes them inline),
+:mod:`~rlaudit.adapters.sb3.offpolicy` (TD targets, target networks and the recorder's off-policy tables),
 :mod:`~rlaudit.adapters.sb3.subject` (the subject).
 """
 

@@ -218,6 +218,23 @@ def optimizer_of(policy: Any) -> Any:
     return optimizer
 
 
+def joint_optimizer(policy: Any) -> Any:
+    """SAC/TD3/DDPG: the actor's and the critic's optimizers as one of the same class, a param group each.
+
+    A new optimizer over the same parameters with each group's settings, for the audits that read how the
+    policy is optimized; SB3 itself keeps stepping its two. Falls back to the critic's optimizer when the
+    two are of different classes.
+    """
+    parts = [policy.actor.optimizer, policy.critic.optimizer]
+    cls = type(parts[0])
+    if any(type(p) is not cls for p in parts):
+        return parts[1]
+    groups = [dict(group) for part in parts for group in part.param_groups]
+    for group in groups:
+        group["params"] = list(group["params"])
+    return cls(groups, **parts[0].defaults)
+
+
 def make_callback(
     recorder: Any, checkpoint_at: int | None = None, save_checkpoint: Callable[[Any], Any] | None = None
 ) -> Any:

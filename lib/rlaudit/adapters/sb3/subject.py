@@ -10,12 +10,13 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from rlaudit.adapters.sb3 import loss
+from rlaudit.adapters.sb3 import loss, offpolicy
 from rlaudit.adapters.sb3.runtime import (
     SB3VectorEnv,
     add_cleanrl_interface,
     as_schedule,
     hyperparameters_of,
+    joint_optimizer,
     make_callback,
     make_logger,
     make_vec_env,
@@ -57,6 +58,10 @@ class SB3Subject:
             # audits report SKIPPED
             self.compute_advantages = None
             self.compute_loss = None
+        if self._resolved["algo"] not in offpolicy.OFF_POLICY:
+            # no replay buffer, TD targets or target networks in PPO and A2C
+            self.target_networks = None
+            self.compute_td_targets = None
 
     def __repr__(self) -> str:
         return f"SB3Subject({str(self.path)!r})"
@@ -170,10 +175,17 @@ class SB3Subject:
         The returned ``LambdaLR`` replays that curve, one scheduler step per rollout of ``n_steps * n_envs``
         environment steps (on-policy; one environment step off-policy): after ``k`` steps the rate is
         ``schedule(1 - k * rollout / n_timesteps)``. The optimizer as built holds ``schedule(1)``, like SB3's.
+
+        SAC, TD3 and DDPG step an actor optimizer and a critic optimizer, built alike (same class and
+        settings): they are returned as one optimizer of that class with two param groups, the actor's and
+        the critic's, which for a per-parameter optimizer such as Adam is the same update. DQN's is the
+        Q-network's; the target networks are in no param group (see ``target_networks``).
         """
         import torch
 
-        optimizer = optimizer_of(policy)
+        optimizer = (
+            joint_optimizer(policy) if config["algo"] in ("sac", "td3", "ddpg") else optimizer_of(policy)
+        )
         if optimizer is None:
             raise TypeError(f"{type(policy).__name__} has no optimizer attribute; is it an SB3 policy?")
         schedule = schedule_fn(config.get("learning_rate", 3e-4))
@@ -205,6 +217,17 @@ class SB3Subject:
     ) -> dict[str, Any]:
         """The loss of SB3's ``train()`` on one minibatch (:func:`rlaudit.adapters.sb3.loss.compute_loss`)."""
         return loss.compute_loss(config, policy, batch, progress=progress)
+
+    def target_networks(self, config: dict[str, Any], policy: Any) -> dict[str, str]:
+        """Target module prefix -> online module prefix (:func:`rlaudit.adapters.sb3.offpolicy.target_networks`)."""
+        return offpolicy.target_networks(config, policy)
+
+    def compute_td_targets(
+        self, config: dict[str, Any], policy: Any, batch: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The critic's targets as SB3's ``train()`` computes them
+        (:func:`rlaudit.adapters.sb3.offpolicy.compute_td_targets`)."""
+        return offpolicy.compute_td_targets(config, policy, batch)
 
     # -- training --------------------------------------------------------------------------------------
 
@@ -298,7 +321,16 @@ class SB3Subject:
             callback = make_callback(recorder, half if start_step < half else None, save)
             # with reset_num_timesteps=False SB3 runs to num_timesteps + remaining = steps, and its schedules
             # see the progress of the whole run
-            model.learn(total_timesteps=remaining, callback=callback, reset_num_timesteps=resume_from is None)
+            if config["algo"] in offpolicy.OFF_POLICY:
+                # gradient steps, target-network updates, epsilon/alpha and replay ages to the recorder
+                with offpolicy.OffPolicyInstruments(model, recorder, config, int(steps)):
+                    model.learn(
+                        total_timesteps=remaining, callback=callback, reset_num_timesteps=resume_from is None
+                    )
+            else:
+                model.learn(
+                    total_timesteps=remaining, callback=callback, reset_num_timesteps=resume_from is None
+                )
         seconds = time.perf_counter() - started
         if not saved or saved[-1] != str(run_dir / "checkpoints" / f"model_{model.num_timesteps}.zip"):
             save(model)
@@ -374,10 +406,23 @@ class SB3Subject:
         policy.load_state_dict(ckpt.group("policy"))
         optimizer_state = None
         with zipfile.ZipFile(path) as zf:
-            if "policy.optimizer.pth" in zf.namelist():
+            names = zf.namelist()
+            optimizer_file = (
+                "policy.optimizer.pth" if "policy.optimizer.pth" in names else "critic.optimizer.pth"
+            )
+            if optimizer_file in names:
                 optimizer_state = torch.load(
-                    io.BytesIO(zf.read("policy.optimizer.pth")), map_location="cpu", weights_only=True
+                    io.BytesIO(zf.read(optimizer_file)), map_location="cpu", weights_only=True
                 )
+            if config["algo"] == "sac" and "pytorch_variables.pth" in names:
+                # SAC's temperature lives on the model, not the policy: keep the saved one for compute_td_targets
+                variables = torch.load(
+                    io.BytesIO(zf.read("pytorch_variables.pth")), map_location="cpu", weights_only=True
+                )
+                if variables.get("log_ent_coef") is not None:
+                    policy.rlaudit_ent_coef = float(variables["log_ent_coef"].detach().exp().item())
+                elif variables.get("ent_coef_tensor") is not None:
+                    policy.rlaudit_ent_coef = float(variables["ent_coef_tensor"].item())
         data = ckpt.metadata.get("data", {})
         extras: dict[str, Any] = {
             "optimizer": optimizer_state,
