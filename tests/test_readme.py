@@ -29,6 +29,24 @@ INLINE = re.compile(r"`([^`]+)`")
 SETUP = re.compile(r"^(?:python3?|\.venv/bin/python) data/examples/\S+\.py\b")
 
 
+EXPENSIVE = "<!-- expensive -->"
+"""A line before a fence whose commands cost more than `make test` can carry; they run under ``-m expensive``."""
+
+
+def expensive_commands_in(path: Path) -> set[str]:
+    """The commands of the fences that follow an :data:`EXPENSIVE` line."""
+    marked: set[str] = set()
+    lines = path.read_text().splitlines()
+    for i, line in enumerate(lines):
+        if line.strip() == EXPENSIVE:
+            body = "\n".join(lines[i + 1 :])
+            block = body.split("```", 2)[1] if body.lstrip().startswith("```") else ""
+            marked.update(
+                t.strip().removeprefix("$ ") for t in block.splitlines()[1:] if COMMAND.match(t.strip())
+            )
+    return marked
+
+
 def commands_in(path: Path) -> list[str]:
     """Command lines in a Markdown file: shell fences line by line, then inline code spans.
 
@@ -68,6 +86,7 @@ def runnable(command: str) -> bool:
 
 ALL = {doc.relative_to(ROOT).as_posix(): commands_in(doc) for doc in DOCS}
 RUNNABLE = list(dict.fromkeys(c for commands in ALL.values() for c in commands if runnable(c)))
+COSTLY = set().union(*(expensive_commands_in(doc) for doc in DOCS))
 
 
 def test_the_readmes_give_commands_and_only_syntax_lines_are_left_out() -> None:
@@ -78,7 +97,9 @@ def test_the_readmes_give_commands_and_only_syntax_lines_are_left_out() -> None:
         assert SYNTAX.search(command), command
 
 
-@pytest.mark.parametrize("command", RUNNABLE)
+@pytest.mark.parametrize(
+    "command", [pytest.param(c, marks=pytest.mark.expensive) if c in COSTLY else c for c in RUNNABLE]
+)
 def test_a_readme_command_works_as_written(command: str, tmp_path: Path) -> None:
     cache = os.environ.get("RLAUDIT_TEST_CACHE") or str(tmp_path / "cache")
     out = tmp_path / "report"
