@@ -12,7 +12,7 @@ from rlaudit.changes import changeset as csm
 from rlaudit.changes.hunks import Hunk, apply_hunks, diff_hunks, parse_diff
 from rlaudit.changes.priors import KEY_WEIGHT, TRACE_WEIGHT, map_config_keys, map_names, map_trace, prioritize
 from rlaudit.changes.scopes import linked
-from rlaudit.changes.trees import _decode, read_file
+from rlaudit.changes.trees import decode_text, read_file
 from support import changes as sc
 
 CONFIG_KEYS = {
@@ -99,8 +99,8 @@ def test_hunks_that_name_each_other_are_linked(history):
 
 def test_the_whole_diff_applies_to_the_baseline_and_reverts_from_the_candidate(history):
     for path in {h.path for h in history.diff}:
-        old = _decode(read_file(history.baseline, path) or b"")
-        new = _decode(read_file(history.candidate, path) or b"")
+        old = decode_text(read_file(history.baseline, path) or b"")
+        new = decode_text(read_file(history.candidate, path) or b"")
         hunks = [h for h in history.diff if h.path == path]
         assert apply_hunks(old, hunks) == new
         assert apply_hunks(new, hunks, reverse=True) == old

@@ -42,8 +42,8 @@ from rlaudit.changes.scopes import annotate
 from rlaudit.changes.trees import (
     GIT_TIMEOUT,
     Tree,
-    _decode,
-    _dir_listing,
+    decode_text,
+    dir_listing,
     git,
     is_doc,
     list_files,
@@ -167,7 +167,7 @@ def tree_diff(old: Tree, new: Tree, *, commit: str = "") -> tuple[list[Hunk], li
 
 
 def _commit_info(root: str, sha: str) -> tuple[str, str, str, str]:
-    out = _decode(git(root, "log", "-1", "--format=%P%x00%an%x00%aI%x00%s", sha)).rstrip("\n")
+    out = decode_text(git(root, "log", "-1", "--format=%P%x00%an%x00%aI%x00%s", sha)).rstrip("\n")
     parents, author, date, subject = out.split("\0", 3)
     return (parents.split() or [""])[0], author, date, subject
 
@@ -187,7 +187,7 @@ def history(root: str, base: str, head: str) -> tuple[list[str], str]:
             f"{base[:7]} is not an ancestor of {head[:7]}: searched as one diff without history "
             "(no commit-level bisection)"
         )
-    shas = _decode(git(root, "rev-list", "--first-parent", "--reverse", f"{base}..{head}")).split()
+    shas = decode_text(git(root, "rev-list", "--first-parent", "--reverse", f"{base}..{head}")).split()
     if not shas or _commit_info(root, shas[0])[0] != base:
         return [], (
             f"{base[:7]} is reached from {head[:7]} only through a merge: searched as one diff without history"
@@ -215,7 +215,7 @@ def commits_between(root: str, base: str, head: str, prefix: str = "") -> tuple[
 
 def _repo_top(path: Path) -> str:
     out = git(path, "rev-parse", "--show-toplevel", check=False).strip()
-    return str(Path(_decode(out)).resolve()) if out else ""
+    return str(Path(decode_text(out)).resolve()) if out else ""
 
 
 def plan(baseline: Any, candidate: Any) -> tuple[Tree, Tree, str] | str:
@@ -252,8 +252,8 @@ def plan(baseline: Any, candidate: Any) -> tuple[Tree, Tree, str] | str:
         a, b = Path(specs[0].target), Path(specs[1].target)
         if a.parent == b.parent:
             return "both subjects live in one directory: their source is the same"
-        common = {p for p in _dir_listing(str(a.parent)) if p.endswith(".py")} & {
-            p for p in _dir_listing(str(b.parent)) if p.endswith(".py")
+        common = {p for p in dir_listing(str(a.parent)) if p.endswith(".py")} & {
+            p for p in dir_listing(str(b.parent)) if p.endswith(".py")
         }
         if a.name != b.name or not (common - {a.name}):
             return (

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlaudit.changes.trees import _decode, _encode, git
+from rlaudit.changes.trees import decode_text, encode_text, git
 
 BINARY_SNIFF = 8000  # bytes looked at for a NUL (git's own test for a binary file)
 _HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -115,9 +115,9 @@ class Hunk:
     def digest(self) -> str:
         """Content identity (path, numbers, lines, binary contents): two equal hunks have equal digests."""
         h = hashlib.sha256()
-        h.update(_encode(f"{self.path}\0{self.status}\0{self.header}\0"))
+        h.update(encode_text(f"{self.path}\0{self.status}\0{self.header}\0"))
         for line in self.lines:
-            h.update(_encode(line) + b"\0")
+            h.update(encode_text(line) + b"\0")
         for data in (self.old_data, self.new_data):
             h.update(b"-" if data is None else hashlib.sha256(data).digest())
         return h.hexdigest()
@@ -221,7 +221,7 @@ def diff_hunks(
     status = "added" if old is None else "deleted" if new is None else "modified"
     return [
         Hunk(f"{ident}#{i}", path, a, b, c, d, lines, commit, status)
-        for i, (a, b, c, d, lines) in enumerate(parse_diff(_decode(out)), start=1)
+        for i, (a, b, c, d, lines) in enumerate(parse_diff(decode_text(out)), start=1)
     ]
 
 

@@ -34,7 +34,7 @@ from typing import Any
 
 from rlaudit.changes.changeset import ChangeSet
 from rlaudit.changes.hunks import Hunk, apply_hunks
-from rlaudit.changes.trees import Tree, _decode, _encode, git, list_files, read_file
+from rlaudit.changes.trees import Tree, decode_text, encode_text, git, list_files, read_file
 
 HYBRID_SCHEMA = 1
 FIXED_DATE = "2000-01-01T00:00:00+00:00"  # the hybrid's own commit: same content, same commit hash
@@ -154,7 +154,7 @@ def patch_files(base: Tree, stages: Sequence[Stage]) -> dict[str, bytes | None] 
     for path, data in files.items():
         if path.endswith(".py") and data is not None:
             try:
-                compile(_decode(data), path, "exec", dont_inherit=True)
+                compile(decode_text(data), path, "exec", dont_inherit=True)
             except (SyntaxError, ValueError) as exc:
                 line = getattr(exc, "lineno", None)
                 reason = getattr(exc, "msg", str(exc))
@@ -177,7 +177,7 @@ def _patch_one(path: str, data: bytes | None, hunks: Sequence[Hunk], reverse: bo
         return f"{ids} does not apply: it creates {path}, which exists already"
     if not creates and data is None:
         return f"{ids} does not apply: {path} does not exist"
-    text = _decode(data or b"")
+    text = decode_text(data or b"")
     patched = apply_hunks(text, hunks, reverse=reverse)
     if patched is None:
         where = (
@@ -188,7 +188,7 @@ def _patch_one(path: str, data: bytes | None, hunks: Sequence[Hunk], reverse: bo
         if patched.strip():
             return f"{ids} does not apply: {path} holds more than the file it deletes"
         return None
-    return _encode(patched)
+    return encode_text(patched)
 
 
 def stages_for(cs: ChangeSet, hunks: Sequence[Hunk], *, reverse: bool) -> list[Stage]:

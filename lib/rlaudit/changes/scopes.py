@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rlaudit.changes.hunks import Hunk, apply_hunks
-from rlaudit.changes.trees import Tree, _decode, read_file
+from rlaudit.changes.trees import Tree, decode_text, read_file
 
 if TYPE_CHECKING:
     from rlaudit.changes.changeset import ChangeSet
@@ -191,8 +191,8 @@ def _annotate_hunks(hunks: Sequence[Hunk], old: Tree, new: Tree) -> None:
     for path, group in by_path.items():
         if not path.endswith(".py") or group[0].status == "binary":
             continue
-        old_text = _decode(read_file(old, path) or b"")
-        new_text = _decode(read_file(new, path) or b"")
+        old_text = decode_text(read_file(old, path) or b"")
+        new_text = decode_text(read_file(new, path) or b"")
         old_scopes, new_scopes = scopes(old_text) or [], scopes(new_text) or []
         for h in group:
             removed, added = _meaningful(h)

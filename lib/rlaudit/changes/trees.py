@@ -55,11 +55,13 @@ def git(
     return proc.stdout
 
 
-def _decode(data: bytes) -> str:
+def decode_text(data: bytes) -> str:
+    """File bytes as text, undecodable bytes kept as surrogates (so :func:`encode_text` gives them back)."""
     return data.decode("utf-8", "surrogateescape")
 
 
-def _encode(text: str) -> bytes:
+def encode_text(text: str) -> bytes:
+    """Text back to the file's bytes (the inverse of :func:`decode_text`)."""
     return text.encode("utf-8", "surrogateescape")
 
 
@@ -100,7 +102,7 @@ class Tree:
             return f"git:{self.commit}:{self.prefix}"
         digest = hashlib.sha256()
         for path, oid in sorted(list_files(self).items()):
-            digest.update(_encode(path) + b"\0" + oid.encode() + b"\0")
+            digest.update(encode_text(path) + b"\0" + oid.encode() + b"\0")
         return f"dir:{digest.hexdigest()}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -120,7 +122,7 @@ def _git_listing(root: str, commit: str, prefix: str) -> tuple[tuple[str, str], 
         args += ["--", prefix]
     out = git(root, *args)
     files = []
-    for entry in _decode(out).split("\0"):
+    for entry in decode_text(out).split("\0"):
         if not entry:
             continue
         meta, _, path = entry.partition("\t")
@@ -132,12 +134,13 @@ def _git_listing(root: str, commit: str, prefix: str) -> tuple[tuple[str, str], 
     return tuple(sorted(files))
 
 
-def _dir_listing(root: str) -> list[str]:
+def dir_listing(root: str) -> list[str]:
+    """The files of a directory version, relative to ``root``: git's listing inside a work tree, else a walk."""
     base = Path(root)
     inside = git(base, "rev-parse", "--show-toplevel", check=False).strip() if base.is_dir() else b""
     if inside:
         out = git(base, "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", ".")
-        names = [n for n in _decode(out).split("\0") if n]
+        names = [n for n in decode_text(out).split("\0") if n]
         return sorted(n for n in names if (base / n).is_file() and not _skipped(PurePosixPath(n)))
     names = []
     for current, dirnames, filenames in os.walk(base):
@@ -166,7 +169,7 @@ def list_files(tree: Tree) -> dict[str, str]:
     if tree.kind == "git":
         files = dict(_git_listing(tree.root, tree.commit, tree.prefix))
     else:
-        files = {rel: blob_id((Path(tree.root) / rel).read_bytes()) for rel in _dir_listing(tree.root)}
+        files = {rel: blob_id((Path(tree.root) / rel).read_bytes()) for rel in dir_listing(tree.root)}
     if len(files) > MAX_FILES:
         raise ChangeSetError(
             f"{tree.label or tree.root} holds {len(files)} files, more than the {MAX_FILES} a change search "
