@@ -256,6 +256,9 @@ def test_interactive_is_false_outside_a_kernel() -> None:
         ("/usr/bin/python -m something_else", "notebooks/01_agents.ipynb", True),
         ("/usr/bin/python -m something_else", "", False),  # in doubt: static
         ("/usr/bin/python -m papermill x.ipynb", "notebooks/01_agents.ipynb", False),  # papermill wins
+        # a server whose notebook folder lies under a pytest temp directory is still JupyterLab
+        ("/usr/bin/python /usr/bin/jupyter-lab /tmp/pytest-of-root/p-1/home/notebooks", "nb.ipynb", True),
+        ("/usr/bin/python /usr/bin/pytest tests", "", False),
     ],
 )
 def test_interactive_needs_a_frontend_and_no_batch_runner(

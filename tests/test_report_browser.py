@@ -321,18 +321,18 @@ const title = el => el ? (el.querySelector('.rl-badge') || {}).title || '' : '';
 @pytest.fixture(scope="module")
 def smoke_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One real report, shared by the tests below: ``rlaudit report`` of the built-in pair at smoke."""
-    import argparse
-
+    from rlaudit.cli import ReportArgs
+    from rlaudit.options import RunOptions
     from rlaudit.report import commands
 
     if CHROMIUM is None:
         pytest.fail("RLAUDIT_REQUIRE_BROWSER is set but chromium is not installed (apt-get install chromium)")
     out = tmp_path_factory.mktemp("smoke-report")
-    args = argparse.Namespace(
-        baseline="builtin:reference", candidate="builtin:regressed", pair="", profile="smoke", fresh=False,
-        jobs=2, executor="local", ray_address="auto", out=str(out), notebooks=SMOKE_NOTEBOOKS,
+    args = ReportArgs(
+        baseline="builtin:reference", candidate="builtin:regressed", profile="smoke", jobs=2, out=str(out),
+        notebooks=SMOKE_NOTEBOOKS,
     )  # fmt: skip
-    commands.run_report(args)
+    commands.run_report(args, RunOptions.from_cli(args))
     assert (out / "index.html").exists() and len(list(out.glob("[0-9][0-9]_*.html"))) == 3
     return out
 

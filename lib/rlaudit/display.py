@@ -472,6 +472,16 @@ def _cmdline(pid: int) -> str:
     return raw.replace(b"\0", b" ").decode("utf-8", "replace")
 
 
+def _program(cmdline: str) -> str:
+    """What a command line runs: its executable's and script's (or ``-m`` module's) names, not its arguments
+    (a server whose notebook directory lies under a pytest temp folder is not pytest)."""
+    words = cmdline.split()
+    names = [Path(w).name for w in words[:2]]
+    if "-m" in words[:3]:
+        names.append(words[words.index("-m") + 1] if words.index("-m") + 1 < len(words) else "")
+    return " ".join(names).lower()
+
+
 _FORCED_INTERACTIVE: list[bool | None] = [None]  # set by force_interactive
 
 
@@ -509,7 +519,7 @@ def interactive() -> bool:
         return False
     launcher_pid = os.environ.get("JPY_PARENT_PID") or str(os.getppid())
     try:
-        launcher = _cmdline(int(launcher_pid)).lower()
+        launcher = _program(_cmdline(int(launcher_pid)))
     except ValueError:
         launcher = ""
     if any(name in launcher for name in _BATCH_LAUNCHERS):
