@@ -18,9 +18,10 @@ import pandas as pd
 from rlaudit.checks import SIDES, Check, check
 from rlaudit.evidence import fmt
 from rlaudit.findings import Severity, Status
+from rlaudit.flatdiff import values_equal
 from rlaudit.memory.common import mib
 from rlaudit.notebook import Section
-from rlaudit.trainer.runs import RunData, TrainingRuns, short_training_runs
+from rlaudit.trainer.runs import RunData, TrainingRuns, short_training_runs, side_medians
 
 AGE_TOL = 0.1
 """Two median ages, as shares of the buffer's content, agree within this absolute difference."""
@@ -70,12 +71,6 @@ ROWS = (
 )
 
 
-def _close(a: float, b: float, tol: float, relative: bool = True) -> bool:
-    if math.isnan(a) or math.isnan(b):
-        return math.isnan(a) and math.isnan(b)
-    return abs(a - b) <= (tol * max(abs(a), abs(b), 1e-12) if relative else tol)
-
-
 @check(
     "memory/replay-buffer",
     title="Are the replay buffers as big, as full, and sampled the same way?",
@@ -88,14 +83,7 @@ def replay_buffer(c: Check, runs: TrainingRuns) -> Section:
     From the recorder's ``replay`` table of the short runs: capacity against what each run filled, bytes,
     uniform or prioritized sampling, and the age distribution of sampled transitions.
     """
-    per: dict[str, dict[str, float]] = {}
-    lacking = []
-    for side in SIDES:
-        found = [s for s in (buffer_stats(r) for r in runs[side]) if s is not None]
-        if found:
-            per[side] = {k: float(np.median([s[k] for s in found])) for k, _ in ROWS}
-        else:
-            lacking.append(side)
+    per, lacking = side_medians(runs, buffer_stats, (key for key, _ in ROWS))
     if lacking:
         c.missing(
             "replay buffer (the recorder's `replay` table)",
@@ -110,18 +98,18 @@ def replay_buffer(c: Check, runs: TrainingRuns) -> Section:
     )
     details: dict[str, Any] = {"table": table.to_dict("records")}
     sampling = []
-    if not _close(b["median_age_share"], k["median_age_share"], AGE_TOL, relative=False):
+    if not values_equal(b["median_age_share"], k["median_age_share"], rtol=0.0, atol=AGE_TOL):
         sampling.append(
             f"median age of sampled transitions {b['median_age_share']:.0%} → {k['median_age_share']:.0%} of the "
             f"transitions held ({fmt(b['median_age'])} → {fmt(k['median_age'])} env steps; uniform sampling "
             f"gives {UNIFORM_MEDIAN_AGE:.0%})"
         )
-    if not _close(b["prioritized"], k["prioritized"], 0.0, relative=False):
+    if not values_equal(b["prioritized"], k["prioritized"], rtol=0.0):
         sampling.append(f"prioritized {fmt(b['prioritized'])} → {fmt(k['prioritized'])}")
     sizes = [
         f"{label.split(' (')[0]} {fmt(b[key])} → {fmt(k[key])}"
         for key, label in ROWS[:4]
-        if not _close(b[key], k[key], SIZE_TOL)
+        if not values_equal(b[key], k[key], rtol=SIZE_TOL)
     ]
     unmeasured = {key for key, _ in ROWS if math.isnan(b[key]) and math.isnan(k[key])}  # said by neither
     if sampling:

@@ -19,6 +19,7 @@ import pandas as pd
 from rlaudit.checks import SIDES, Check, check
 from rlaudit.evidence import fmt
 from rlaudit.findings import Severity, Status
+from rlaudit.flatdiff import values_equal
 from rlaudit.notebook import Section
 from rlaudit.trainer.runs import RunData, TrainingRuns, short_training_runs
 
@@ -96,14 +97,6 @@ def describe(t: dict[str, Any]) -> str:
     return f"{kind} every {fmt(t['interval_grad'])} gradient steps ({fmt(t['interval_env'])} env steps)"
 
 
-def _differs(a: float, b: float, tol: float) -> bool:
-    if math.isinf(a) or math.isinf(b):
-        return a != b
-    if math.isnan(a) or math.isnan(b):
-        return math.isnan(a) != math.isnan(b)
-    return abs(a - b) > tol * max(abs(a), abs(b), 1e-12)
-
-
 @check(
     "optimizer/target-network",
     title="Does the target network follow the online one the same way?",
@@ -156,9 +149,9 @@ def target_network(c: Check, runs: TrainingRuns) -> Section:
     if (b["updates"] == 0) != (k["updates"] == 0):
         changed.append("updates")
     else:
-        if _differs(b["interval_grad"], k["interval_grad"], INTERVAL_TOL):
+        if not values_equal(b["interval_grad"], k["interval_grad"], rtol=INTERVAL_TOL):
             changed.append("interval")
-        if _differs(b["tau"], k["tau"], TAU_TOL):
+        if not values_equal(b["tau"], k["tau"], rtol=TAU_TOL):
             changed.append("τ")
     details = {"table": table.to_dict("records")}
     values = {s: {"interval_grad": per[s]["interval_grad"], "interval_env": per[s]["interval_env"],

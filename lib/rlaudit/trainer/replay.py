@@ -18,8 +18,9 @@ import pandas as pd
 from rlaudit.checks import SIDES, Check, check
 from rlaudit.evidence import fmt
 from rlaudit.findings import Severity, Status
+from rlaudit.flatdiff import values_equal
 from rlaudit.notebook import Section
-from rlaudit.trainer.runs import RunData, TrainingRuns, short_training_runs
+from rlaudit.trainer.runs import RunData, TrainingRuns, short_training_runs, side_medians
 
 TOLERANCE = 0.1
 """Two quantities agree within this relative difference."""
@@ -64,12 +65,6 @@ def learns_off_policy(runs: Sequence[RunData]) -> bool:
     return bool(runs) and all(not run.table("gradient_steps").empty for run in runs)
 
 
-def _agree(a: float, b: float) -> bool:
-    if math.isnan(a) or math.isnan(b):
-        return math.isnan(a) and math.isnan(b)
-    return abs(a - b) <= TOLERANCE * max(abs(a), abs(b), 1e-12)
-
-
 @check(
     "trainer/replay-ratio",
     title="Do both learners replay as much per environment step?",
@@ -82,14 +77,7 @@ def replay_ratio(c: Check, runs: TrainingRuns) -> Section:
     From the recorder's ``gradient_steps`` table of the short runs: replay ratio, ``learning_starts``,
     ``train_freq``, gradient steps per phase and batch size.
     """
-    per: dict[str, dict[str, float]] = {}
-    lacking = []
-    for side in SIDES:
-        found = [g for g in (replay_geometry(r) for r in runs[side]) if g is not None]
-        if found:
-            per[side] = {k: float(np.median([g[k] for g in found])) for k, _ in QUANTITIES}
-        else:
-            lacking.append(side)
+    per, lacking = side_medians(runs, replay_geometry, (key for key, _ in QUANTITIES))
     if lacking:
         c.missing(
             "gradient steps against env steps (the recorder's `gradient_steps` table)",
@@ -101,7 +89,7 @@ def replay_ratio(c: Check, runs: TrainingRuns) -> Section:
     table = pd.DataFrame(
         [{"quantity": label, "baseline": b[key], "candidate": k[key]} for key, label in QUANTITIES]
     )
-    changed = [(key, label) for key, label in QUANTITIES if not _agree(b[key], k[key])]
+    changed = [(key, label) for key, label in QUANTITIES if not values_equal(b[key], k[key], rtol=TOLERANCE)]
     details: dict[str, Any] = {"table": table.to_dict("records")}
     if changed:
         named = "; ".join(f"{label.split(' (')[0]} {fmt(b[key])} → {fmt(k[key])}" for key, label in changed)

@@ -12,16 +12,17 @@ a side completed). Both accept ``given=`` runs instead, which is how the tests f
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from rlaudit.engine.io import read_table, table_path
-from rlaudit.engine.workbench import Pair, ProbeResult, Workbench
+from rlaudit.engine.workbench import SIDES, Pair, ProbeResult, Workbench
 from rlaudit.findings import Finding
 from rlaudit.trainer.probes import RUN_SUBDIR, train_run
 
@@ -238,6 +239,27 @@ class TrainingRuns:
             if finding is not None:
                 return finding
         return Finding.error(id, subsystem, hypothesis, "audit", RuntimeError("no training run completed"))
+
+
+def side_medians(
+    runs: TrainingRuns, stat: Callable[[RunData], dict[str, float] | None], keys: Iterable[str]
+) -> tuple[dict[str, dict[str, float]], list[str]]:
+    """Each side's median over its runs of the numbers ``stat`` reads from one run (None: it recorded none).
+
+    Returns:
+        ``(medians, lacking)``: ``{side: {key: median}}`` for the sides where some run recorded them, and the
+        sides where none did (to name in a SKIPPED finding).
+    """
+    keys = tuple(keys)
+    medians: dict[str, dict[str, float]] = {}
+    lacking: list[str] = []
+    for side in SIDES:
+        found = [v for v in (stat(r) for r in runs[side]) if v is not None]
+        if found:
+            medians[side] = {k: float(np.median([v[k] for v in found])) for k in keys}
+        else:
+            lacking.append(side)
+    return medians, lacking
 
 
 def training_runs(wb: Workbench, given: TrainingRuns | None = None) -> TrainingRuns:
