@@ -14,6 +14,7 @@ import pandas as pd
 
 from rlaudit.checks import SIDES, Check, check
 from rlaudit.engine.workbench import Pair
+from rlaudit.evidence import Verdict
 from rlaudit.findings import Severity, Status
 from rlaudit.notebook import Section
 from rlaudit.seeding import probes
@@ -38,6 +39,68 @@ def subenv_report(trajectories: dict[str, Any], seed: int) -> dict[str, Any]:
 def _alike(report: dict[str, Any]) -> bool:
     """Several sub-environments, every one on the same trajectory."""
     return report["num_envs"] > 1 and report["distinct"] == 1
+
+
+def subenv_verdict(base: dict[str, Any], cand: dict[str, Any], seed: int) -> Verdict:
+    """The verdict on two sides' :func:`subenv_report`: a regression only where the candidate alone replays one
+    trajectory across its sub-environments, or alone ignores the seed (symmetric evidence, symmetric verdict)."""
+    if all(not r["seed_sensitive"] and r["distinct"] == 1 for r in (base, cand)):
+        return Verdict(
+            Status.NOTED,
+            Severity.INFO,
+            "not measurable: on both sides every seed and every sub-environment gives the same trajectory under "
+            "the same actions (a deterministic environment shows no seed)",
+            "Nothing to do; the environment's seeding cannot be seen from its observations.",
+        )
+    if _alike(cand) and not _alike(base):
+        return Verdict(
+            Status.CONFIRMED,
+            Severity.HIGH,
+            f"the candidate's {cand['num_envs']} vectorized environments replay one trajectory (all reset with "
+            f"the same seed); the baseline's {base['num_envs']} give {base['distinct']} distinct ones",
+            "Seed each sub-environment apart, e.g. envs.reset(seed=seed) on the vector env (Gymnasium seeds "
+            "sub-environment i with seed + i), not env.reset(seed=seed) inside each env factory.",
+        )
+    if base["seed_sensitive"] and not cand["seed_sensitive"]:
+        return Verdict(
+            Status.CONFIRMED,
+            Severity.HIGH,
+            f"the candidate's environments give the same trajectories for seeds {seed} and {seed + 1}: the run's "
+            "seed does not reach them (the baseline's change with it)",
+            "Pass the run's seed to env.reset(seed=...) on the first reset (and to the action and observation "
+            "spaces' seed()), instead of a constant or no seed.",
+        )
+    if _alike(base) != _alike(cand) or base["seed_sensitive"] != cand["seed_sensitive"]:
+        return Verdict(
+            Status.NOTED,
+            Severity.LOW,
+            "the candidate seeds its environments apart where the baseline did not (sub-environments or seeds "
+            "that gave one trajectory in the baseline differ in the candidate): a fix, not a regression",
+            "Nothing to do for a regression.",
+        )
+    if (_alike(base) and _alike(cand)) or (not base["seed_sensitive"] and not cand["seed_sensitive"]):
+        return Verdict(
+            Status.NOTED,
+            Severity.LOW,
+            "both sides seed their environments the same questionable way (identical sub-environments or no "
+            "dependence on the seed): not a difference between them",
+            "Worth fixing in both, but it does not explain a regression.",
+        )
+    if (base["distinct"] == base["num_envs"]) == (cand["distinct"] == cand["num_envs"]):
+        return Verdict(
+            Status.CLEARED,
+            Severity.INFO,
+            "each side's sub-environments follow their own trajectories and change with the seed",
+            "Nothing to do.",
+        )
+    return Verdict(
+        Status.SUSPECT,
+        Severity.MEDIUM,
+        f"some sub-environments share a trajectory on one side only: {base['distinct']} of {base['num_envs']} "
+        f"distinct in the baseline, {cand['distinct']} of {cand['num_envs']} in the candidate",
+        "Check how each env factory seeds its environment (a seed taken modulo a small number, or reused across "
+        "workers).",
+    )
 
 
 @check(
@@ -70,85 +133,14 @@ def sub_envs(c: Check, pair: Pair, *, seed: int = 0) -> Section:
         s: {"distinct trajectories": rep[s]["distinct"], "seed changes them": rep[s]["seed_sensitive"]}
         for s in SIDES
     }
-    values = {s: f"{rep[s]['distinct']} distinct of {rep[s]['num_envs']}" for s in SIDES}
-    base, cand = rep["baseline"], rep["candidate"]
-    deterministic = all(not rep[s]["seed_sensitive"] and rep[s]["distinct"] == 1 for s in SIDES)
-    if deterministic:
-        finding = c.finding(
-            Status.NOTED,
-            Severity.INFO,
-            baseline=values["baseline"],
-            candidate=values["candidate"],
-            summary="not measurable: on both sides every seed and every sub-environment gives the same trajectory "
-            "under the same actions (a deterministic environment shows no seed)",
-            remediation="Nothing to do; the environment's seeding cannot be seen from its observations.",
-        )
-    elif _alike(cand) and not _alike(base):
-        finding = c.finding(
-            Status.CONFIRMED,
-            Severity.HIGH,
-            baseline=values["baseline"],
-            candidate=values["candidate"],
-            effect=float(cand["num_envs"]),
-            effect_label="candidate sub-environments replaying one trajectory",
-            summary=f"the candidate's {cand['num_envs']} vectorized environments replay one trajectory (all reset "
-            f"with the same seed); the baseline's {base['num_envs']} give {base['distinct']} distinct ones",
-            remediation="Seed each sub-environment apart, e.g. envs.reset(seed=seed) on the vector env (Gymnasium "
-            "seeds sub-environment i with seed + i), not env.reset(seed=seed) inside each env factory.",
-        )
-    elif base["seed_sensitive"] and not cand["seed_sensitive"]:
-        finding = c.finding(
-            Status.CONFIRMED,
-            Severity.HIGH,
-            baseline="seed changes the environments",
-            candidate="seed changes nothing",
-            summary=f"the candidate's environments give the same trajectories for seeds {seed} and {seed + 1}: "
-            "the run's seed does not reach them (the baseline's change with it)",
-            remediation="Pass the run's seed to env.reset(seed=...) on the first reset (and to the action and "
-            "observation spaces' seed()), instead of a constant or no seed.",
-        )
-    elif _alike(base) != _alike(cand) or base["seed_sensitive"] != cand["seed_sensitive"]:
-        finding = c.finding(
-            Status.NOTED,
-            Severity.LOW,
-            baseline=values["baseline"],
-            candidate=values["candidate"],
-            summary="the candidate seeds its environments apart where the baseline did not (sub-environments "
-            "or seeds that gave one trajectory in the baseline differ in the candidate): a fix, not a regression",
-            remediation="Nothing to do for a regression.",
-        )
-    elif (_alike(base) and _alike(cand)) or (not base["seed_sensitive"] and not cand["seed_sensitive"]):
-        finding = c.finding(
-            Status.NOTED,
-            Severity.LOW,
-            baseline=values["baseline"],
-            candidate=values["candidate"],
-            summary="both sides seed their environments the same questionable way (identical sub-environments "
-            "or no dependence on the seed): not a difference between them",
-            remediation="Worth fixing in both, but it does not explain a regression.",
-        )
-    elif (base["distinct"] == base["num_envs"]) == (cand["distinct"] == cand["num_envs"]):
-        finding = c.finding(
-            Status.CLEARED,
-            Severity.INFO,
-            baseline=values["baseline"],
-            candidate=values["candidate"],
-            measured=measured,
-            summary="each side's sub-environments follow their own trajectories and change with the seed",
-            remediation="Nothing to do.",
-        )
-    else:
-        finding = c.finding(
-            Status.SUSPECT,
-            Severity.MEDIUM,
-            baseline=values["baseline"],
-            candidate=values["candidate"],
-            summary="some sub-environments share a trajectory on one side only: "
-            f"{base['distinct']} of {base['num_envs']} distinct in the baseline, "
-            f"{cand['distinct']} of {cand['num_envs']} in the candidate",
-            remediation="Check how each env factory seeds its environment (a seed taken modulo a small number, "
-            "or reused across workers).",
-        )
+    values = {
+        s: f"{rep[s]['distinct']} distinct of {rep[s]['num_envs']}; the seed "
+        + ("changes them" if rep[s]["seed_sensitive"] else "changes nothing")
+        for s in SIDES
+    }
+    finding = c.conclude(
+        subenv_verdict(rep["baseline"], rep["candidate"], seed), values=values, measured=measured
+    )
     return c.section(
         finding,
         tables={"sub-environment trajectories": table},
