@@ -82,7 +82,7 @@ test-notebooks: setup ## notebooks only, under nbval at the smoke profile
 	$(TEST_ENV) $(BIN)/python -m pytest notebooks --nbval-lax -p no:cacheprovider -q
 
 lab: setup ## open the notebooks in JupyterLab, every one set to BASELINE vs CANDIDATE (or PAIR), PROFILE, METRIC
-	$(BIN)/rlaudit lab --baseline "$(BASELINE)" --candidate "$(CANDIDATE)" $(if $(PAIR),--pair "$(PAIR)") \
+	$(BIN)/rlaudit lab --launched-by "make lab" --baseline "$(BASELINE)" --candidate "$(CANDIDATE)" $(if $(PAIR),--pair "$(PAIR)") \
 		$(if $(METRIC),--metric "$(METRIC)") $(if $(VARIANTS),--variants "$(VARIANTS)") --changes $(CHANGES) \
 		--profile $(PROFILE) $(if $(FRESH),--fresh) $(if $(STALL_TIMEOUT),--stall-timeout $(STALL_TIMEOUT)) \
 		$(if $(CPU_LIMIT),--cpu-limit $(CPU_LIMIT)) $(if $(LAB_ARGS),-- $(LAB_ARGS))

@@ -138,6 +138,18 @@ def test_rlaudit_lab_dry_run_prints_the_pair_the_cache_and_the_command(
     assert lines[-1].split()[1:4] == ["lab", str(ROOT / "notebooks"), "--no-browser"]
 
 
+@pytest.mark.parametrize(("flags", "origin"), [([], "rlaudit lab"), (["--launched-by", "make lab"], "make lab")])
+def test_the_header_names_the_command_given_not_whatever_make_runs_it(
+    flags: list[str], origin: str, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`make test` runs `rlaudit lab` with MAKELEVEL set; only the Makefile's own flag says `make lab`."""
+    monkeypatch.setenv("RLAUDIT_WORKDIR", str(ROOT))
+    monkeypatch.setenv("MAKELEVEL", "1")
+    assert cli.main(["lab", "--profile", "smoke", *flags, "--dry-run"]) == 0
+    env = dict(line.split("=", 1) for line in capsys.readouterr().out.splitlines()[:-1])
+    assert lab.LabPair.from_env({lab.ENV: env[lab.ENV].strip("'")}).source == origin
+
+
 def test_rlaudit_lab_rejects_an_unknown_profile(
     capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -153,7 +165,7 @@ def test_make_lab_passes_the_report_variables_on() -> None:
         cwd=ROOT, capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     command = " ".join(out.split("\\\n")).split("rlaudit lab", 1)[1]
-    for expected in ('--baseline "a.py"', '--candidate "b.py"', '--pair "p.yaml"', "--profile smoke",
+    for expected in ('--launched-by "make lab"', '--baseline "a.py"', '--candidate "b.py"', '--pair "p.yaml"', "--profile smoke",
                      '--metric "length:lower"', '--variants "fix=c.py"', "-- --no-browser"):  # fmt: skip
         assert expected in " ".join(command.split()), expected
 

@@ -239,6 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
     _pair_arguments(p)
     _attribution_arguments(p)
     p.add_argument("--dry-run", action="store_true", help="print the environment and command; start nothing")
+    # `make lab` says so, for the session header; sniffing MAKELEVEL would also catch any make that runs us.
+    p.add_argument("--launched-by", default="rlaudit lab", help=argparse.SUPPRESS)
     p.add_argument(
         "jupyter_args", nargs="*", help="passed on to `jupyter lab` (after --), e.g. -- --no-browser"
     )

@@ -155,7 +155,7 @@ def lab_environment(args: Any, environ: Any = None) -> dict[str, str]:
         variants=getattr(args, "variants", "") or "",
         changes=changes,
         fresh=bool(args.fresh),
-        source="make lab" if environ.get("MAKELEVEL") else "rlaudit lab",
+        source=getattr(args, "launched_by", None) or "rlaudit lab",
     )
     from rlaudit.options import RunOptions
 
