@@ -110,13 +110,25 @@ def _open(page, url: str, name: str) -> None:
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        dialog = page.locator(".jp-Dialog button.jp-mod-accept")
-        if dialog.count():  # "Select Kernel": the notebook's own python3, as offered
-            dialog.first.click()
+        _accept_kernel_dialog(page)
         if _kernel_idle(page):
             return
         page.wait_for_timeout(500)
     raise AssertionError("the notebook's kernel did not start")
+
+
+def _accept_kernel_dialog(page) -> None:
+    """Accept "Select Kernel" (the notebook's own python3, as offered). On a busy machine it can open after
+    the status bar already reads Idle (still the previous notebook's kernel), so every click checks first;
+    any other dialog fails the test with its text."""
+    dialog = page.locator(".jp-Dialog")
+    if not dialog.count():
+        return
+    text = " ".join(dialog.first.inner_text().split())
+    if "kernel" not in text.lower():
+        raise AssertionError(f"JupyterLab opened a dialog: {text!r}")
+    dialog.first.locator("button.jp-mod-accept").click()
+    page.wait_for_timeout(500)
 
 
 def _kernel_idle(page) -> bool:
@@ -128,6 +140,7 @@ def _run_all(page) -> None:
     """Run > Run All Cells, again if no cell started within 30 s (a click that lands while the notebook is
     still attaching its kernel is dropped by JupyterLab)."""
     for _ in range(3):
+        _accept_kernel_dialog(page)
         page.get_by_role("menuitem", name="Run", exact=True).click()
         page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
         deadline = time.monotonic() + 30
