@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from support.markdown import FENCE
-from support.reports import ROOT, environment, run_command
+from support.reports import ROOT, assert_clean, assert_skips_say_what_is_missing, environment, run_command
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "data" / "examples").glob("*/README.md"))]
 COMMAND = re.compile(
@@ -28,6 +28,9 @@ INLINE = re.compile(r"`([^`]+)`")
 
 SETUP = re.compile(r"^(?:python3?|\.venv/bin/python) data/examples/\S+\.py\b")
 
+
+WHOLE_REPORT = re.compile(r"(?:^|&& )(?:make report|(?:\.venv/bin/)?rlaudit report)\b(?!.*--notebooks)(?!.*--help)")
+"""A command that runs every notebook (``--notebooks`` picks some; ``--help`` runs none)."""
 
 EXPENSIVE = "<!-- expensive -->"
 """A line before a fence whose commands cost more than `make test` can carry; they run under ``-m expensive``."""
@@ -113,3 +116,6 @@ def test_a_readme_command_works_as_written(command: str, tmp_path: Path) -> None
     run = run_command(command, out, env)
     assert run.returncode == 0, run.explain()
     assert not run.failed_notebooks, run.explain()
+    if WHOLE_REPORT.search(command):  # the invariants every whole report keeps, on every shipped example
+        assert_clean(run)
+        assert_skips_say_what_is_missing(run)

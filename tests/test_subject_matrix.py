@@ -1,9 +1,10 @@
 """The whole report on subjects that are not built in: zero ERROR notebooks, zero ERROR findings, and
 everything a subject cannot offer SKIPPED with the missing piece named.
 
-Pairs: the built-in pair, the cartpole example, the SB3 example, a subject with only ``config`` and
-``train``, one with only ``config``, and the subject shapes the contract allows (fixtures at the end). Reports run at the smoke profile in the shared test cache, so the
-runs the notebooks and other tests made are reused.
+Pairs: a subject with only ``config`` and ``train``, one with only ``config``, and the subject shapes the
+contract allows (fixtures at the end). The built-in pair and the shipped examples get the same checks in
+``test_readme.py``, on the reports their README commands make. Reports run at the smoke profile in the shared
+test cache, so the runs the notebooks and other tests made are reused.
 """
 
 from __future__ import annotations
@@ -14,12 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from support.invariants import (
-    asymmetric_severities,
-    estimates_outside_their_interval,
-    uncovered_clearances,
-)
-from support.reports import ROOT, ReportRun, make_report, report
+from support.reports import ROOT, ReportRun, assert_clean, assert_skips_say_what_is_missing, report
 
 FIXTURES = ROOT / "tests" / "fixtures"
 CACHE_KEY = "RLAUDIT_TEST_CACHE"
@@ -44,48 +40,11 @@ def _minimal_pair(tmp: Path, fixture: str) -> tuple[str, str]:
     return sides[0], sides[1]
 
 
-def _assert_clean(run: ReportRun) -> None:
-    assert not run.failed_notebooks, run.explain()
-    assert run.returncode == 0, run.explain()
-    assert not run.with_status("ERROR"), run.explain()
-    assert len(run.findings) == 15, f"notebooks that saved findings: {sorted(run.findings)}\n{run.explain()}"
-    # every finding of a real report: a point estimate inside its own interval, symmetric evidence rated alike
-    assert not estimates_outside_their_interval(run.all_findings())
-    assert not asymmetric_severities(run.all_findings())
-    # and no clearance of a quantity one side did not measure
-    assert not uncovered_clearances(run.all_findings())
-
-
-def _assert_skips_name_the_missing_piece(run: ReportRun) -> None:
-    """Every SKIPPED finding says what was missing (or why the check does not apply) and what to do."""
-    for finding in run.with_status("SKIPPED"):
-        said, todo = finding["evidence"].get("summary", ""), finding.get("remediation", "")
-        assert said.strip() and todo.strip(), (
-            f"{finding['id']} does not say what is missing: {said!r} {todo!r}"
-        )
-
-
-@pytest.mark.parametrize(
-    "arguments",
-    [
-        "",  # the built-in pair
-        "BASELINE=data/examples/cartpole/v1/subject.py CANDIDATE=data/examples/cartpole/v2/subject.py",
-        "BASELINE=sb3:data/examples/sb3/ppo_cartpole.yaml CANDIDATE=sb3:data/examples/sb3/ppo_cartpole_regressed.yaml",
-    ],
-    ids=["builtin", "cartpole", "sb3"],
-)
-def test_a_full_report_has_no_error(arguments: str, cache: str, tmp_path: Path) -> None:
-    """The README's commands for these pairs, as written (a README test that ran them first shares its run)."""
-    run = make_report(arguments, tmp_path / "report", cache)
-    _assert_clean(run)
-    _assert_skips_name_the_missing_piece(run)
-
-
 def test_a_subject_with_only_config_and_train_is_audited_where_it_can_be(cache: str, tmp_path: Path) -> None:
     baseline, candidate = _minimal_pair(tmp_path, "minimal_train_subject.py")
     run = report(baseline, candidate, tmp_path / "out", cache)
-    _assert_clean(run)
-    _assert_skips_name_the_missing_piece(run)
+    assert_clean(run)
+    assert_skips_say_what_is_missing(run)
     checked = {f["subsystem"] for f in run.all_findings() if f["status"] not in ("SKIPPED",)}
     assert {"config", "trainer"} <= checked, run.explain()
     assert any("make_env" in f["evidence"].get("summary", "") for f in run.with_status("SKIPPED"))
@@ -94,8 +53,8 @@ def test_a_subject_with_only_config_and_train_is_audited_where_it_can_be(cache: 
 def test_a_subject_with_only_config_is_skipped_everywhere_else(cache: str, tmp_path: Path) -> None:
     baseline, candidate = _minimal_pair(tmp_path, "config_only_subject.py")
     run = report(baseline, candidate, tmp_path / "out", cache)
-    _assert_clean(run)
-    _assert_skips_name_the_missing_piece(run)
+    assert_clean(run)
+    assert_skips_say_what_is_missing(run)
     outside = [f for f in run.all_findings() if f["subsystem"] != "config" and f["status"] != "SKIPPED"]
     assert not outside, "\n".join(f"{f['id']}: {f['status']}" for f in outside)
 
@@ -128,8 +87,8 @@ def test_a_plain_env_with_dict_observations_gets_every_check(cache: str, tmp_pat
     dict observations, FileNotFoundError for the gradients of a plain env)."""
     baseline, candidate = _shape_pair(tmp_path, "dict_obs_subject.py")
     run = report(baseline, candidate, tmp_path / "out", cache)
-    _assert_clean(run)
-    _assert_skips_name_the_missing_piece(run)
+    assert_clean(run)
+    assert_skips_say_what_is_missing(run)
     ran = _ran(run)
     expected = {
         "agents/architecture",
@@ -148,8 +107,8 @@ def test_continuous_actions_without_checkpoints_get_every_check(cache: str, tmp_
     ``train(resume_from=)``: every check that needs a checkpoint says SKIPPED and names what is missing."""
     baseline, candidate = _shape_pair(tmp_path, "continuous_subject.py")
     run = report(baseline, candidate, tmp_path / "out", cache)
-    _assert_clean(run)
-    _assert_skips_name_the_missing_piece(run)
+    assert_clean(run)
+    assert_skips_say_what_is_missing(run)
     ran = _ran(run)
     assert {"agents/architecture", "loss/terms", "loss/gradient-flow", "spaces/observations"} <= set(ran), (
         run.explain()
@@ -171,8 +130,8 @@ def _against_the_minimal_subject(candidate: str, out: Path, cache: str) -> Repor
     """The whole report: the minimal fixture subject against the fixture ``candidate``, with no ERROR and
     every SKIPPED naming what is missing."""
     run = report(str(FIXTURES / "minimal_train_subject.py"), str(FIXTURES / candidate), out, cache)
-    _assert_clean(run)
-    _assert_skips_name_the_missing_piece(run)
+    assert_clean(run)
+    assert_skips_say_what_is_missing(run)
     return run
 
 

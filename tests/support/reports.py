@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from support.invariants import asymmetric_severities, estimates_outside_their_interval, uncovered_clearances
+
 ROOT = Path(__file__).resolve().parents[2]
 RLAUDIT = Path(sys.executable).parent / "rlaudit"
 
@@ -121,3 +123,31 @@ def report(baseline: str, candidate: str, out: Path, cache: str | os.PathLike[st
     """``rlaudit report`` on one pair at the smoke profile into ``out``."""
     words = [str(RLAUDIT), "report", "--baseline", baseline, "--candidate", candidate, "--out", str(out)]
     return run_command(shlex.join([*words, *extra]), out, environment(cache))
+
+
+NOTEBOOKS = 15
+"""Notebooks in a whole report, each of which saves its findings."""
+
+
+def assert_clean(run: ReportRun) -> None:
+    """A whole report that finished: exit 0, no failed notebook, no ERROR, findings from every notebook, every
+    estimate inside its own interval, symmetric evidence rated alike, and no clearance of a quantity one side
+    did not measure."""
+    assert not run.failed_notebooks, run.explain()
+    assert run.returncode == 0, run.explain()
+    assert not run.with_status("ERROR"), run.explain()
+    assert len(run.findings) == NOTEBOOKS, (
+        f"notebooks that saved findings: {sorted(run.findings)}\n{run.explain()}"
+    )
+    assert not estimates_outside_their_interval(run.all_findings())
+    assert not asymmetric_severities(run.all_findings())
+    assert not uncovered_clearances(run.all_findings())
+
+
+def assert_skips_say_what_is_missing(run: ReportRun) -> None:
+    """Every SKIPPED finding says what was missing (or why the check does not apply) and what to do."""
+    for finding in run.with_status("SKIPPED"):
+        said, todo = finding["evidence"].get("summary", ""), finding.get("remediation", "")
+        assert said.strip() and todo.strip(), (
+            f"{finding['id']} does not say what is missing: {said!r} {todo!r}"
+        )
