@@ -208,7 +208,7 @@ def test_table_effects_follow_the_baseline_mean_or_the_sd() -> None:
 
 def test_variance_reads_the_primary_metric_from_recorder_episodes(make_wb: Any) -> None:
     # The minimal subject reports returns through recorder.episode only: no logged scalar at all.
-    subject = str(Path(__file__).resolve().parents[1] / "fixtures" / "minimal_train_subject.py")
+    subject = str(Path(__file__).resolve().parents[2] / "fixtures" / "minimal_train_subject.py")
     section = audit.variance(make_wb(subject, baseline=subject))
     (finding,) = section.findings
     assert finding.status.value == "NOTED", finding.headline
@@ -231,7 +231,7 @@ def test_replicas_compare_the_episodes_a_trainer_reports(tmp_path: Path) -> None
 
 
 def test_a_subject_with_only_a_config_is_skipped_by_name(make_wb: Any) -> None:
-    subject = str(Path(__file__).resolve().parents[1] / "fixtures" / "config_only_subject.py")
+    subject = str(Path(__file__).resolve().parents[2] / "fixtures" / "config_only_subject.py")
     findings = [f for s in audit.audit_all(make_wb(subject, baseline=subject)) for f in s.findings]
     assert {f.status.value for f in findings} == {"SKIPPED"}, "\n".join(f.headline for f in findings)
     needs = {"seeding/sub-envs": "make_env"}  # the others need a training run

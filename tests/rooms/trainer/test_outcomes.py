@@ -19,7 +19,7 @@ from rlaudit.trainer import outcomes as to
 from rlaudit.trainer.runs import RunData, TrainingRuns
 from support.runs import bench, evidence, fake_run
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 TRACEBACK = """Traceback (most recent call last):
   File "/repo/lib/rlaudit/engine/worker.py", line 210, in _call
     result = fn(ctx, **params)

@@ -390,7 +390,7 @@ def _reseeded(run: RunData, seed: int) -> RunData:
     return RunData(side="candidate", seed=seed, dir=run.dir, result=run.result)
 
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
 @pytest.mark.parametrize(
