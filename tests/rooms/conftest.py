@@ -1,5 +1,9 @@
-"""Fixtures for the audit tests: one artifact cache for the whole session, so the reference's probes and
-training runs are computed once and shared by every fault's detection test (as notebooks share them)."""
+"""Fixtures of the rooms' tests (``tests/rooms/``): one artifact cache for the whole session, so the reference's
+probes and training runs are computed once and shared by every fault's detection test (as notebooks share
+them), ``make_wb`` for a workbench per test, and ``flagged``/``describe`` to read sections.
+
+A room whose test files share workbenches imports the package-scoped ``bench`` fixture in its own
+``conftest.py`` (``support.benches``), so they are built once per room folder."""
 
 from __future__ import annotations
 
@@ -38,24 +42,6 @@ def make_wb(audit_cache: str) -> Iterator[Callable[..., object]]:
 
     yield make
     for wb in opened:
-        wb.close()
-
-
-@pytest.fixture(scope="module")
-def bench(audit_cache: str) -> Iterator[Callable[[object], object]]:
-    """``bench(candidate)`` -> a smoke Workbench against builtin:reference, shared by one test module's tests
-    (its workers start once per candidate)."""
-    from rlaudit.engine.workbench import Workbench
-
-    opened: dict[object, Workbench] = {}
-
-    def get(candidate: object) -> Workbench:
-        if candidate not in opened:
-            opened[candidate] = Workbench("builtin:reference", candidate, profile="smoke")
-        return opened[candidate]
-
-    yield get
-    for wb in opened.values():
         wb.close()
 
 
