@@ -137,8 +137,8 @@ def test_attributions_probe_pulls_in_nothing_heavy_in_a_subjects_process() -> No
 # ---------------------------------------------------------------------------------------------------------------
 
 ROOM_TESTS = Path(__file__).resolve().parent / "rooms"
-# Check modules whose checks are decided today only by their room's matrix (``test_audit.py``) or, for the
-# off-policy checks, across rooms on one set of DQN runs (``rooms/test_offpolicy_runtime.py``). The list may
+# Check modules whose checks are decided today only by their room's matrix (``test_audit.py``, which runs every
+# check of ``CHECKS`` on the faults and the identical pair), without tests of their own. The list may
 # only shrink: giving one of them its ``test_<module>.py`` fails the test below until it is struck off here.
 WITHOUT_OWN_TESTS = frozenset(
     {
@@ -149,10 +149,6 @@ WITHOUT_OWN_TESTS = frozenset(
         "init/layer_schemes",
         "loss/ladder",
         "memory/buffers",
-        "memory/replay",
-        "optimizer/exploration",
-        "optimizer/targets",
-        "trainer/replay",
     }
 )
 
