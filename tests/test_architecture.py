@@ -145,10 +145,8 @@ WITHOUT_OWN_TESTS = frozenset(
         "agents/activations",
         "agents/architecture",
         "agents/execution",
-        "env/checker",
         "init/layer_schemes",
         "loss/ladder",
-        "memory/buffers",
     }
 )
 
