@@ -138,9 +138,7 @@ def test_rlaudit_lab_dry_run_prints_the_pair_the_cache_and_the_command(
     assert lines[-1].split()[1:4] == ["lab", str(ROOT / "notebooks"), "--no-browser"]
 
 
-@pytest.mark.parametrize(
-    ("flags", "origin"), [([], "rlaudit lab"), (["--launched-by", "make lab"], "make lab")]
-)
+@pytest.mark.parametrize(("flags", "origin"), [([], "rlaudit lab"), (["--launched-by", "make lab"], "make lab")])
 def test_the_header_names_the_command_given_not_whatever_make_runs_it(
     flags: list[str], origin: str, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
