@@ -130,3 +130,81 @@ def test_attributions_probe_pulls_in_nothing_heavy_in_a_subjects_process() -> No
     env = {**os.environ, "PYTHONPATH": str(PACKAGE_DIR.parent)}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The tests follow the rooms' modules: tests/rooms/<room>/test_<module>.py tests lib/rlaudit/<room>/<module>.py
+# ---------------------------------------------------------------------------------------------------------------
+
+ROOM_TESTS = Path(__file__).resolve().parent / "rooms"
+# Check modules whose checks are decided today only by their room's matrix (``test_audit.py``, which runs every
+# check of ``CHECKS`` on the faults and the identical pair), without tests of their own. The list may
+# only shrink: giving one of them its ``test_<module>.py`` fails the test below until it is struck off here.
+WITHOUT_OWN_TESTS = frozenset(
+    {
+        "agents/activations",
+        "agents/architecture",
+        "agents/execution",
+        "init/layer_schemes",
+        "loss/ladder",
+    }
+)
+
+
+def rooms() -> list[str]:
+    """The rooms: the packages of ``rlaudit`` with an ``audit.py`` index."""
+    return sorted(path.parent.name for path in PACKAGE_DIR.glob("*/audit.py"))
+
+
+def _defines_a_check(path: Path) -> bool:
+    """True when the module decorates a function with ``@check(...)`` (the idiom of ``rlaudit.checks``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for node in ast.walk(tree):
+        for deco in getattr(node, "decorator_list", ()):
+            func = deco.func if isinstance(deco, ast.Call) else deco
+            if (isinstance(func, ast.Name) and func.id == "check") or (
+                isinstance(func, ast.Attribute) and func.attr == "check"
+            ):
+                return True
+    return False
+
+
+def check_modules() -> list[str]:
+    """``room/module`` for every module of a room that defines a check."""
+    return [
+        f"{room}/{path.stem}"
+        for room in rooms()
+        for path in sorted((PACKAGE_DIR / room).glob("*.py"))
+        if _defines_a_check(path)
+    ]
+
+
+def test_checks_are_found_by_their_decorator() -> None:
+    found = check_modules()
+    assert {"loss/gae", "loss/audit"}.isdisjoint(found)  # helpers and the index define no check
+    assert {"loss/terms", "env/throughput", "seeding/subenvs"} <= set(found)
+
+
+def test_every_room_has_its_test_folder_and_each_test_file_names_a_module_of_its_room() -> None:
+    assert ROOM_TESTS.is_dir(), "the rooms' tests live in tests/rooms/<room>/ (see CONTRIBUTING.md)"
+    folders = {path.name for path in ROOM_TESTS.iterdir() if path.is_dir() and path.name != "__pycache__"}
+    assert folders == set(rooms()), "one folder tests/rooms/<room>/ per room, named as lib/rlaudit/<room>/"
+    strays = [
+        f"{path.relative_to(ROOM_TESTS.parent)} (no lib/rlaudit/{path.parent.name}/{path.stem[5:]}.py)"
+        for path in sorted(ROOM_TESTS.glob("*/test_*.py"))
+        if not (PACKAGE_DIR / path.parent.name / f"{path.stem[5:]}.py").is_file()
+    ]
+    assert not strays, (
+        "a room's test file is named test_<module>.py after the module it tests:\n" + "\n".join(strays)
+    )
+
+
+def test_every_check_module_has_its_test_file() -> None:
+    untested = {m for m in check_modules() if not (ROOM_TESTS / f"{m.replace('/', '/test_')}.py").is_file()}
+    missing = sorted(untested - WITHOUT_OWN_TESTS)
+    assert not missing, (
+        "each module of a room that defines a @check has tests/rooms/<room>/test_<module>.py: "
+        + ", ".join(missing)
+    )
+    now_tested = sorted(WITHOUT_OWN_TESTS - untested)
+    assert not now_tested, f"strike these off WITHOUT_OWN_TESTS in {Path(__file__).name}: {now_tested}"

@@ -1,6 +1,6 @@
 """Attribution: composing suspects into arms, effects, and the search against a simulated trainer (the real
-search runs in the summary notebook, in `make report`, and in tests/audits/test_two_faults.py). The ranking
-is tested in tests/attribution/test_ranking.py."""
+search runs in the summary notebook, in `make report`, and in tests/rooms/test_two_faults_rank_on_top.py).
+The ranking is tested in tests/attribution/test_ranking.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A simulated attribution search: every suspect restores a known share of each gap, with seed noise, so the
 search's decisions can be tested in milliseconds (the real search runs in the summary notebook and in
-tests/audits/test_two_faults.py)."""
+tests/rooms/test_two_faults_rank_on_top.py)."""
 
 from __future__ import annotations
 

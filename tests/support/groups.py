@@ -1,6 +1,6 @@
 """How ``make test`` splits the tests between pytest-xdist workers (``-n 2``).
 
-Groups come from node ids alone (a test's file), not from ``xdist_group`` marks: pytest 9 computes node ids
+Groups come from node ids alone (a test's file or room folder), not from ``xdist_group`` marks: pytest 9 computes node ids
 in a way that pytest-xdist 3.8's ``--dist loadgroup`` cannot rename, so its marks are silently ignored and a
 notebook's cells would be spread over both workers.
 """
@@ -14,14 +14,26 @@ from xdist.scheduler import LoadScopeScheduling
 SHARED_REPORTS = ("tests/test_readme.py", "tests/test_subject_matrix.py")
 
 
-def xdist_group_of(nodeid: str) -> str:
-    """The pytest-xdist group of a test: its file, or ``"reports"`` for the files in :data:`SHARED_REPORTS`.
+# Folders whose sub-folders are packages with package-scoped fixtures (a room's ``bench``): one group each.
+PACKAGE_ROOTS = ("tests/rooms/",)
 
-    A file is never split between workers: module fixtures are built once, and nbval runs a notebook's
-    cells in order in one kernel.
+
+def xdist_group_of(nodeid: str) -> str:
+    """The pytest-xdist group of a test: ``"reports"`` for the files in :data:`SHARED_REPORTS`, the room's
+    folder for a test under ``tests/rooms/<room>/``, else its file.
+
+    A group is never split between workers: a room's package fixtures and a file's module fixtures are built
+    once, and nbval runs a notebook's cells in order in one kernel. The tests across rooms, directly in
+    ``tests/rooms/``, stay one group per file.
     """
     path = nodeid.split("::", 1)[0]
-    return "reports" if path in SHARED_REPORTS else path
+    if path in SHARED_REPORTS:
+        return "reports"
+    for root in PACKAGE_ROOTS:
+        folder, sep, _ = path.removeprefix(root).partition("/")
+        if path.startswith(root) and sep:
+            return root + folder + "/"
+    return path
 
 
 def first_in_line(nodeid: str) -> bool:

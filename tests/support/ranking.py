@@ -2,7 +2,7 @@
 "suspects by audit evidence" (the ranking `rlaudit audit` prints, before any experiment).
 
 ``python tests/support/ranking.py --profile standard`` prints the table and the top-1 / top-3 rates and
-writes them as JSON (``--out``); ``tests/audits/test_ranking_matrix.py`` asserts the rates under
+writes them as JSON (``--out``); ``tests/rooms/test_ranking_matrix.py`` asserts the rates under
 ``-m expensive``.
 """
 

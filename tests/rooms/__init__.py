@@ -1,0 +1,1 @@
+"""The tests of each room (``lib/rlaudit/<room>/``), one folder per room, and those across rooms."""

@@ -1,0 +1,1 @@
+"""The tests of the init room: one ``test_<module>.py`` per module of ``rlaudit.init``."""

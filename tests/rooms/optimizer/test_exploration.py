@@ -1,0 +1,60 @@
+"""The tests of :mod:`rlaudit.optimizer.exploration`: the schedule read from the recorder's ``exploration``
+table at the same fractions of each run, and the exploration check on hand-built runs of both sides."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rlaudit.findings import Status
+from rlaudit.optimizer.exploration import FRACTIONS, exploration, schedule
+from support.runs import bench, evidence, fake_run
+
+STEPS = 10_000
+
+
+def _epsilon(tmp: Path, *, end: float = 0.05, decay: float = 0.5, seed: int = 0, alpha: bool = False):
+    """A run whose ε falls linearly from 1 to ``end`` over the first ``decay`` of its ``STEPS`` steps."""
+    steps = np.arange(0, STEPS + 1, 100)
+    eps = np.maximum(end, 1.0 - (1.0 - end) * steps / (decay * STEPS))
+    columns = {"step": steps, "epsilon": eps}
+    if alpha:
+        columns["alpha"] = np.full(len(steps), 0.2)
+    return fake_run(tmp, seed=seed, summary={"steps": STEPS, "seconds": 1.0}, tables={"exploration": columns})
+
+
+def test_the_schedule_is_read_at_fractions_of_the_run(tmp_path: Path) -> None:
+    read = schedule(_epsilon(tmp_path, end=0.1, decay=0.5))
+    assert list(read) == ["epsilon"]
+    expected = [max(0.1, 1.0 - 0.9 * f / 0.5) for f in FRACTIONS]
+    assert read["epsilon"] == pytest.approx(expected, abs=0.02)  # the value in force, recorded every 1%
+    assert schedule(fake_run(tmp_path)) == {}  # no exploration table: nothing read
+
+
+def test_two_seeds_of_one_schedule_clear_naming_its_ends(tmp_path: Path) -> None:
+    runs = evidence([_epsilon(tmp_path, seed=0)], [_epsilon(tmp_path, seed=1)])
+    (finding,) = exploration(bench(), given=runs).findings
+    assert finding.status is Status.CLEARED, finding.headline
+    assert "same exploration schedule: ε 1 → 0.05" in finding.evidence.summary
+
+
+def test_an_epsilon_that_never_decays_is_confirmed_naming_where_it_differs_most(tmp_path: Path) -> None:
+    runs = evidence([_epsilon(tmp_path)], [_epsilon(tmp_path, end=1.0)])
+    (finding,) = exploration(bench(), given=runs).findings
+    assert finding.status is Status.CONFIRMED, finding.headline
+    assert "(end of run 0.05 → 1)" in finding.evidence.summary
+
+
+def test_a_series_recorded_on_one_side_only_is_named(tmp_path: Path) -> None:
+    runs = evidence([_epsilon(tmp_path)], [_epsilon(tmp_path, alpha=True)])
+    (finding,) = exploration(bench(), given=runs).findings
+    assert finding.status is Status.CONFIRMED, finding.headline
+    assert "α recorded by the candidate only" in finding.evidence.summary
+
+
+def test_a_side_without_the_table_is_skipped_naming_the_call_that_writes_it(tmp_path: Path) -> None:
+    (finding,) = exploration(bench(), given=evidence([_epsilon(tmp_path)], [fake_run(tmp_path)])).findings
+    assert finding.status is Status.SKIPPED, finding.headline
+    assert "recorder.exploration(step, epsilon=" in finding.remediation

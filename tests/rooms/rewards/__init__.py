@@ -1,0 +1,1 @@
+"""The tests of the rewards room: one ``test_<module>.py`` per module of ``rlaudit.rewards``."""
