@@ -94,7 +94,7 @@ def scrubber_data(run_b: dict[str, np.ndarray], run_c: dict[str, np.ndarray]) ->
             side: np.asarray(run["terminated"], bool) | np.asarray(run["truncated"], bool)
             for side, run in (("baseline", run_b), ("candidate", run_c))
         },
-        "actions": run_b.get("actions"),
+        "actions": run_b["actions"] if "actions" in run_b else None,
         "stored": stored,
         "steps": steps,
         "num_envs": n,
@@ -248,6 +248,10 @@ def scrubber(
         gap = float(np.nanmax(np.abs(a.astype(float) - b.astype(float)))) if count else 0.0
         said = f"{count} of {dim} features differ (largest |candidate − baseline| {_fmt(gap)})"
         if t >= 1:
+            actions = data["actions"]
+            if actions is not None and t - 1 < len(actions):
+                action = np.asarray(actions[t - 1, i])
+                said += f"; after action {np.array2string(action, precision=3) if action.ndim else _fmt(float(action))}"
             rb, rc = data["reward"]["baseline"][t - 1, i], data["reward"]["candidate"][t - 1, i]
             eb, ec = data["ended"]["baseline"][t - 1, i], data["ended"]["candidate"][t - 1, i]
             said += f"; reward {_fmt(float(rb))} | {_fmt(float(rc))}"

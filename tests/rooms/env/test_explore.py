@@ -48,6 +48,7 @@ def test_the_cells_show_the_picked_step_and_env_and_outline_exactly_what_differs
         obs[8, 2, 0] = -3.0  # env 2, feature 0 differs at step 8 only
 
     base, cand = runs(edit, lambda r: r.__setitem__((6, 1), 0.5))  # env 1's reward at step 7
+    base["actions"] = np.arange(STEPS * ENVS).reshape(STEPS, ENVS)  # the same actions on both sides
     ex = env_explore.scrubber(base, cand, seed=3)
     # the starting view is the first difference: step 5, env 1
     assert ex.values == {"step": 5.0, "env": 1}
@@ -73,7 +74,7 @@ def test_the_cells_show_the_picked_step_and_env_and_outline_exactly_what_differs
     timeline = np.asarray(ex._artists["timeline"].get_array())
     np.testing.assert_array_equal(timeline[0] > 0, np.arange(STEPS + 1) >= 5)
     np.testing.assert_array_equal(np.flatnonzero(timeline[1]), [7])
-    assert "reward 1 | 0.5" in ex._artists["fig"]._suptitle.get_text()
+    assert "after action 19; reward 1 | 0.5" in ex._artists["fig"]._suptitle.get_text()  # action[6, 1]
     assert "seed 3" in ex._artists["fig"]._suptitle.get_text()
     assert ex.drawn == {"step": 7.0, "env": 1}
 
