@@ -119,12 +119,14 @@ def tensor_explorer(
             "why": {"baseline": why_b, "candidate": why_c},
             "diff": None,
             "text": "",
+            "differs": False,
         }
         if vb is not None and vc is not None:
             if vb.shape == vc.shape:
                 delta = as_matrix(vc) - as_matrix(vb)
                 differing = ~(np.isclose(vc, vb, rtol=0.0, atol=atol) | (np.isnan(vb) & np.isnan(vc)))
                 n = int(differing.sum())
+                shown["differs"] = n > 0
                 shown["diff"] = np.where(as_matrix(differing), delta, 0.0)
                 gap = float(np.nanmax(np.abs(delta))) if n else 0.0
                 shown["text"] = (
@@ -133,6 +135,7 @@ def tensor_explorer(
                     else ("the one element is equal" if vb.size == 1 else f"all {vb.size:,} elements equal")
                 )
             else:
+                shown["differs"] = True
                 shown["text"] = (
                     f"shapes differ: {'x'.join(map(str, vb.shape)) or 'scalar'} | "
                     f"{'x'.join(map(str, vc.shape)) or 'scalar'}"
@@ -145,7 +148,10 @@ def tensor_explorer(
 
     def key_label(key: str) -> str:
         where = keys[key]
-        return key if len(where) == 2 else f"{key} ({next(iter(where))} only)"
+        if len(where) < 2:
+            return f"{key} ({next(iter(where))} only)"
+        differs = any(prepared[(p, key)]["differs"] for p in range(len(pairs)))
+        return f"{key}  ◆ differs" if differs else key
 
     checkpoint_options = [(label, p) for p, (label, _, _) in enumerate(pairs)]
     key_options = [(key_label(k), k) for k in keys]

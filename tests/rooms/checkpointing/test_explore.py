@@ -58,6 +58,12 @@ def test_the_panels_show_the_picked_tensor_and_the_difference_where_it_differs()
         "#1: model_0.pt (step 100)",
         "#2: model_1.pt (step 200)",
     ]
+    # the tensors that differ in some checkpoint are marked
+    assert [label for label, _ in ex.control("tensor").options] == [
+        "policy/w  ◆ differs",
+        "policy/b",
+        "optimizer/state/0/step",
+    ]
     ex.figure()
     np.testing.assert_array_equal(panel(ex, "baseline"), np.arange(6.0).reshape(2, 3) + 200)
     np.testing.assert_array_equal(panel(ex, "candidate")[1, 2], 205.5)
@@ -92,6 +98,7 @@ def test_shapes_and_tensors_only_one_side_holds_are_said_not_drawn() -> None:
     options = dict((v, k) for k, v in ex.control("tensor").options)
     assert options["policy/b"] == "policy/b (baseline only)"
     assert options["policy/extra"] == "policy/extra (candidate only)"
+    assert options["policy/w"] == "policy/w  ◆ differs"  # its shape changed
     ex.figure()
     ex.set(tensor="policy/w")
     assert "shapes differ: 2x3 | 4x3" in ex._artists["fig"]._suptitle.get_text()
