@@ -96,7 +96,7 @@ def _by_path(
     for i, path in enumerate((stats or {}).get("path", [])):
         record = out.get(path, {}).get(int(stats["seed"][i]))
         if record is not None:
-            record.update(mean=stats["mean"][i], std=stats["std"][i])
+            record.update({k: stats[k][i] for k in ("mean", "std", "dead", "saturated") if k in stats})
     return out
 
 
@@ -116,6 +116,35 @@ def _moments(record: dict[str, Any]) -> tuple[float, float, float]:
     if n == 0:
         return 0.0, 0.0, 0.0
     return n, float((counts * centres).sum() / n), float((counts * centres**2).sum() / n)
+
+
+def judged_different(records: dict[str, dict[int, dict[str, Any]]]) -> bool:
+    """Whether a module's activations differ as ``agents/activations`` judges them: the seed-averaged dead
+    (or saturated) fraction moves by :data:`DEAD_JUMP` or more, or the seed-averaged std by more than a factor
+    :data:`STD_RATIO`. Without the probe's statistics, the share of exact zeros stands in for the dead
+    fraction and the histogram's std for the std.
+
+    Args:
+        records: Per side, ``{seed: record}`` of :func:`_by_path`.
+    """
+
+    def averaged(side: str, key: str) -> float:
+        values = []
+        for record in records[side].values():
+            if key in record:
+                values.append(float(record[key]))
+            elif key == "dead":
+                values.append(record["zeros"] / max(record["n"], 1))
+            elif key == "std":
+                _count, mean, second = _moments(record)
+                values.append(float(np.sqrt(max(second - mean**2, 0.0))))
+        return float(np.mean(values)) if values else 0.0
+
+    for key in ("dead", "saturated"):
+        if abs(averaged("candidate", key) - averaged("baseline", key)) >= DEAD_JUMP:
+            return True
+    sb, sc = averaged("baseline", "std"), averaged("candidate", "std")
+    return sb > 0 and sc > 0 and not (1 / STD_RATIO <= sc / sb <= STD_RATIO)
 
 
 def histogram_explorer(
@@ -187,11 +216,7 @@ def histogram_explorer(
         _, fractions, summary = prepared[(m, ALL_SEEDS, BIN_COUNTS[1])]
         if fractions["baseline"] is not None and fractions["candidate"] is not None:
             distance[m] = 0.5 * float(np.abs(fractions["baseline"] - fractions["candidate"]).sum())
-            sb, sc = summary["baseline"], summary["candidate"]
-            ratio = (sc["std"] / sb["std"]) if sb["std"] > 0 and sc["std"] > 0 else 1.0
-            flagged[m] = abs(sc["zeros"] - sb["zeros"]) >= DEAD_JUMP or not (
-                1 / STD_RATIO <= ratio <= STD_RATIO
-            )
+            flagged[m] = judged_different(records)
         else:
             distance[m], flagged[m] = 1.0, True
     options = [

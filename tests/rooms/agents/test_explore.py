@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from rlaudit.agents import explore as agents_explore
-from rlaudit.agents.nets import activation_histogram
+from rlaudit.agents.nets import activation_histogram, activation_stats
 from rlaudit.engine.store import ProbeResult
 from rlaudit.engine.workbench import Pair
 
@@ -20,19 +20,27 @@ matplotlib.use("Agg")  # tests only: no display here
 SEEDS = (0, 1)
 
 
+CLS = {("baseline", "net.0"): "Linear", ("candidate", "net.0"): "Linear"}
+CLS.update({("baseline", "net.1"): "Tanh", ("candidate", "net.1"): "ReLU"})
+
+
 def raw(side: str, path: str, seed: int) -> np.ndarray:
-    """A layer's outputs: ``net.0`` the same linear outputs on both sides; ``net.1`` tanh on the baseline,
-    ReLU (half exact zeros) on the candidate; each seed its own draw and scale (seed 1 twice as wide)."""
+    """A layer's outputs (256 observations x 16 units): ``net.0`` the same linear outputs on both sides;
+    ``net.1`` tanh on the baseline, ReLU with half its units dead (zero on every observation) on the
+    candidate; each seed its own draw and scale (seed 1 twice as wide)."""
     x = np.random.default_rng(seed).normal(size=(256, 16)) * (1 + seed)
     if path == "net.1":
-        return np.tanh(x) if side == "baseline" else np.maximum(x, 0.0)
+        if side == "baseline":
+            return np.tanh(x)
+        x[:, :8] = -1.0
+        return np.maximum(x, 0.0)
     return x
 
 
 def columns(side: str) -> tuple[dict, dict]:
     """The probe's ``histograms.json`` and ``activations.json`` columns for one side."""
     hist = {k: [] for k in ("seed", "path", "low", "high", "zeros", "n", "counts")}
-    stats = {k: [] for k in ("seed", "path", "mean", "std")}
+    stats = {k: [] for k in ("seed", "path", "mean", "std", "dead", "saturated")}
     for seed in SEEDS:
         for path in ("net.0", "net.1"):
             values = raw(side, path, seed)
@@ -43,8 +51,9 @@ def columns(side: str) -> tuple[dict, dict]:
                 hist[key].append(record[key])
             stats["seed"].append(seed)
             stats["path"].append(path)
-            stats["mean"].append(float(values.mean()))
-            stats["std"].append(float(values.std()))
+            for key, value in activation_stats(values, CLS[(side, path)]).items():
+                if key in stats:
+                    stats[key].append(value)
     return hist, stats
 
 
@@ -79,7 +88,7 @@ def test_the_probe_histogram_counts_every_value_and_the_exact_zeros_apart() -> N
 
 def test_the_histogram_is_the_picked_modules_for_the_picked_seed_and_bins() -> None:
     ex = explorer()
-    # net.1 is marked (half its values are exact zeros on the candidate), net.0 is not;
+    # net.1 is marked (half its units are dead on the candidate), net.0 is not;
     # the report starts on the module whose distributions differ most
     labels = [label for label, _ in ex.control("module").options]
     assert labels == ["net.0 · Linear", "net.1 · Tanh | ReLU  ◆ differs"]
@@ -96,7 +105,7 @@ def test_the_histogram_is_the_picked_modules_for_the_picked_seed_and_bins() -> N
             np.testing.assert_allclose(values, expected, atol=0.01)  # re-binned from 128 finer bins
         candidate, edges = drawn(ex, "candidate")
         holds_zero = np.searchsorted(edges, 0.0, side="right") - 1
-        assert candidate[holds_zero] >= 0.49  # the ReLU's zeros
+        assert candidate[holds_zero] >= 0.74  # the dead units' zeros and half the live ones
     note = ex._artists["note"].get_text()
     exact = raw("candidate", "net.1", 0)
     assert f"mean {exact.mean():.3g}, std {exact.std():.3g}" in note and "1 seed)" in note
@@ -144,3 +153,16 @@ def test_a_pair_it_cannot_show_gets_a_line_saying_why(tmp_path) -> None:
     assert out.text.startswith("No module picker") and "on the baseline (" in out.text
     with pytest.raises(ValueError, match="no module has an activation histogram"):
         agents_explore.histogram_explorer([("x", "x", "x")], columns("baseline")[0], columns("candidate")[0])
+
+
+def test_a_module_is_marked_only_when_the_check_would_call_it_different() -> None:
+    def record(dead: float, std: float) -> dict:
+        return {"low": -1.0, "high": 1.0, "zeros": 0, "n": 10, "counts": [5, 5], "dead": dead, "std": std}
+
+    def judged(b: dict, c: dict) -> bool:
+        return agents_explore.judged_different({"baseline": {0: b}, "candidate": {0: c}})
+
+    assert not judged(record(0.0, 1.0), record(0.05, 1.4))  # within DEAD_JUMP and STD_RATIO
+    assert judged(record(0.0, 1.0), record(0.10, 1.0))  # dead fraction jumps by DEAD_JUMP
+    assert judged(record(0.0, 1.0), record(0.0, 1.6))  # scale beyond x1.5
+    assert judged(record(0.0, 1.0), record(0.0, 0.6))  # and below x1/1.5
