@@ -404,6 +404,33 @@ def activation_stats(x: Any, cls: str) -> dict[str, float]:
     }
 
 
+HISTOGRAM_BINS = 128
+"""Bins of the per-layer activation histograms the network probe writes (re-binned onto common edges later)."""
+
+
+def activation_histogram(x: Any, bins: int = HISTOGRAM_BINS) -> dict[str, Any]:
+    """One layer's output values over a batch as a histogram: exact zeros counted apart (a ReLU's dead and
+    inactive units are a point mass), the rest in ``bins`` equal bins between the smallest and largest value.
+
+    Returns:
+        ``{"low", "high"}`` (the range of the non-zero values, floats), ``"zeros"`` and ``"n"`` (counts of
+        exact zeros and of all finite values) and ``"counts"`` (``bins`` ints, the non-zero values per bin).
+    """
+    a = np.asarray(x.detach().float().cpu().numpy() if hasattr(x, "detach") else x, dtype=np.float64).ravel()
+    a = a[np.isfinite(a)]
+    zero = a == 0.0
+    rest = a[~zero]
+    low, high = (float(rest.min()), float(rest.max())) if rest.size else (0.0, 0.0)
+    counts, _ = np.histogram(rest, bins=bins, range=(low, high if high > low else low + 1e-12))
+    return {
+        "low": low,
+        "high": high,
+        "zeros": int(zero.sum()),
+        "n": int(a.size),
+        "counts": counts.astype(int).tolist(),
+    }
+
+
 def single_spaces(env: Any) -> tuple[Any, Any]:
     """``(observation_space, action_space)`` of one environment of a vector env (or of a plain env)."""
     obs_space = getattr(env, "single_observation_space", None) or env.observation_space

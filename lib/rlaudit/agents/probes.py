@@ -34,7 +34,7 @@ def build_policy(ctx: ProbeContext, env_seed: int, rollout_steps: int, batch: in
     }
 
 
-@probe(requires=("make_env", "make_policy"), version=1)
+@probe(requires=("make_env", "make_policy"), version=2)
 def network(
     ctx: ProbeContext,
     *,
@@ -52,11 +52,14 @@ def network(
         batch: Observations fed to the network, spread evenly over the rollout.
 
     Writes ``tree.json`` (modules, parameter counts per block, execution calls with shapes, heads, spaces)
-    and ``activations.json`` (columns: seed, path, cls, kind, mean, std, unit_std, dead, saturated, units).
+    ``activations.json`` (columns: seed, path, cls, kind, mean, std, unit_std, dead, saturated, units) and
+    ``histograms.json`` (columns: seed, path, low, high, zeros, n, counts: each layer's output values, see
+    :func:`rlaudit.agents.nets.activation_histogram`).
     """
     import torch
 
     from rlaudit.agents.nets import (
+        activation_histogram,
         activation_stats,
         as_tensors,
         block_param_counts,
@@ -75,6 +78,7 @@ def network(
         k: []
         for k in ("seed", "path", "cls", "kind", "mean", "std", "unit_std", "dead", "saturated", "units")
     }
+    hists: dict[str, list[Any]] = {k: [] for k in ("seed", "path", "low", "high", "zeros", "n", "counts")}
     tree: dict[str, Any] = {}
     for i, seed in enumerate(seeds):
         torch.manual_seed(int(seed))
@@ -121,8 +125,14 @@ def network(
                 rows[key].append(value)
             for key in ("mean", "std", "unit_std", "dead", "saturated", "units"):
                 rows[key].append(st[key])
+            hist = activation_histogram(out)
+            hists["seed"].append(int(seed))
+            hists["path"].append(path)
+            for key in ("low", "high", "zeros", "n", "counts"):
+                hists[key].append(hist[key])
     ctx.write_json("tree", tree)
     ctx.write_json("activations", rows)  # columns; JSON keeps pandas out of the worker
+    ctx.write_json("histograms", hists)
     return {
         "n_params": tree["blocks"]["total"],
         "n_modules": len(tree["modules"]),

@@ -32,7 +32,52 @@ def _relative(path: str, root: str | None) -> str:
         return str(path)
 
 
-@probe(requires=(), version=1)
+MAX_TENSOR_VALUES = 1 << 18
+"""Elements of the largest tensor whose values ``checkpoint_contents`` keeps (1 MiB as float32)."""
+MAX_KEPT_VALUES = 1 << 20
+"""Elements kept over all files of one ``checkpoint_contents`` call (4 MiB as float32), newest files first."""
+
+
+def keep_values(tensors: dict[str, Any], file_index: int, arrays: dict[str, Any], budget: list[int]) -> dict:
+    """Put the values of a file's tensors into ``arrays`` (``f<file>_t<n>`` -> float32 array) within the
+    budgets (:data:`MAX_TENSOR_VALUES` per tensor, ``budget[0]`` elements left over all files).
+
+    Returns:
+        ``{"tensors": [{"key", "array", "shape", "dtype"}], "left_out": [{"key", "shape", "reason"}]}``.
+    """
+    import numpy as np
+
+    kept: list[dict[str, Any]] = []
+    left_out: list[dict[str, Any]] = []
+    for n, (key, value) in enumerate(tensors.items()):
+        shape = [int(d) for d in getattr(value, "shape", ())]
+        size = int(np.prod(shape)) if shape else 1
+        reason = ""
+        if size > MAX_TENSOR_VALUES:
+            reason = f"{size:,} elements, over the {MAX_TENSOR_VALUES:,} kept per tensor"
+        elif size > budget[0]:
+            reason = f"over the {MAX_KEPT_VALUES:,} elements kept per call"
+        if reason:
+            left_out.append({"key": key, "shape": shape, "reason": reason})
+            continue
+        if hasattr(value, "detach"):
+            dtype = str(value.dtype).removeprefix("torch.")
+            array = value.detach().cpu().float().numpy()
+        else:
+            dtype = str(np.asarray(value).dtype)
+            array = np.asarray(value)
+            if array.dtype.kind not in "biuf":
+                left_out.append({"key": key, "shape": shape, "reason": f"not numeric ({array.dtype})"})
+                continue
+            array = array.astype(np.float32)
+        name = f"f{file_index}_t{n}"
+        arrays[name] = array.reshape(shape)
+        budget[0] -= size
+        kept.append({"key": key, "array": name, "shape": shape, "dtype": dtype})
+    return {"tensors": kept, "left_out": left_out}
+
+
+@probe(requires=(), version=2)
 def checkpoint_contents(ctx: ProbeContext, *, paths: list[str], trust: bool = False) -> dict:
     """Read every checkpoint in ``paths`` safely and describe what it holds.
 
@@ -41,21 +86,33 @@ def checkpoint_contents(ctx: ProbeContext, *, paths: list[str], trust: bool = Fa
         trust: Unpickle objects a file holds (runs code from the file; only for files the user made).
 
     Writes ``contents.json``: one record per file (``index``, ``name``, format, tensor groups, step counters,
-    optimizer/normalizer/config pieces, unsafe globals; see :func:`rlaudit.checkpointing.reading.structure`).
+    optimizer/normalizer/config pieces, unsafe globals; see :func:`rlaudit.checkpointing.reading.structure`);
+    ``values.npz`` and ``values.json``: the tensors' values (float32) within a size budget (see
+    :func:`keep_values`), one ``values.json`` record per file (``index``, ``name``, ``tensors``,
+    ``left_out``).
     """
     from rlaudit.checkpointing import reading
 
     records = []
+    arrays: dict[str, Any] = {}
+    values: list[dict[str, Any]] = []
+    budget = [MAX_KEPT_VALUES]
     for i, path in enumerate(paths):
         ctx.progress(i, len(paths))
         rec: dict[str, Any] = {"index": i, "name": Path(path).name, "bytes": None}
+        kept: dict[str, Any] = {"tensors": [], "left_out": []}
         try:
             rec["bytes"] = os.path.getsize(path)
-            rec.update(reading.structure(reading.read(path, trust=trust)))
+            ckpt = reading.read(path, trust=trust)
+            rec.update(reading.structure(ckpt))
+            kept = keep_values(ckpt.tensors, i, arrays, budget)
         except Exception as exc:
             rec["error"] = f"{type(exc).__name__}: {exc}"
         records.append(rec)
+        values.append({"index": i, "name": rec["name"], **kept})
     ctx.write_json("contents", records)
+    ctx.write_npz("values", arrays)
+    ctx.write_json("values", values)
     return {"n": len(records), "readable": sum(1 for r in records if r.get("loaded"))}
 
 
