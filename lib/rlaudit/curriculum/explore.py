@@ -17,7 +17,7 @@ import pandas as pd
 
 from rlaudit.checks import SIDES, probe_evidence
 from rlaudit.curriculum import probes
-from rlaudit.curriculum.cost import CALLS, _scaling_params
+from rlaudit.curriculum.cost import CALLS, scaling_params
 from rlaudit.curriculum.sampling import sampling_params
 from rlaudit.explore import Explorer, choice, toggle
 from rlaudit.trainer.plots import SIDE_COLORS
@@ -51,7 +51,7 @@ class CurriculumEvidence:
 def evidence(wb: Workbench, seed: int = 0) -> CurriculumEvidence:
     """The cached scaling and sampling runs of both sides (a side without a curriculum contributes nothing)."""
     out = CurriculumEvidence()
-    scaling = probe_evidence(probes.scaling, _scaling_params, "curriculum cost scaling")(wb, seed=seed)
+    scaling = probe_evidence(probes.scaling, scaling_params, "curriculum cost scaling")(wb, seed=seed)
     sampling = probe_evidence(probes.sampling, sampling_params, "curriculum sampling")(wb, seed=seed)
     for side in SIDES:
         result = scaling[side]
