@@ -132,7 +132,8 @@ def scaling_verdict(base: stats.Interval, cand: stats.Interval) -> str:
     return "same"
 
 
-def _scaling_params(wb: Workbench, seed: int = 0) -> dict[str, Any]:
+def scaling_params(wb: Workbench, seed: int = 0) -> dict[str, Any]:
+    """The scaling probe's parameters at the workbench's profile (one cache entry for the check and 06's picker)."""
     sz = sizes(wb.profile)
     return {
         "seed": seed,
@@ -175,7 +176,7 @@ def _slope_text(call: str, iv: stats.Interval) -> str:
     "curriculum/scaling",
     title="How does a curriculum call's cost grow with the task pool?",
     probe=probes.scaling,
-    params=_scaling_params,
+    params=scaling_params,
     desc="curriculum cost scaling",
 )
 def scaling(c: Check, pair: Pair, *, seed: int = 0) -> Section:

@@ -132,11 +132,16 @@ def _not_reproducible(c: Check, pair: Pair, repro: dict[str, bool], note: str) -
     )
 
 
+def sampling_params(wb: Any, seed: int = 0) -> dict[str, Any]:
+    """The sampling probe's parameters at the workbench's profile (one cache entry for the check and 06's picker)."""
+    return {"seed": seed, "episodes": sizes(wb.profile).curriculum_episodes}
+
+
 @check(
     "curriculum/sampling",
     title="Same scores in, same tasks out?",
     probe=probes.sampling,
-    params=lambda wb, seed=0: {"seed": seed, "episodes": sizes(wb.profile).curriculum_episodes},
+    params=sampling_params,
     desc="curriculum sampling",
 )
 def sampling(c: Check, pair: Pair, *, seed: int = 0) -> Section:
