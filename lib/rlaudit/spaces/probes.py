@@ -107,6 +107,13 @@ def normalize(x: np.ndarray, mean: np.ndarray, var: np.ndarray, clip: float) -> 
     return np.clip(out, -clip, clip).astype(np.float32)
 
 
+def input_sample(values: np.ndarray) -> np.ndarray | None:
+    """The first rows of ``values`` (rows, features) that fit :data:`INPUT_SAMPLE_VALUES`, as float32; None
+    when fewer than :data:`MIN_INPUT_ROWS` fit (too wide an input to sample)."""
+    keep = min(len(values), INPUT_SAMPLE_VALUES // max(1, values.shape[1]))
+    return values[:keep].astype(np.float32) if keep >= MIN_INPUT_ROWS else None
+
+
 def first_layer_inputs(policy: Any, obs: Any) -> dict[str, np.ndarray]:
     """What the input layers of ``policy`` receive for ``obs``, captured by forward pre-hooks.
 
@@ -222,9 +229,9 @@ def network_input(
         layer, values = next(iter(seen.items()))
         arrays[f"{name}|mean"] = values.mean(axis=0)
         arrays[f"{name}|std"] = values.std(axis=0)
-        keep = min(len(values), INPUT_SAMPLE_VALUES // max(1, values.shape[1]))
-        if keep >= MIN_INPUT_ROWS:
-            arrays[f"{name}|rows"] = values[:keep].astype(np.float32)
+        kept = input_sample(values)
+        if kept is not None:
+            arrays[f"{name}|rows"] = kept
         summary[name] = {
             "layer": layer,
             "mean": float(values.mean()),

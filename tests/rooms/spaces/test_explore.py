@@ -110,3 +110,15 @@ def test_missing_rows_are_refused_and_the_workbench_reader_says_why(monkeypatch:
     got = explore.feature_explorer(types.SimpleNamespace())
     assert isinstance(got, RichText)
     assert "inputs were not kept for baseline and candidate" in got.text and "28224" in got.text
+
+
+def test_the_probe_keeps_every_row_of_a_narrow_input_and_none_of_a_very_wide_one() -> None:
+    from rlaudit.spaces.probes import INPUT_SAMPLE_VALUES, MIN_INPUT_ROWS, input_sample
+
+    narrow = np.random.default_rng(0).normal(size=(1024, 4))
+    kept = input_sample(narrow)
+    assert kept.dtype == np.float32 and kept.shape == (1024, 4)
+    np.testing.assert_allclose(kept, narrow, rtol=1e-6)
+    wide = np.zeros((1024, INPUT_SAMPLE_VALUES // MIN_INPUT_ROWS))
+    assert input_sample(wide).shape == (MIN_INPUT_ROWS, wide.shape[1])  # the budget, exactly
+    assert input_sample(np.zeros((1024, 84 * 84 * 4))) is None  # a stacked Atari frame: too wide to sample
