@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from rlaudit.display import format_number
 from rlaudit.env.plots import SIDE_COLORS
 from rlaudit.explore import Explorer, choice, toggle
-from rlaudit.memory.growth import _site_key, growth_per_episode
+from rlaudit.memory.common import BYTES_PER_1000_EPISODES, ENTRIES_PER_1000_EPISODES
+from rlaudit.memory.growth import _site_key, compare_growth, growth_per_episode
 
 if TYPE_CHECKING:
     from rlaudit.engine.workbench import Workbench
@@ -40,12 +42,28 @@ class Item:
     x: dict[str, np.ndarray]
     y: dict[str, np.ndarray]
     growth: dict[str, float]  # per 1000 episodes, in the kind's unit
+    subject: bool = False  # an allocation site inside the subject's own code
+    flagged: bool = False  # the growth check flags it (memory.growth.compare_growth)
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}|{self.name}"
+
+    @property
+    def excess(self) -> float:
+        """The candidate's growth beyond the baseline's, per 1000 episodes."""
+        return self.growth["candidate"] - self.growth["baseline"]
 
     @property
     def unit(self) -> str:
         if self.kind == "container" and self.name.endswith("#bytes"):
             return "bytes"
         return KINDS[self.kind][4]
+
+
+def signed(value: float) -> str:
+    """``+1000``, ``-7.81``, ``0``: a growth for people (:func:`rlaudit.display.format_number`) with its sign."""
+    return ("+" if value > 0 else "") + format_number(value)
 
 
 def _wide(values: pd.DataFrame, points: pd.DataFrame, key: str, value: str) -> pd.DataFrame:
@@ -79,18 +97,42 @@ def growth_items(tables: Mapping[str, Mapping[str, pd.DataFrame]], per_kind: int
         excess = {
             n: float(rates["candidate"].get(n, 0.0)) - float(rates["baseline"].get(n, 0.0)) for n in names
         }
-        for name in sorted(names, key=lambda n: (-excess[n], n))[:per_kind]:
+        threshold = BYTES_PER_1000_EPISODES if kind == "site" else ENTRIES_PER_1000_EPISODES
+        flags = compare_growth(growth["baseline"], growth["candidate"], threshold)
+        if kind == "container":  # byte-counting containers are held to the byte threshold, as the check does
+            is_bytes = flags["item"].astype(str).str.endswith("#bytes")
+            flags = flags[~is_bytes | (flags["candidate per 1000 episodes"] > BYTES_PER_1000_EPISODES)]
+        flagged = set(flags["item"].astype(str))
+        inside = (
+            set(frames["candidate"].loc[frames["candidate"]["subject"].astype(bool), key])
+            if kind == "site"
+            else set()
+        )
+        fastest = {n: float(rates["candidate"].get(n, 0.0)) for n in names}
+        for name in sorted(names, key=lambda n: (str(n) not in flagged, -excess[n], -fastest[n], str(n)))[
+            :per_kind
+        ]:
             x = {s: points[s]["episodes"].to_numpy(dtype=float) for s in SIDES}
             y = {
-                s: (wide[s][name].to_numpy(dtype=float) if name in wide[s] else np.zeros(len(x[s])))
-                * (1.0 if kind == "container" else scale)
+                s: (wide[s][name].to_numpy(dtype=float) if name in wide[s] else np.zeros(len(x[s]))) * scale
                 for s in SIDES
             }
-            rate = {
-                s: float(rates[s].get(name, 0.0)) * (1.0 if kind == "container" else scale) for s in SIDES
-            }
-            items.append(Item(kind, str(name), x, y, rate))
+            rate = {s: float(rates[s].get(name, 0.0)) * scale for s in SIDES}
+            items.append(
+                Item(kind, str(name), x, y, rate, subject=name in inside, flagged=str(name) in flagged)
+            )
     return items
+
+
+def default_item(items: list[Item]) -> Item:
+    """What the report shows: the first item the growth check flags (containers, then sites, then types, its
+    order of evidence); else the allocation site in the subject's code that grows fastest in the candidate
+    (what the check names when it clears); else the first item."""
+    flagged = [it for it in items if it.flagged]
+    if flagged:
+        return flagged[0]
+    own = [it for it in items if it.subject]
+    return max(own, key=lambda it: it.growth["candidate"]) if own else items[0]
 
 
 def items_explorer(items: list[Item]) -> Explorer:
@@ -101,14 +143,13 @@ def items_explorer(items: list[Item]) -> Explorer:
     """
     if not items:
         raise ValueError("no allocation site, object type or container was snapshotted")
-    by_key = {f"{it.kind}|{it.name}": it for it in items}
-    # Fastest extra growth first, across kinds (each kind in its own unit, so ranked within its kind).
+    by_key = {it.key: it for it in items}
     options = [
         (
-            f"{KINDS[it.kind][3]} · {it.name[:90]} (+{it.growth['candidate'] - it.growth['baseline']:.3g} {it.unit}/1000 ep)",
-            key,
+            f"{KINDS[it.kind][3]} · {it.name[:90]} ({signed(it.excess)} {it.unit}/1000 ep{', flagged' * it.flagged})",
+            it.key,
         )
-        for key, it in by_key.items()
+        for it in items
     ]
 
     def setup(fig: Any, values: dict[str, Any]) -> Any:
@@ -134,7 +175,7 @@ def items_explorer(items: list[Item]) -> Explorer:
             x, y = it.x[side], it.y[side]
             shown = y - y[0] if change and len(y) else y
             artists["lines"][side].set_data(x, shown)
-            artists["lines"][side].set_label(f"{side}: {it.growth[side]:+.3g} {it.unit} per 1000 episodes")
+            artists["lines"][side].set_label(f"{side}: {signed(it.growth[side])} {it.unit} per 1000 episodes")
             fit = artists["fits"][side]
             if values["fit"] and len(x) >= 2:
                 # the fitted slope through the snapshots' centre (the intercept leaves the fit's growth alone)
@@ -159,7 +200,7 @@ def items_explorer(items: list[Item]) -> Explorer:
         ax.legend(handles=list(artists["lines"].values()), loc="upper left", fontsize="x-small")
 
     controls = [
-        choice("item", options, options[0][1], label="site, type or container"),
+        choice("item", options, default_item(items).key, label="site, type or container"),
         choice("show", [ABSOLUTE, CHANGE], ABSOLUTE, label="show"),
         toggle("fit", True, label="fitted growth"),
     ]
@@ -175,12 +216,11 @@ def items_explorer(items: list[Item]) -> Explorer:
 def growth_explorer(wb: Workbench, seed: int = 0) -> Any:
     """The site and type picker (JupyterLab: live; the report: the item with the most extra growth), read
     from the cached ``memory/growth-sites`` probe; a muted line saying why when there is nothing to pick."""
-    from rlaudit.checks import run_probe
     from rlaudit.display import RichText
     from rlaudit.memory import probes
     from rlaudit.memory.growth import _growth_params
 
-    pair = run_probe(wb, probes.growth_sites, "memory: where it grows", **_growth_params(wb, seed))
+    pair = wb.run(probes.growth_sites, **_growth_params(wb, seed))  # the check's cache entry, no progress bar
     if not pair.ok:
         text = "No site or type picker: the growth probe did not run on both sides (see memory/growth-sites)."
         return RichText(f'<p class="rl-muted">{text}</p>', text)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from rlaudit.display import format_number
 from rlaudit.env.plots import SIDE_COLORS
 from rlaudit.explore import Explorer, choice, toggle
 from rlaudit.rewards.components import PER_STEP, compare_components, component_weights
@@ -142,7 +143,7 @@ def components_explorer(
             artists["weights"][side].set_data([i], [w] if math.isfinite(w) else [np.nan])
             artists["cis"][side].set_data([i, i], [lo, hi] if math.isfinite(lo) else [np.nan, np.nan])
             mean = float(np.mean(y[ok])) if ok.any() else math.nan
-            text.append(f"{side} {mean:.3g}" if math.isfinite(mean) else f"{side} not measured")
+            text.append(f"{side} {format_number(mean)}" if math.isfinite(mean) else f"{side} not measured")
         ys = np.concatenate(ys_all) if ys_all else np.array([])
         if ys.size:
             y0, y1 = float(min(ys.min(), 0.0)), float(max(ys.max(), 0.0))
@@ -168,7 +169,7 @@ def components_explorer(
             right.set_ylim(b0 - pad, b1 + pad)
         verdict = verdict_of(policy, comp)
         scale = verdicts[policy].loc[comp, "ratio"] if comp in verdicts[policy].index else math.nan
-        tail = f", ×{scale:.3g}" if isinstance(scale, float) and math.isfinite(scale) else ""
+        tail = f", ×{format_number(scale)}" if isinstance(scale, float) and math.isfinite(scale) else ""
         right.set_title(f"per event: {verdict}{tail}", fontsize="small")
 
     controls = [
@@ -189,9 +190,11 @@ def components_explorer(
 def component_explorer(wb: Workbench, seed: int = 0) -> Any:
     """The component picker (JupyterLab: live; the report: the most changed component under the random
     policy), read from the cached fixed-policy rollouts; a muted line saying why when there is nothing to pick."""
-    from rlaudit.env.analysis import POLICIES, rollout_pairs
+    from rlaudit.env import probes
+    from rlaudit.env.analysis import POLICIES, rollout_params
 
-    pairs = rollout_pairs(wb, seed)
+    # the components check's cache entries, read without its progress bars
+    pairs = [wb.run(probes.rollout, **rollout_params(wb.profile, seed, policy)) for policy in POLICIES]
     episodes = {
         policy: {s: pair[s].table("episodes") for s in SIDES}
         for policy, pair in zip(POLICIES, pairs, strict=True)

@@ -5,11 +5,13 @@ histograms that do not overlap."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rlaudit.display import format_number
 from rlaudit.env.plots import SIDE_COLORS
 from rlaudit.explore import Explorer, choice, slider, toggle
 from rlaudit.spaces.observations import shifted_features
@@ -104,7 +106,7 @@ def input_explorer(
 
     def setup(fig: Any, values: dict[str, Any]) -> Any:
         axes = fig.subplots(1, 2, sharey=True)
-        fig.subplots_adjust(left=0.08, right=0.98, bottom=0.14, top=0.84, wspace=0.08)
+        fig.subplots_adjust(left=0.08, right=0.98, bottom=0.25, top=0.84, wspace=0.08)
         artists: dict[str, Any] = {"axes": dict(zip(SIDES, axes, strict=True)), "steps": {}, "means": {}}
         for side, ax in artists["axes"].items():
             color = SIDE_COLORS[side]
@@ -143,17 +145,22 @@ def input_explorer(
                 mean_line.set_xdata([mean, mean])
                 mean_line.set_visible(True)
                 top = max(top, float(fractions.max()))
-                summary.append(f"{path} {mean:.3g} ± {float(np.std(col)):.3g}")
-            ax.set_xlim(edges[side][0], edges[side][-1])
+                summary.append(f"{path} {format_number(mean)} ± {format_number(float(np.std(col)))}")
+            half = (edges[side][1] - edges[side][0]) / 2  # the end bins drawn whole
+            ax.set_xlim(edges[side][0] - half, edges[side][-1] + half)
             how = notes.get(side, {})
-            detail = "; ".join(f"{p}: {how[p]}" for p in ("training", "evaluation") if how.get(p))
+            detail = "\n".join(
+                textwrap.shorten(f"{p}: {how[p]}", 75, placeholder="…")
+                for p in ("training", "evaluation")
+                if how.get(p)
+            )
             ax.set_title(
                 f"{side}: input[{feature}]\n" + ", ".join(summary), fontsize="small", color=SIDE_COLORS[side]
             )
             handles = [h for h in (artists["steps"][(side, p)] for p in PATHS) if h.get_visible()]
             ax.legend(handles=handles, loc="upper right", fontsize="x-small", title=None)
             if detail:
-                ax.set_xlabel(f"first-layer input value\n({detail[:90]})", fontsize="x-small")
+                ax.set_xlabel(f"first-layer input value\n{detail}", fontsize="x-small")
         artists["axes"]["baseline"].set_ylim(0.0, max(top * 1.1, 1e-3))
 
     controls = [

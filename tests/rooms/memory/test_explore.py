@@ -65,6 +65,18 @@ def test_the_leaking_items_come_first_in_their_kind_with_their_growth_in_units()
     assert by[("type", "dict")].unit == "live objects" and site.unit == "traced KiB"
     assert [it.kind for it in items] == ["container", "container", "site", "site", "type"]
     assert items[0].name == "env.curriculum._labels" and items[2].name.startswith("curriculum.py")
+    # flagged as the growth check flags: the leaking container, site and type, not the steady cache
+    assert {it.key for it in items if it.flagged} == {
+        "container|env.curriculum._labels",
+        "site|curriculum.py: self._labels[key] = label",
+        "type|dict",
+    }
+    ex = explore.items_explorer(items)
+    labels = {v: k for k, v in ex.control("item").options}
+    assert (
+        labels["container|env.curriculum._labels"]
+        == "container · env.curriculum._labels (+1000 entries/1000 ep, flagged)"
+    )
 
 
 def test_every_control_moves_the_lines_to_the_picked_item() -> None:
@@ -90,7 +102,9 @@ def test_every_control_moves_the_lines_to_the_picked_item() -> None:
                     else:
                         assert len(fx) == 0
                     assert (
-                        ex._artists["lines"][side].get_label().startswith(f"{side}: {it.growth[side]:+.3g}")
+                        ex._artists["lines"][side]
+                        .get_label()
+                        .startswith(f"{side}: {explore.signed(it.growth[side])} {it.unit}")
                     )
                 assert it.name[:40] in ax.get_title()
                 assert ax.get_ylabel().startswith(it.unit)
@@ -108,24 +122,43 @@ def test_nothing_to_pick_is_refused_and_the_workbench_reader_says_why(
     with pytest.raises(ValueError, match="no allocation site, object type or container"):
         explore.items_explorer([])
 
-    from rlaudit import checks
+    from rlaudit.memory import probes
 
     def result(tables: dict[str, pd.DataFrame]) -> types.SimpleNamespace:
         return types.SimpleNamespace(ok=True, table=lambda name: tables[name])
 
-    few = side_tables(True)
-    few = {k: v[v["snapshot"] < 2] for k, v in few.items()}
-    monkeypatch.setattr(checks, "run_probe", lambda wb, probe, desc, **params: Pair(result(few), result(few)))
-    wb = types.SimpleNamespace(profile=types.SimpleNamespace(name="smoke"))
-    monkeypatch.setattr("rlaudit.memory.growth._growth_params", lambda wb, seed=0: {"seed": seed})
-    got = explore.growth_explorer(wb)
+    asked = []
+
+    def workbench(baseline: dict, candidate: dict) -> types.SimpleNamespace:
+        def run(probe, **params):
+            asked.append((probe, params))
+            return Pair(result(baseline), result(candidate))
+
+        return types.SimpleNamespace(run=run)
+
+    monkeypatch.setattr("rlaudit.memory.growth._growth_params", lambda wb, seed=0: {"seed": seed, "steps": 8})
+    few = {k: v[v["snapshot"] < 2] for k, v in side_tables(True).items()}
+    got = explore.growth_explorer(workbench(few, few), seed=3)
     assert isinstance(got, RichText) and "fewer than 3 memory snapshots" in got.text
+    assert asked == [(probes.growth_sites, {"seed": 3, "steps": 8})]  # the check's probe and parameters
 
     full = both()
-    monkeypatch.setattr(
-        checks,
-        "run_probe",
-        lambda wb, probe, desc, **params: Pair(result(full["baseline"]), result(full["candidate"])),
-    )
-    got = explore.growth_explorer(wb)
+    got = explore.growth_explorer(workbench(full["baseline"], full["candidate"]))
     assert got.values["item"] == "container|env.curriculum._labels"
+
+
+def test_with_nothing_beyond_the_threshold_the_report_shows_the_subjects_fastest_site() -> None:
+    tables = {"baseline": side_tables(False), "candidate": side_tables(False)}
+    sites = tables["candidate"]["sites"]
+    slow = sites["file"] == "env.py"
+    sites.loc[slow, "size"] = 4096 + 8 * EPISODES  # 8 bytes per episode: under 32 KiB per 1000
+    sites.loc[~slow, "subject"] = False
+    items = explore.growth_items(tables)
+    assert not any(it.flagged for it in items)  # 7.8 KiB per 1000 episodes is under the check's 32
+    pick = explore.default_item(items)
+    assert (pick.kind, pick.name, pick.subject) == ("site", "env.py: self.obs = np.zeros(4)", True)
+    assert pick.growth["candidate"] == pytest.approx(8 * 1000 / 1024)
+    ex = explore.items_explorer(items)
+    assert ex.values["item"] == pick.key
+    labels = dict((v, k) for k, v in ex.control("item").options)
+    assert labels[pick.key].endswith("(+7.81 traced KiB/1000 ep)")

@@ -82,21 +82,27 @@ def test_nothing_to_pick_is_refused_and_the_workbench_reader_says_why(
     with pytest.raises(ValueError, match="no fixed-policy rollout finished an episode on both sides"):
         explore.components_explorer(empty)
 
-    from rlaudit.env import analysis
+    from rlaudit.env import analysis, probes
 
     def result(table: pd.DataFrame) -> types.SimpleNamespace:
         return types.SimpleNamespace(ok=True, table=lambda name: table)
 
-    no_episodes = Pair(
-        baseline=result(episodes("baseline", 1).iloc[:0]), candidate=result(episodes("candidate", 2))
+    def workbench(by_policy: dict[str, Pair]) -> types.SimpleNamespace:
+        def run(probe, **params):
+            assert probe is probes.rollout
+            return by_policy[params["policy"]]
+
+        return types.SimpleNamespace(run=run, profile=None)
+
+    monkeypatch.setattr(
+        analysis, "rollout_params", lambda profile, seed, policy: {"seed": seed, "policy": policy}
     )
-    monkeypatch.setattr(analysis, "rollout_pairs", lambda wb, seed=0: [no_episodes, no_episodes])
-    got = explore.component_explorer(types.SimpleNamespace())
+    none = Pair(baseline=result(episodes("baseline", 1).iloc[:0]), candidate=result(episodes("candidate", 2)))
+    got = explore.component_explorer(workbench({"random": none, "wsls": none}))
     assert (
         isinstance(got, RichText) and "no fixed-policy rollout finished an episode on both sides" in got.text
     )
 
     some = Pair(baseline=result(episodes("baseline", 1)), candidate=result(episodes("candidate", 2)))
-    monkeypatch.setattr(analysis, "rollout_pairs", lambda wb, seed=0: [some, no_episodes])
-    got = explore.component_explorer(types.SimpleNamespace())
+    got = explore.component_explorer(workbench({"random": some, "wsls": none}))
     assert got.control("policy").option_values() == ["random"]
