@@ -114,7 +114,7 @@ def components_explorer(
         left.set_xlabel("episode (in the order it finished)")
         left.grid(alpha=0.3)
         right.grid(alpha=0.3, axis="y")
-        left.legend(loc="upper right", fontsize="x-small")
+        left.legend(loc="upper right", fontsize="x-small", framealpha=0.85)
         return artists
 
     def update(artists: dict[str, Any], values: dict[str, Any]) -> None:

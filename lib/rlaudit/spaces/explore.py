@@ -38,12 +38,15 @@ def _muted(text: str) -> Any:
 
 
 def feature_order(arrays: Mapping[str, Mapping[str, np.ndarray]]) -> list[tuple[str, int]]:
-    """The features to offer as ``(label, index)``, the most shifted (evaluation against training, on either
-    side, by |standardized mean difference|) first; a label names the sides on which the feature is shifted."""
+    """The features to offer as ``(label, index)``: those shifted (evaluation against training) on both sides,
+    then on one, then the rest; within each, features that vary before constant ones, then by the larger
+    |standardized mean difference| of the two sides. A label names the sides on which the feature is shifted."""
     width = min(len(a["training|mean"]) for a in arrays.values())
     smd = np.zeros(width)
     marks: dict[int, list[str]] = {}
+    live = {}
     for side, a in arrays.items():
+        live[side] = np.maximum(a["training|std"][:width], a["evaluation|std"][:width]) > 1e-6
         shifted, d = shifted_features(
             a["training|mean"][:width], a["training|std"][:width],
             a["evaluation|mean"][:width], a["evaluation|std"][:width],
@@ -52,7 +55,13 @@ def feature_order(arrays: Mapping[str, Mapping[str, np.ndarray]]) -> list[tuple[
         smd = np.where(np.abs(d) > np.abs(smd), d, smd)
         for i in np.flatnonzero(shifted):
             marks.setdefault(int(i), []).append(side)
-    order = sorted(range(width), key=lambda i: (-len(marks.get(i, [])), -abs(smd[i]), i))[:MAX_FEATURES]
+
+    # shifted first; among them those that vary where shifted (a constant's shift is a moved constant)
+    def varies(i: int) -> bool:
+        return all(live[side][i] for side in marks.get(i, []))
+
+    order = sorted(range(width), key=lambda i: (-len(marks.get(i, [])), not varies(i), -abs(smd[i]), i))
+    order = order[:MAX_FEATURES]
     out = []
     for i in order:
         tag = f" · shifted in {' and '.join(marks[i])}" if i in marks else ""

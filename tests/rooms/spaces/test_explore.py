@@ -43,9 +43,23 @@ def drawn(ex, side: str, path: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_the_shifted_feature_comes_first_and_names_its_side() -> None:
-    order = explore.feature_order(both())
+    arrays = both()
+    order = explore.feature_order(arrays)
     assert order[0] == ("input[2] · shifted in baseline and candidate", 2)  # std ×3 on both, mean +4 in one
     assert sorted(i for _, i in order) == [0, 1, 2, 3]
+    # a constant feature moved on one side comes after a varying one shifted on that side
+    cand = arrays["candidate"]
+    for path, value in (("training", 0.0), ("evaluation", 1.0)):
+        cand[f"{path}|rows"][:, 0] = value
+        cand[f"{path}|mean"][0], cand[f"{path}|std"][0] = value, 0.0
+    cand["evaluation|rows"][:, 3] += 2.0
+    cand["evaluation|mean"][3] += 2.0
+    labels = [label for label, _ in explore.feature_order(arrays)]
+    assert labels[:3] == [
+        "input[2] · shifted in baseline and candidate",
+        "input[3] · shifted in candidate",
+        "input[0] · shifted in candidate",  # infinite SMD, but a constant
+    ]
 
 
 def test_every_control_moves_the_histograms_to_what_it_says() -> None:
