@@ -92,6 +92,7 @@ def input_explorer(
         side: {p: arrays[side][f"{p}|rows"] for p in PATHS if f"{p}|rows" in arrays[side]} for side in SIDES
     }
     has_raw = all("raw" in rows[side] for side in SIDES)
+    widths = {side: rows[side]["training"].shape[1] for side in SIDES}  # a stacked input is wider
 
     def edges_of(values: dict[str, Any], feature: int) -> dict[str, np.ndarray]:
         """Bin edges per side: shared by both sides when ``same_x``, else each side's own range."""
@@ -164,7 +165,9 @@ def input_explorer(
                 if how.get(p)
             )
             ax.set_title(
-                f"{side}: input[{feature}]\n" + ", ".join(summary), fontsize="small", color=SIDE_COLORS[side]
+                f"{side}: input[{feature}] of {widths[side]}\n" + ", ".join(summary),
+                fontsize="small",
+                color=SIDE_COLORS[side],
             )
             handles = [h for h in (artists["steps"][(side, p)] for p in PATHS) if h.get_visible()]
             ax.legend(handles=handles, loc="upper right", fontsize="x-small", title=None)

@@ -81,7 +81,9 @@ def test_every_control_moves_the_histograms_to_what_it_says() -> None:
                         assert heights.sum() == pytest.approx(1.0)  # every input inside the range drawn
                         line = ex._artists["means"][(side, path)]
                         assert line.get_xdata()[0] == pytest.approx(col.mean())
-                    assert ex._artists["axes"][side].get_title().startswith(f"{side}: input[{feature}]")
+                    assert (
+                        ex._artists["axes"][side].get_title().startswith(f"{side}: input[{feature}] of 4\n")
+                    )
                 base_edges, cand_edges = (
                     drawn(ex, "baseline", "training")[1],
                     drawn(ex, "candidate", "training")[1],
