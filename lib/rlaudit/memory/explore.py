@@ -16,7 +16,7 @@ from rlaudit.display import format_number
 from rlaudit.env.plots import SIDE_COLORS
 from rlaudit.explore import Explorer, choice, toggle
 from rlaudit.memory.common import BYTES_PER_1000_EPISODES, ENTRIES_PER_1000_EPISODES
-from rlaudit.memory.growth import _site_key, compare_growth, growth_per_episode
+from rlaudit.memory.growth import compare_growth, growth_per_episode, site_key
 
 if TYPE_CHECKING:
     from rlaudit.engine.workbench import Workbench
@@ -86,7 +86,7 @@ def growth_items(tables: Mapping[str, Mapping[str, pd.DataFrame]], per_kind: int
     for kind, (table, key, value, _label, _unit, scale) in KINDS.items():
         frames = {s: tables[s][table] for s in SIDES}
         if kind == "site":
-            frames = {s: _site_key(f) if len(f) else f.assign(site=[]) for s, f in frames.items()}
+            frames = {s: site_key(f) if len(f) else f.assign(site=[]) for s, f in frames.items()}
         if any(key not in f for f in frames.values()):
             continue
         points = {s: tables[s]["points"] for s in SIDES}
@@ -218,9 +218,9 @@ def growth_explorer(wb: Workbench, seed: int = 0) -> Any:
     from the cached ``memory/growth-sites`` probe; a muted line saying why when there is nothing to pick."""
     from rlaudit.display import RichText
     from rlaudit.memory import probes
-    from rlaudit.memory.growth import _growth_params
+    from rlaudit.memory.growth import growth_params
 
-    pair = wb.run(probes.growth_sites, **_growth_params(wb, seed))  # the check's cache entry, no progress bar
+    pair = wb.run(probes.growth_sites, **growth_params(wb, seed))  # the check's cache entry, no progress bar
     if not pair.ok:
         text = "No site or type picker: the growth probe did not run on both sides (see memory/growth-sites)."
         return RichText(f'<p class="rl-muted">{text}</p>', text)

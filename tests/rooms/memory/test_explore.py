@@ -136,7 +136,7 @@ def test_nothing_to_pick_is_refused_and_the_workbench_reader_says_why(
 
         return types.SimpleNamespace(run=run)
 
-    monkeypatch.setattr("rlaudit.memory.growth._growth_params", lambda wb, seed=0: {"seed": seed, "steps": 8})
+    monkeypatch.setattr("rlaudit.memory.growth.growth_params", lambda wb, seed=0: {"seed": seed, "steps": 8})
     few = {k: v[v["snapshot"] < 2] for k, v in side_tables(True).items()}
     got = explore.growth_explorer(workbench(few, few), seed=3)
     assert isinstance(got, RichText) and "fewer than 3 memory snapshots" in got.text
