@@ -103,14 +103,17 @@ def compare_growth(base: pd.DataFrame, cand: pd.DataFrame, threshold: float) -> 
     )
 
 
-def _site_key(frame: pd.DataFrame) -> pd.DataFrame:
-    # A site is matched across versions by file and source text (line numbers shift between versions).
+def site_key(frame: pd.DataFrame) -> pd.DataFrame:
+    """The ``sites`` table with a ``site`` column, ``file: code``: a site is matched across versions by file
+    and source text (line numbers shift between versions)."""
     out = frame.copy()
     out["site"] = out["file"].astype(str) + ": " + out["code"].astype(str)
     return out
 
 
-def _growth_params(wb: Workbench, seed: int = 0) -> dict[str, Any]:
+def growth_params(wb: Workbench, seed: int = 0) -> dict[str, Any]:
+    """The :func:`rlaudit.memory.probes.growth_sites` parameters at the workbench's profile (the check's and
+    the site picker's, so both read one cache entry)."""
     sz = sizes(wb.profile)
     return {"seed": seed, "steps": sz.memory_site_steps, "snapshots": sz.memory_snapshots}
 
@@ -124,7 +127,7 @@ def _first(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     "memory/growth-sites",
     title="Where does memory grow?",
     probe=probes.growth_sites,
-    params=_growth_params,
+    params=growth_params,
     desc="memory: where it grows",
     reads=("curriculum", "env"),
 )
@@ -136,7 +139,7 @@ def growth_sites(c: Check, pair: Pair) -> Section:
     grow: dict[str, dict[str, pd.DataFrame]] = {}
     for s in SIDES:
         points = pair[s].table("points")
-        sites = _site_key(pair[s].table("sites"))
+        sites = site_key(pair[s].table("sites"))
         grow[s] = {
             "sites": growth_per_episode(sites, points, "site", "size"),
             "subject_sites": growth_per_episode(sites[sites["subject"]], points, "site", "size"),

@@ -12,6 +12,11 @@ import numpy as np
 
 from rlaudit.probe import ProbeContext, probe
 
+INPUT_SAMPLE_VALUES = 2**18
+"""Budget of first-layer input values :func:`network_input` keeps per path (1 MiB of float32): every row
+for a small observation, fewer for a wide one, none when fewer than :data:`MIN_INPUT_ROWS` rows fit."""
+MIN_INPUT_ROWS = 16
+
 
 @probe(requires=("make_env",), version=2)
 def observations(
@@ -102,6 +107,13 @@ def normalize(x: np.ndarray, mean: np.ndarray, var: np.ndarray, clip: float) -> 
     return np.clip(out, -clip, clip).astype(np.float32)
 
 
+def input_sample(values: np.ndarray) -> np.ndarray | None:
+    """The first rows of ``values`` (rows, features) that fit :data:`INPUT_SAMPLE_VALUES`, as float32; None
+    when fewer than :data:`MIN_INPUT_ROWS` fit (too wide an input to sample)."""
+    keep = min(len(values), INPUT_SAMPLE_VALUES // max(1, values.shape[1]))
+    return values[:keep].astype(np.float32) if keep >= MIN_INPUT_ROWS else None
+
+
 def first_layer_inputs(policy: Any, obs: Any) -> dict[str, np.ndarray]:
     """What the input layers of ``policy`` receive for ``obs``, captured by forward pre-hooks.
 
@@ -136,7 +148,7 @@ def first_layer_inputs(policy: Any, obs: Any) -> dict[str, np.ndarray]:
     return seen
 
 
-@probe(requires=("make_env", "load_checkpoint"), version=3)
+@probe(requires=("make_env", "load_checkpoint"), version=4)
 def network_input(
     ctx: ProbeContext,
     *,
@@ -163,7 +175,9 @@ def network_input(
         clip: Clip of normalized observations (SB3 VecNormalize's default 10).
         trust: Let rlaudit unpickle objects in the file.
 
-    Writes ``inputs.npz`` (``<path>|mean``, ``<path>|std`` per feature) and ``inputs.json``.
+    Writes ``inputs.npz`` (``<path>|mean``, ``<path>|std`` per feature, and ``<path>|rows``: the first
+    inputs themselves, (rows, features) float32, as many rows as :data:`INPUT_SAMPLE_VALUES` allows) and
+    ``inputs.json``.
     """
     import torch
 
@@ -215,6 +229,9 @@ def network_input(
         layer, values = next(iter(seen.items()))
         arrays[f"{name}|mean"] = values.mean(axis=0)
         arrays[f"{name}|std"] = values.std(axis=0)
+        kept = input_sample(values)
+        if kept is not None:
+            arrays[f"{name}|rows"] = kept
         summary[name] = {
             "layer": layer,
             "mean": float(values.mean()),
