@@ -5,6 +5,8 @@ room's own explorer is tested beside the room (``tests/rooms/<room>/test_explore
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import matplotlib
 import numpy as np
 import pytest
@@ -215,3 +217,32 @@ def test_the_benchmark_visits_every_option_of_every_control() -> None:
     seconds = time_changes(ex, changes[:4])
     assert len(seconds) == 4 and all(s > 0 for s in seconds)
     assert ex.drawn == ex.values
+
+
+def test_the_benchmark_times_every_explorer_a_workbench_builds() -> None:
+    """``rlaudit bench explore`` calls each notebook's explorer as its notebook does; only the three built from a
+    finished check, an investigation or a table are left out (and say so)."""
+    import json
+
+    from rlaudit.bench.explore import EXPLORERS
+
+    root = Path(__file__).resolve().parents[1]
+    called = {}
+    for path in sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            text = "".join(cell["source"])
+            if cell["cell_type"] == "code" and ".explore import " in text:
+                module, name = text.split("from ", 1)[1].split("\n", 1)[0].split(" import ")
+                called[path.stem] = f"{module.strip()}:{name.strip()}"
+    assert len(called) == 15, sorted(called)
+    timed = {notebook: dotted for notebook, dotted, _ in EXPLORERS}
+    assert set(called) - set(timed) == {"13_seeding", "14_config", "15_summary"}
+    for notebook, dotted in timed.items():
+        assert called[notebook] == dotted, notebook
+
+
+def test_the_benchmark_names_the_explorers_when_asked_for_one_it_lacks() -> None:
+    from rlaudit.bench.explore import bench_explore
+
+    with pytest.raises(ValueError, match="02_trainer"):
+        bench_explore(only="16_nothing")

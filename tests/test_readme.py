@@ -29,7 +29,9 @@ INLINE = re.compile(r"`([^`]+)`")
 SETUP = re.compile(r"^(?:python3?|\.venv/bin/python) data/examples/\S+\.py\b")
 
 
-WHOLE_REPORT = re.compile(r"(?:^|&& )(?:make report|(?:\.venv/bin/)?rlaudit report)\b(?!.*--notebooks)(?!.*--help)")
+WHOLE_REPORT = re.compile(
+    r"(?:^|&& )(?:make report|(?:\.venv/bin/)?rlaudit report)\b(?!.*--notebooks)(?!.*--help)"
+)
 """A command that runs every notebook (``--notebooks`` picks some; ``--help`` runs none)."""
 
 EXPENSIVE = "<!-- expensive -->"

@@ -1,4 +1,4 @@
-"""``rlaudit bench explore``: how long an explorer takes to answer a control change, on cached runs.
+"""``rlaudit bench explore``: how long each notebook explorer takes to answer a control change, on cached runs.
 
 What it times is the server's whole share of one change in JupyterLab: the explorer puts the new data into its
 artists, the figure is drawn by the canvas ipympl uses (matplotlib's WebAgg core) and the image diff the
@@ -60,33 +60,89 @@ def time_changes(explorer: Any, changes: list[dict[str, Any]], cpu: list[float] 
     return seconds
 
 
-def bench_explore(quick: bool = False) -> list[dict[str, Any]]:
-    """The 02_trainer run explorer on the built-in pair at the profile the run options name (smoke when none)."""
+EXPLORERS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("01_agents", "rlaudit.agents.explore:activation_explorer", {}),
+    ("02_trainer", "rlaudit.trainer.explore:run_explorer", {}),
+    ("03_logging", "rlaudit.logging.explore:truth_explorer", {}),
+    ("04_checkpointing", "rlaudit.checkpointing.explore:checkpoint_explorer", {"trust": False}),
+    ("05_env", "rlaudit.env.explore:scrubber_explorer", {"seed": 0}),
+    ("06_curriculum", "rlaudit.curriculum.explore:curriculum_explorer", {"seed": 0}),
+    ("07_optimizer", "rlaudit.optimizer.explore:layer_explorer", {}),
+    ("08_init", "rlaudit.init.explore:scheme_explorer", {}),
+    ("09_loss", "rlaudit.loss.explore:advantages_explorer", {"seed": 0}),
+    ("10_spaces", "rlaudit.spaces.explore:feature_explorer", {"trust": False}),
+    ("11_rewards", "rlaudit.rewards.explore:component_explorer", {"seed": 0}),
+    ("12_memory", "rlaudit.memory.explore:growth_explorer", {"seed": 0}),
+)
+"""The explorers a workbench alone builds, as their notebooks call them. 13_seeding's power calculator and
+15_summary's arm picker are built from a finished check or investigation, 14_config's is a table: not timed."""
+
+
+def _load(dotted: str) -> Any:
+    import importlib
+
+    module, name = dotted.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def bench_explore(quick: bool = False, only: str = "") -> list[dict[str, Any]]:
+    """Every workbench explorer (:data:`EXPLORERS`) on the built-in pair at the profile the run options name
+    (smoke when none): per explorer, the median seconds per control change over a sequence that visits every
+    option of every control, its p90 and CPU median, and the build time; then the median over all changes.
+
+    Args:
+        quick: Visit every option once instead of three times.
+        only: A notebook name (``02_trainer``) to time that explorer alone.
+    """
     from rlaudit.engine.workbench import Workbench
     from rlaudit.options import RunOptions
-    from rlaudit.trainer.explore import run_explorer
 
     profile = RunOptions.from_env().profile_name("smoke")
-    with Workbench(baseline="builtin:reference", candidate="builtin:regressed", profile=profile) as wb:
-        started = time.perf_counter()
-        explorer = run_explorer(wb)
-        build = time.perf_counter() - started
-    cpu: list[float] = []
-    seconds = time_changes(explorer, control_changes(explorer, 1 if quick else 3), cpu)
-    median = statistics.median(seconds)
+    chosen = [e for e in EXPLORERS if not only or e[0] == only]
+    if not chosen:
+        raise ValueError(f"no explorer for {only!r}; expected one of {', '.join(e[0] for e in EXPLORERS)}")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return [
-        {
-            "name": "explore.trainer_runs.median_change",
-            "value": round(median, 4),
-            "unit": "s",
-            "goal": GOAL_SECONDS,
-            "meets_goal": median < GOAL_SECONDS,
-            "changes": len(seconds),
-            "p90": round(sorted(seconds)[int(0.9 * (len(seconds) - 1))], 4),
-            "cpu_median": round(statistics.median(cpu), 4),
-            "profile": profile,
-            "load_1min": round(load, 2),
-        },
-        {"name": "explore.trainer_runs.build", "value": round(build, 3), "unit": "s", "profile": profile},
-    ]
+    rows: list[dict[str, Any]] = []
+    every: list[float] = []
+    with Workbench(baseline="builtin:reference", candidate="builtin:regressed", profile=profile) as wb:
+        for notebook, dotted, kwargs in chosen:
+            started = time.perf_counter()
+            explorer = _load(dotted)(wb, **kwargs)
+            build = time.perf_counter() - started
+            if not hasattr(explorer, "controls") or not hasattr(explorer, "figure"):
+                rows.append({"name": f"explore.{notebook}", "skipped": "no figure to explore on this pair"})
+                continue
+            cpu: list[float] = []
+            seconds = time_changes(explorer, control_changes(explorer, 1 if quick else 3), cpu)
+            every += seconds
+            median = statistics.median(seconds)
+            rows.append(
+                {
+                    "name": f"explore.{notebook}.median_change",
+                    "value": round(median, 4),
+                    "unit": "s",
+                    "goal": GOAL_SECONDS,
+                    "meets_goal": median < GOAL_SECONDS,
+                    "changes": len(seconds),
+                    "p90": round(sorted(seconds)[int(0.9 * (len(seconds) - 1))], 4),
+                    "cpu_median": round(statistics.median(cpu), 4),
+                    "build_s": round(build, 3),
+                    "profile": profile,
+                    "load_1min": round(load, 2),
+                }
+            )
+    if every:
+        median = statistics.median(every)
+        rows.append(
+            {
+                "name": "explore.all.median_change",
+                "value": round(median, 4),
+                "unit": "s",
+                "goal": GOAL_SECONDS,
+                "meets_goal": median < GOAL_SECONDS,
+                "changes": len(every),
+                "explorers": sum("value" in r for r in rows),
+                "load_1min": round(load, 2),
+            }
+        )
+    return rows
