@@ -144,6 +144,7 @@ class Check:
         baseline: Any = None,
         candidate: Any = None,
         values: Mapping[str, Any] | None = None,
+        value_label: str = "",
         effect: float | None = None,
         effect_label: str = "",
         ci: tuple[float, float] | Sequence[float] | None = None,
@@ -222,6 +223,7 @@ class Check:
                 candidate=candidate,
                 effect=effect,
                 effect_label=effect_label,
+                value_label=value_label,
                 ci=tuple(ci) if ci is not None else None,  # type: ignore[arg-type]
                 ci_level=ci_level if ci_level is not None else (0.95 if ci is not None else None),
                 test=test,

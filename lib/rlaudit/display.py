@@ -217,8 +217,9 @@ def evidence_lines(finding: Finding, max_chars: int = 80) -> list[tuple[str, str
     ev = finding.evidence
     lines: list[tuple[str, str]] = []
     if ev.baseline is not None or ev.candidate is not None:
-        lines.append(("baseline", format_value(ev.baseline, max_chars)))
-        lines.append(("candidate", format_value(ev.candidate, max_chars)))
+        what = f" ({ev.value_label})" if ev.value_label else ""
+        lines.append((f"baseline{what}", format_value(ev.baseline, max_chars)))
+        lines.append((f"candidate{what}", format_value(ev.candidate, max_chars)))
     if ev.effect is not None:
         text = f"{ev.effect_label + ' ' if ev.effect_label else ''}{_fmt_number(ev.effect)}"
         if ev.ci is not None:

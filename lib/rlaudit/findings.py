@@ -78,6 +78,8 @@ class Evidence:
     Attributes:
         baseline: The baseline's value (a number, a string, a small list or dict; JSON-serializable).
         candidate: The candidate's value, same kind as ``baseline``.
+        value_label: What ``baseline`` and ``candidate`` are when a bare number would not say, e.g.
+            ``"final heart.get IQM"`` or ``"SD of final heart.get across seeds"`` (shown beside each value).
         effect: Size of the difference as one number (see ``effect_label`` for its meaning).
         effect_label: What ``effect`` measures, e.g. ``"ratio"``, ``"difference"``, ``"cohen_d"``,
             ``"fraction"``.
@@ -90,6 +92,7 @@ class Evidence:
 
     baseline: Any = None
     candidate: Any = None
+    value_label: str = ""
     effect: float | None = None
     effect_label: str = ""
     ci: tuple[float, float] | None = None

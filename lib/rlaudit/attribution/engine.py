@@ -41,6 +41,7 @@ from scipy.stats import t as scipy_t
 from rlaudit import stats
 from rlaudit.attribution.arms import DEFAULT_DELTA, SIDES, SPS, Arm, Effect, attribution_scale, run_sps
 from rlaudit.engine.workbench import ProbeResult, Workbench
+from rlaudit.evidence import fmt
 from rlaudit.metrics import DEFAULT as DEFAULT_PRIMARY
 from rlaudit.metrics import Metric, parse_override
 from rlaudit.trainer.probes import train_run
@@ -343,7 +344,12 @@ class Engine:
                 )
             how = "" if metric == SPS else " " + self.metric.how_to_report
             return f"{label}: the training runs did not report it on both sides; not attributed.{how}"
-        where = f"worse by {g.point:+.3g}, 95% CI {g.low:+.3g}..{g.high:+.3g}"
+        b, c = self.base_arms()
+        means = (
+            f"mean over seeds: baseline {fmt(finite_mean(b.values(metric)))}, "
+            f"candidate {fmt(finite_mean(c.values(metric)))}"
+        )
+        where = f"worse by {g.point:+.3g}, 95% CI {g.low:+.3g}..{g.high:+.3g}; {means}"
         if g.high < 0.0:
             return f"{label}: the candidate is measurably better than the baseline ({where}); nothing to attribute."
         return f"No measurable {label} gap between baseline and candidate (the candidate is {where}); not attributed."

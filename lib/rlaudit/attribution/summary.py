@@ -341,7 +341,11 @@ def attribution_section(inv: Investigation, delta: float = DEFAULT_DELTA) -> Sec
             [
                 {
                     "metric": result.label(m),
-                    **{k: g.get(k) for k in ("baseline", "candidate", "worse_by", "low", "high")},
+                    "baseline (mean over seeds)": g.get("baseline"),
+                    "candidate (mean over seeds)": g.get("candidate"),
+                    "candidate worse by": g.get("worse_by"),
+                    "95% CI low": g.get("low"),
+                    "95% CI high": g.get("high"),
                     "attributed": bool(g.get("measurable")),
                 }
                 for m, g in result.gaps.items()

@@ -264,8 +264,8 @@ def learning(c: Check, runs: TrainingRuns) -> Section:
         )
     verdict = cmp["judgement"]
     text = (
-        f"final {metric.name} IQM {estimate(cmp['iqm']['candidate'], *cmp['iqm_ci']['candidate'])} vs "
-        f"{estimate(cmp['iqm']['baseline'], *cmp['iqm_ci']['baseline'])}, paired difference "
+        f"final {metric.name} IQM: baseline {estimate(cmp['iqm']['baseline'], *cmp['iqm_ci']['baseline'])}, "
+        f"candidate {estimate(cmp['iqm']['candidate'], *cmp['iqm_ci']['candidate'])}; paired difference "
         f"{estimate(cmp['diff'], *cmp['diff_ci'])} ({pct(cmp['relative'], signed=True)}; margin "
         f"{verdict.margin_text()}, {metric.better} is better), P(candidate run better) "
         f"{estimate(cmp['poi'], *cmp['poi_ci'], digits=2)} over {seeds(cmp['n'])} "
@@ -274,6 +274,7 @@ def learning(c: Check, runs: TrainingRuns) -> Section:
     evidence = dict(
         baseline=cmp["iqm"]["baseline"],
         candidate=cmp["iqm"]["candidate"],
+        value_label=f"final {metric.name}, IQM over seeds",
         effect=cmp["diff"],
         effect_label=f"IQM difference ({metric.name}), paired by seed",
         ci=cmp["diff_ci"],
@@ -394,10 +395,10 @@ def stability(c: Check, runs: TrainingRuns) -> Section:
         )
     count = {s: len(set(collapsed[s]) | set(unfinished[s])) for s in SIDES}
     text = (
-        f"spread (sd over seeds) {fmt(spread['candidate'])} vs {fmt(spread['baseline'])}"
+        f"spread (SD over seeds): baseline {fmt(spread['baseline'])}, candidate {fmt(spread['candidate'])}"
         + (f", ratio {estimate(ratio.point, ratio.low, ratio.high)}" if ratio else "")
-        + f"; collapsed or unfinished runs {count['candidate']}/{attempted['candidate']} vs "
-        f"{count['baseline']}/{attempted['baseline']} ({basis(found, {s: list(scores[s]) for s in SIDES})})"
+        + f"; collapsed or unfinished runs: baseline {count['baseline']}/{attempted['baseline']}, candidate "
+        f"{count['candidate']}/{attempted['candidate']} ({basis(found, {s: list(scores[s]) for s in SIDES})})"
     )
     more_collapses = count["candidate"] >= 2 and count["candidate"] >= count["baseline"] + 2
     wider = ratio is not None and ratio.low > STABILITY_FACTOR
@@ -422,6 +423,7 @@ def stability(c: Check, runs: TrainingRuns) -> Section:
         status,
         severity,
         values=spread,
+        value_label=f"SD of final {metric.name} over seeds",
         effect=ratio.point if ratio else None,
         effect_label="spread ratio candidate / baseline",
         ci=(ratio.low, ratio.high) if ratio else None,

@@ -230,7 +230,9 @@ def test_the_learning_statistics_name_the_seeds_they_rest_on_and_the_run_left_ou
         0: given.outcomes()["candidate"][0].describe()
     }
     (stability,) = tl.stability(wb, given=given).findings
-    assert "collapsed or unfinished runs 1/3 vs 0/3" in stability.evidence.summary, stability.evidence.summary
+    assert "collapsed or unfinished runs: baseline 0/3, candidate 1/3" in stability.evidence.summary, (
+        stability.evidence.summary
+    )
 
 
 def test_a_metric_reported_as_nan_is_divergence_and_one_never_reported_is_skipped(tmp_path: Path) -> None:

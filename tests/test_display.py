@@ -1,0 +1,37 @@
+"""How a finding's evidence reads: each value says what statistic it is, and the baseline comes first."""
+
+from __future__ import annotations
+
+from rlaudit.display import evidence_lines
+from rlaudit.findings import Evidence, Finding, Severity, Status
+
+
+def _finding(**evidence: object) -> Finding:
+    return Finding(
+        id="trainer/learning",
+        subsystem="trainer",
+        status=Status.NOTED,
+        severity=Severity.LOW,
+        hypothesis="The candidate learns as well as the baseline",
+        evidence=Evidence(**evidence),
+    )
+
+
+def test_a_value_label_names_the_statistic_beside_both_values() -> None:
+    lines = evidence_lines(
+        _finding(baseline=0.118, candidate=0.0694, value_label="final heart.get, IQM over seeds")
+    )
+    assert lines[:2] == [
+        ("baseline (final heart.get, IQM over seeds)", "0.118"),
+        ("candidate (final heart.get, IQM over seeds)", "0.0694"),
+    ]
+
+
+def test_without_a_label_the_values_stand_alone_baseline_first() -> None:
+    lines = evidence_lines(_finding(baseline=1.0, candidate=2.0, effect=1.0, effect_label="difference"))
+    assert [label for label, _ in lines] == ["baseline", "candidate", "effect"]
+
+
+def test_a_label_survives_the_findings_json() -> None:
+    finding = _finding(baseline=1.0, candidate=2.0, value_label="SD over seeds")
+    assert Finding.from_dict(finding.to_dict()).evidence.value_label == "SD over seeds"
