@@ -259,7 +259,7 @@ def variant_picker(ev: LossEvidence | None) -> Any:
         ax_v.axhline(0, color="black", linewidth=0.6)
         ax_v.set_ylabel("learned value V(s)")
         ax_v.grid(alpha=0.3, axis="y")
-        ax_v.legend(loc="best", fontsize="x-small")
+        ax_v.legend(loc="upper right", fontsize="x-small")  # a fixed place: "best" is searched at every draw
         art["pass_line"] = ax_p.axhline(0.9, color="#2ca02c", linestyle=":", linewidth=1.2, label="pass: 0.9")
         ax_p.set_ylim(0, 1.3)  # room above the bars for the legend
         ax_p.set_ylabel("p(rewarded action)")
