@@ -35,3 +35,14 @@ def test_without_a_label_the_values_stand_alone_baseline_first() -> None:
 def test_a_label_survives_the_findings_json() -> None:
     finding = _finding(baseline=1.0, candidate=2.0, value_label="SD over seeds")
     assert Finding.from_dict(finding.to_dict()).evidence.value_label == "SD over seeds"
+
+
+def test_a_pivot_tables_headers_read_as_words_not_tuples() -> None:
+    import pandas as pd
+
+    from rlaudit.display import frame_html
+
+    frame = pd.DataFrame({("definition", ""): ["mean of 100"], ("max_error", "baseline"): [0.5]})
+    html = frame_html(frame)
+    assert "<th>definition</th>" in html and "<th>max error · baseline</th>" in html
+    assert "(" not in html.split("<tbody>")[0]

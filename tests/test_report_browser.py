@@ -401,6 +401,11 @@ def test_no_placeholder_repr_path_or_row_index_leaks_into_a_page(smoke_report: P
                 path.name, [c for c in cells if re.fullmatch(r"True|False|None|\[.*\]|\{.*\}|.*e[+-]\d+", c)]
             )  # fmt: skip
         assert "<th></th>" not in "".join(tables), f"{path.name}: a table shows pandas' row numbers"
+        headers = re.findall(r"<th>([^<]*)</th>", "".join(tables))
+        assert not [h for h in headers if h.startswith("(")], (
+            path.name,
+            [h for h in headers if h.startswith("(")],
+        )
         shown = re.findall(r"<h4>([^<]+)</h4>", text)
         assert len(shown) == len(set(shown)), (path.name, [t for t in shown if shown.count(t) > 1])
 

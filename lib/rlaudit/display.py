@@ -565,6 +565,13 @@ def _cell_html(value: Any, column: str, kilo_from: float) -> tuple[str, bool]:
     return rich_text(format_value(value, max_chars=0)), False
 
 
+def column_label(column: Any) -> str:
+    """A column's header as words: snake_case read as words (so it wraps), and a pivot's tuple of levels
+    (``("match", "baseline")``) joined as ``match · baseline`` instead of shown as a Python tuple."""
+    parts = column if isinstance(column, tuple) else (column,)
+    return " · ".join(str(p).replace("_", " ") for p in parts if str(p).strip())
+
+
 def frame_html(frame: pd.DataFrame, *, max_rows: int = 40, classes: str = "rl-table") -> str:
     """A DataFrame as a table a person reads: no row numbers (a meaningful index becomes the first column),
     numbers as ``21.8k`` / ``0.0546`` (one style per column), columns named share/fraction as percentages,
@@ -587,13 +594,12 @@ def frame_html(frame: pd.DataFrame, *, max_rows: int = 40, classes: str = "rl-ta
         except TypeError:
             big = False
         kilo[c] = 1000.0 if big else 1e4
-    # snake_case names read as words (and wrap), so a wide table still fits the column
-    head = "".join(f"<th>{html.escape(str(c).replace('_', ' '))}</th>" for c in table.columns)
+    head = "".join(f"<th>{html.escape(column_label(c))}</th>" for c in table.columns)
     rows = []
     for _, row in shown.iterrows():
         cells = []
         for c in table.columns:
-            text, number = _cell_html(row[c], str(c), kilo[c])
+            text, number = _cell_html(row[c], column_label(c), kilo[c])
             cells.append(f'<td class="rl-num">{text}</td>' if number else f"<td>{text}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
     more = (
