@@ -46,3 +46,10 @@ def test_a_pivot_tables_headers_read_as_words_not_tuples() -> None:
     html = frame_html(frame)
     assert "<th>definition</th>" in html and "<th>max error · baseline</th>" in html
     assert "(" not in html.split("<tbody>")[0]
+
+
+def test_a_side_suffix_is_spelled_out_in_a_header() -> None:
+    from rlaudit.display import column_label
+
+    assert column_label("std_b") == "std (baseline)" and column_label("dead_c") == "dead (candidate)"
+    assert column_label("steps_per_s") == "steps per s" and column_label("n_a") == "n a"

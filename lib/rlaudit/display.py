@@ -566,10 +566,19 @@ def _cell_html(value: Any, column: str, kilo_from: float) -> tuple[str, bool]:
 
 
 def column_label(column: Any) -> str:
-    """A column's header as words: snake_case read as words (so it wraps), and a pivot's tuple of levels
-    (``("match", "baseline")``) joined as ``match · baseline`` instead of shown as a Python tuple."""
+    """A column's header as words: snake_case read as words (so it wraps), a side suffix spelled out
+    (``std_b`` -> ``std (baseline)``), and a pivot's tuple of levels (``("match", "baseline")``) joined as
+    ``match · baseline`` instead of shown as a Python tuple."""
     parts = column if isinstance(column, tuple) else (column,)
-    return " · ".join(str(p).replace("_", " ") for p in parts if str(p).strip())
+    words = []
+    for part in (str(p) for p in parts if str(p).strip()):
+        side = SIDE_SUFFIXES.get(part[-2:]) if len(part) > 2 else None
+        words.append(f"{part[:-2].replace('_', ' ')} ({side})" if side else part.replace("_", " "))
+    return " · ".join(words)
+
+
+SIDE_SUFFIXES = {"_b": "baseline", "_c": "candidate"}
+"""The rooms' short column suffixes for the two sides (``std_b``), spelled out in a header."""
 
 
 def frame_html(frame: pd.DataFrame, *, max_rows: int = 40, classes: str = "rl-table") -> str:
