@@ -35,8 +35,8 @@ for _path in (FIXTURES, TESTS):
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the tests that start workers ``workbench`` (:mod:`support.workers`), then put the longest group,
-    the whole reports, first (pytest-xdist hands out groups in this order).
+    """Mark the tests that start workers ``workbench`` (:mod:`support.workers`), then put the longest groups,
+    the files of whole reports, first (pytest-xdist hands out groups in this order).
 
     Marks are applied before ``-m`` deselects: pytest's own deselection hook runs after conftest hooks.
     """

@@ -1,9 +1,9 @@
-"""The pytest-xdist grouping of ``make test``: files and room folders stay whole, the report files share one
-worker."""
+"""The pytest-xdist grouping of ``make test``: files and room folders stay whole, the report files start
+first, one per worker."""
 
 from __future__ import annotations
 
-from support.groups import SHARED_REPORTS, first_in_line, xdist_group_of
+from support.groups import LONGEST, first_in_line, xdist_group_of
 from support.reports import ROOT
 
 
@@ -15,15 +15,18 @@ def test_a_notebooks_cells_and_a_files_tests_stay_together() -> None:
     assert xdist_group_of("tests/test_io.py::test_a") != xdist_group_of("tests/test_cache.py::test_a")
 
 
-def test_the_report_files_share_a_group_and_exist() -> None:
-    groups = {xdist_group_of(f"{path}::test_x") for path in SHARED_REPORTS}
-    assert groups == {"reports"}
-    for path in SHARED_REPORTS:
+def test_the_report_files_are_groups_of_their_own_and_exist() -> None:
+    groups = {xdist_group_of(f"{path}::test_x") for path in LONGEST}
+    assert groups == set(LONGEST)  # two groups: two workers can run them side by side
+    for path in LONGEST:
         assert (ROOT / path).is_file(), f"{path} is named in support/groups.py but does not exist"
 
 
 def test_the_reports_start_first() -> None:
     assert first_in_line("tests/test_readme.py::test_a_readme_command_works_as_written[make report]")
+    assert first_in_line(
+        "tests/test_subject_matrix.py::test_a_subject_with_only_config_is_skipped_everywhere_else"
+    )
     assert not first_in_line("notebooks/15_summary.ipynb::Cell 0")
 
 

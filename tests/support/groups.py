@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from xdist.scheduler import LoadScopeScheduling
 
-# Test files that run whole reports on the same example pairs: under pytest-xdist they share one worker, so
-# the later ones find the earlier ones' runs in the shared cache instead of training them again in parallel.
-SHARED_REPORTS = ("tests/test_readme.py", "tests/test_subject_matrix.py")
+# The files that run whole reports, the longest groups by far: each starts first on a worker of its own. Two
+# reports that need the same artifact never train it twice: the cache's file lock makes the second wait for it.
+LONGEST = ("tests/test_readme.py", "tests/test_subject_matrix.py")
 
 
 # Folders whose sub-folders are packages with package-scoped fixtures (a room's ``bench``): one group each.
@@ -19,16 +19,14 @@ PACKAGE_ROOTS = ("tests/rooms/",)
 
 
 def xdist_group_of(nodeid: str) -> str:
-    """The pytest-xdist group of a test: ``"reports"`` for the files in :data:`SHARED_REPORTS`, the room's
-    folder for a test under ``tests/rooms/<room>/``, else its file.
+    """The pytest-xdist group of a test: the room's folder for a test under ``tests/rooms/<room>/``, else its
+    file.
 
     A group is never split between workers: a room's package fixtures and a file's module fixtures are built
     once, and nbval runs a notebook's cells in order in one kernel. The tests across rooms, directly in
     ``tests/rooms/``, stay one group per file.
     """
     path = nodeid.split("::", 1)[0]
-    if path in SHARED_REPORTS:
-        return "reports"
     for root in PACKAGE_ROOTS:
         folder, sep, _ = path.removeprefix(root).partition("/")
         if path.startswith(root) and sep:
@@ -37,8 +35,8 @@ def xdist_group_of(nodeid: str) -> str:
 
 
 def first_in_line(nodeid: str) -> bool:
-    """True for the tests of the longest group, which should start first so that it does not finish last."""
-    return xdist_group_of(nodeid) == "reports"
+    """True for the tests of the longest groups (:data:`LONGEST`), which start first so as not to finish last."""
+    return xdist_group_of(nodeid) in LONGEST
 
 
 class GroupScheduling(LoadScopeScheduling):

@@ -76,9 +76,8 @@ _DONE: dict[tuple[str, str, str], ReportRun] = {}
 def run_command(command: str, out: Path, env: dict[str, str], timeout: float = 900) -> ReportRun:
     """Run a shell command from the repository root (as a user would type it) and read ``out``'s findings.
 
-    A command already run in this test session with the same profile and cache is not run again: the README
-    test and the subject matrix run some of the same reports, and the first run's result (its findings, in
-    the first caller's directory) answers both.
+    A command already run in this process with the same profile and cache is not run again: the first run's
+    result (its findings, in the first caller's directory) answers a second caller.
     """
     key = (command, env.get("RLAUDIT_PROFILE", ""), env.get("RLAUDIT_CACHE", ""))
     if key in _DONE:
