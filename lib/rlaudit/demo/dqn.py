@@ -8,9 +8,10 @@ their final observation.
 
 :class:`DQNImpl` holds the code paths the fault catalog (:data:`rlaudit.demo.dqn_faults.FAULTS`) switches:
 regressions drawn from the case files and from what moves off-policy results (case 003's bootstrap off by
-one, a dropped done mask, a target network never or always updated, replay sampling biased to the newest
-transitions, ε stuck at its start, a replay ratio changed in code). The config is untouched by them, so only
-runtime behaviour and the subject's own ``compute_td_targets`` give them away.
+one, a dropped done mask, a squared error where the Huber loss belonged, a target network never or always
+updated, replay sampling biased to the newest transitions, ε stuck at its start, a replay ratio changed in
+code). The config is untouched by them, so only runtime behaviour and the subject's own ``compute_td_targets``
+and ``compute_td_loss`` give them away.
 
 Everything the training loop reports goes through the recorder: episodes, optimizer steps (``watch``),
 gradient steps against env steps (``update``), target-network copies (``target_update``), ε
