@@ -36,8 +36,9 @@ NEAR, FAR = 100.0, 1000.0
 """The two shifts whose losses give the tail: their ratio is 100 for a quadratic and 10 for a linear one."""
 QUADRATIC_GROWTH = 50.0
 """A tail growing by more than this from ``NEAR`` to ``FAR`` (10x the shift) is quadratic."""
-LINEAR_GROWTH = 20.0
-"""One growing by less is linear (Huber: 10 plus a little for the threshold)."""
+LINEAR_GROWTH = (8.0, 20.0)
+"""One growing by a factor in this range is linear (Huber: 10 plus a little for the threshold); one that grows
+less (a loss capped at some error) has no named form."""
 THRESHOLD_TOL = 0.05
 """Two Huber thresholds agree within this relative difference (or 0.02 absolute)."""
 SCALE_TOL = 0.02
@@ -81,7 +82,11 @@ def loss_form(table: pd.DataFrame) -> dict[str, Any]:
             raise ValueError(f"the td_loss table lacks the shifts ±{needed:g}; it has {sorted(f)}")
     tails = {"right": _tail(f, 1.0), "left": _tail(f, -1.0)}
     kinds = {
-        side: "quadratic" if g > QUADRATIC_GROWTH else "linear" if g < LINEAR_GROWTH else "other"
+        side: "quadratic"
+        if g > QUADRATIC_GROWTH
+        else "linear"
+        if LINEAR_GROWTH[0] <= g <= LINEAR_GROWTH[1]
+        else "other"
         for side, (g, _, _) in tails.items()
     }
     out: dict[str, Any] = {

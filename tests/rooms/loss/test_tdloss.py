@@ -82,6 +82,12 @@ def test_half_mse_and_a_smooth_turn_that_is_not_huber() -> None:
     # an expectile-like loss weighting positive and negative errors differently
     skew = loss_form(_curve(lambda q, t, reduction: ((q - t) ** 2 * torch.where(q > t, 0.9, 0.1)).mean()))
     assert skew["form"] == "asymmetric"
+    # a squared error capped at 50: its tail is flat, neither quadratic nor linear
+    capped = loss_form(_curve(lambda q, t, reduction: torch.clamp((q - t) ** 2, max=50.0).mean()))
+    assert capped["form"] == "other"
+    # without a named form the curves themselves are compared
+    assert compare(capped, capped, B) == []
+    assert compare(logcosh, capped, B) == [("form", "the loss curve differs (other on both sides)")]
 
 
 @pytest.mark.parametrize(
