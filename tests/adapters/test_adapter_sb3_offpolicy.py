@@ -74,7 +74,7 @@ def test_target_networks_name_each_target_and_its_online_module(tmp_path: Path) 
             ]
             assert pairs and all(names[a].shape == names[b].shape for a, b in pairs)
     ppo = SB3Subject(EXAMPLES / "ppo_cartpole.yaml")
-    assert ppo.target_networks is None and ppo.compute_td_targets is None
+    assert ppo.target_networks is None and ppo.compute_td_targets is None and ppo.compute_td_loss is None
 
 
 def test_dqn_targets_are_the_max_of_the_target_network_masked_by_termination(tmp_path: Path) -> None:
@@ -162,6 +162,30 @@ def test_td3_targets_smooth_the_target_policy_with_clipped_seeded_noise(tmp_path
         for p in policy.actor.parameters():
             p.mul_(3.0)
     np.testing.assert_allclose(subject.compute_td_targets(cfg, policy, batch)["targets"], out["targets"])
+
+
+@pytest.mark.parametrize(("text", "act_dim"), [(DQN, None), (SAC, 1), (TD3, 1)])
+def test_td_loss_is_the_critic_loss_of_train_against_a_hand_computation(
+    tmp_path: Path, text: str, act_dim: int | None
+) -> None:
+    subject, cfg = _setup(tmp_path, text)
+    policy = _policy(subject, cfg)
+    batch = _batch(4 if act_dim is None else 3, act_dim)
+    targets = np.random.default_rng(5).normal(scale=3.0, size=6)
+    obs = torch.as_tensor(batch["obs"])
+    with torch.no_grad():
+        if act_dim is None:
+            currents = [policy.q_net(obs).numpy()[np.arange(6), batch["actions"]]]
+        else:
+            currents = [q.flatten().numpy() for q in policy.critic(obs, torch.as_tensor(batch["actions"]))]
+    errors = [c - targets for c in currents]
+    if act_dim is None:  # DQN: Huber (smooth L1, threshold 1), averaged
+        (e,) = errors
+        expected = np.mean(np.where(np.abs(e) < 1, 0.5 * e**2, np.abs(e) - 0.5))
+    else:  # SAC halves the sum of its two critics' mean squared errors; TD3 does not
+        assert len(errors) == 2
+        expected = sum(np.mean(e**2) for e in errors) * (0.5 if text == SAC else 1.0)
+    assert subject.compute_td_loss(cfg, policy, batch, targets) == pytest.approx(expected, rel=1e-5)
 
 
 def test_on_policy_setup_has_no_td_targets(tmp_path: Path) -> None:

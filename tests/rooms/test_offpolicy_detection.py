@@ -10,15 +10,16 @@ from rlaudit.demo.dqn_subject import CATALOG
 from rlaudit.findings import Status
 from rlaudit.init.policy_at_init import policy_at_init
 from rlaudit.loss.targets import td_targets
+from rlaudit.loss.tdloss import td_loss_form
 from rlaudit.memory.replay import replay_buffer
 from rlaudit.optimizer.exploration import exploration
 from rlaudit.optimizer.setup import coverage
 from rlaudit.optimizer.targets import target_network
 from rlaudit.trainer.replay import replay_ratio
 
-OFF_POLICY = (td_targets, target_network, exploration, replay_ratio, replay_buffer)
+OFF_POLICY = (td_targets, td_loss_form, target_network, exploration, replay_ratio, replay_buffer)
 ROOM_CHECKS = {
-    "loss": (td_targets,),
+    "loss": (td_targets, td_loss_form),
     "optimizer": (target_network, exploration),
     "trainer": (replay_ratio,),
     "memory": (replay_buffer,),
@@ -55,7 +56,13 @@ def test_the_ppo_pair_skips_the_off_policy_checks_naming_what_is_missing(make_wb
     findings = [f for check in OFF_POLICY for f in check(wb).findings]
     assert all(f.status is Status.SKIPPED for f in findings), describe(findings)
     summaries = " ".join(f.evidence.summary for f in findings)
-    for missing in ("compute_td_targets", "`targets` table", "`exploration` table", "`gradient_steps` table"):
+    for missing in (
+        "compute_td_targets",
+        "compute_td_loss",
+        "`targets` table",
+        "`exploration` table",
+        "`gradient_steps` table",
+    ):
         assert missing in summaries, summaries
 
 

@@ -8,9 +8,10 @@ their final observation.
 
 :class:`DQNImpl` holds the code paths the fault catalog (:data:`rlaudit.demo.dqn_faults.FAULTS`) switches:
 regressions drawn from the case files and from what moves off-policy results (case 003's bootstrap off by
-one, a dropped done mask, a target network never or always updated, replay sampling biased to the newest
-transitions, ε stuck at its start, a replay ratio changed in code). The config is untouched by them, so only
-runtime behaviour and the subject's own ``compute_td_targets`` give them away.
+one, a dropped done mask, a squared error where the Huber loss belonged, a target network never or always
+updated, replay sampling biased to the newest transitions, ε stuck at its start, a replay ratio changed in
+code). The config is untouched by them, so only runtime behaviour and the subject's own ``compute_td_targets``
+and ``compute_td_loss`` give them away.
 
 Everything the training loop reports goes through the recorder: episodes, optimizer steps (``watch``),
 gradient steps against env steps (``update``), target-network copies (``target_update``), ε
@@ -127,6 +128,8 @@ class DQNImpl:
     epsilon_stuck: bool = False
     # Gradient steps per training phase hard-coded in the loop, whatever the config says (0: the config's).
     gradient_steps_in_code: int = 0
+    # The TD error's Huber loss was replaced by a squared error (MSE): large errors pull quadratically.
+    td_loss_mse: bool = False
 
 
 REPLAY_EVERY = 10
@@ -251,6 +254,33 @@ def compute_td_targets(
         impl,
     )
     return {"targets": targets.numpy(), "bootstrap": bootstrap.numpy()}
+
+
+# -- the loss on the TD error -----------------------------------------------------------------------------------
+
+
+def q_taken(policy: DQNPolicy, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+    """``Q(s, a)`` of the online network for the actions taken."""
+    return policy.q_net(obs).gather(1, actions.long().reshape(-1, 1)).squeeze(1)
+
+
+def td_loss(q: torch.Tensor, targets: torch.Tensor, impl: DQNImpl) -> torch.Tensor:
+    """The critic's loss on the TD error: Huber (smooth L1, threshold 1), averaged over the batch."""
+    if impl.td_loss_mse:
+        return F.mse_loss(q, targets)
+    return F.smooth_l1_loss(q, targets)
+
+
+def compute_td_loss(
+    config: Mapping[str, Any], policy: DQNPolicy, batch: Mapping[str, Any], targets: Any, *, impl: DQNImpl
+) -> float:
+    """The subject capability: the loss a gradient step minimises on ``batch`` against ``targets`` (B,)."""
+    device = next(policy.parameters()).device
+    obs = torch.as_tensor(np.asarray(batch["obs"]), dtype=torch.float32, device=device)
+    actions = torch.as_tensor(np.asarray(batch["actions"]), dtype=torch.long, device=device)
+    goal = torch.as_tensor(np.asarray(targets), dtype=torch.float32, device=device).reshape(-1)
+    with torch.no_grad():
+        return float(td_loss(q_taken(policy, obs, actions), goal, impl))
 
 
 # -- the replay buffer -------------------------------------------------------------------------------------------
@@ -391,12 +421,8 @@ def train(
                         double_q,
                         impl,
                     )
-                    q = (
-                        policy.q_net(b_obs)
-                        .gather(1, torch.from_numpy(buffer.actions[idx])[:, None])
-                        .squeeze(1)
-                    )
-                    loss = F.smooth_l1_loss(q, targets)
+                    q = q_taken(policy, b_obs, torch.from_numpy(buffer.actions[idx]))
+                    loss = td_loss(q, targets, impl)
                     optimizer.zero_grad()
                     loss.backward()
                     nn.utils.clip_grad_norm_(policy.q_net.parameters(), float(tc["max_grad_norm"]))

@@ -1,7 +1,7 @@
 """The built-in off-policy subjects: ``builtin:dqn`` and ``builtin:dqn+<fault>[,<fault>...]``.
 
 A DQN of its own (:mod:`rlaudit.demo.dqn`) on the arena, exposing the off-policy capabilities of the subject
-contract (``target_networks``, ``compute_td_targets``) besides the usual ones, with its own fault catalog
+contract (``target_networks``, ``compute_td_targets``, ``compute_td_loss``) besides the usual ones, with its own fault catalog
 (:data:`FAULTS`): each a code path switched in :class:`rlaudit.demo.dqn.DQNImpl`, never a config change or a
 marker an audit could read. ``rlaudit faults`` lists the PPO catalog; this one is listed here and in the
 README's "Off-policy learners".
@@ -34,6 +34,15 @@ FAULTS: list[Fault] = [
         "code",
         "learning",
         dqn={"drop_done_mask": True},
+    ),
+    Fault(
+        "loss.td_mse",
+        "loss",
+        "The TD error's Huber loss (smooth L1) was replaced by a squared error: large errors pull quadratically.",
+        "-",
+        "code",
+        "learning",
+        dqn={"td_loss_mse": True},
     ),
     Fault(
         "optimizer.target_never_updated",
@@ -170,6 +179,13 @@ class DQNSubject:
         from rlaudit.demo.dqn import compute_td_targets
 
         return compute_td_targets(config, policy, batch, impl=self._impl)
+
+    def compute_td_loss(
+        self, config: dict[str, Any], policy: Any, batch: dict[str, Any], targets: Any
+    ) -> float:
+        from rlaudit.demo.dqn import compute_td_loss
+
+        return compute_td_loss(config, policy, batch, targets, impl=self._impl)
 
     def train(
         self, config: dict[str, Any], steps: int, seed: int, recorder: Any = None, **kwargs: Any

@@ -48,6 +48,7 @@ CAPABILITIES: tuple[str, ...] = (
     "total_steps",
     "target_networks",
     "compute_td_targets",
+    "compute_td_loss",
 )
 """Everything a subject may expose; a probe's ``requires`` names a subset (ARCHITECTURE.md section 1)."""
 

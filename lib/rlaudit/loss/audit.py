@@ -16,7 +16,9 @@ known. One module per check:
 - :mod:`rlaudit.loss.ladder`: five tiny probe environments whose answers are known (:mod:`rlaudit.loss.envs`);
   the first rung that fails isolates the bug;
 - :mod:`rlaudit.loss.targets`: an off-policy learner's ``compute_td_targets`` on controlled batches, read as
-  the discount, done mask, truncation bootstrap, bootstrap state and network it uses.
+  the discount, done mask, truncation bootstrap, bootstrap state and network it uses;
+- :mod:`rlaudit.loss.tdloss`: its ``compute_td_loss`` against shifted targets, read as the loss on the TD error
+  (squared, Huber and its threshold, absolute) and its scale (mean or sum, a ½, critics summed).
 """
 
 from __future__ import annotations
@@ -27,13 +29,23 @@ from rlaudit.loss.advantages import advantages
 from rlaudit.loss.gradients import gradient_flow
 from rlaudit.loss.ladder import probe_envs
 from rlaudit.loss.targets import td_targets
+from rlaudit.loss.tdloss import td_loss_form
 from rlaudit.loss.terms import loss_terms
 from rlaudit.notebook import Section
 
-__all__ = ["CHECKS", "advantages", "audit_all", "gradient_flow", "loss_terms", "probe_envs", "td_targets"]
+__all__ = [
+    "CHECKS",
+    "advantages",
+    "audit_all",
+    "gradient_flow",
+    "loss_terms",
+    "probe_envs",
+    "td_loss_form",
+    "td_targets",
+]
 
 
-CHECKS = (advantages, loss_terms, gradient_flow, probe_envs, td_targets)
+CHECKS = (advantages, loss_terms, gradient_flow, probe_envs, td_targets, td_loss_form)
 """Every loss check, in notebook order."""
 
 

@@ -739,3 +739,113 @@ def td_targets(ctx: ProbeContext, *, seed: int = 0, batch_size: int = 64) -> dic
         "device": str(device) if device is not None else None,
         **space_info(obs_space, act_space),
     }
+
+
+# -------------------------------------------------------------------------------------------------------------
+# The loss applied to the TD error (loss/td-loss-form)
+# -------------------------------------------------------------------------------------------------------------
+
+TD_LOSS_SHIFTS = (0.0, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 100.0, 1000.0)
+"""The shifts of every target (each with both signs) at which :func:`td_loss` evaluates the loss."""
+TD_LOSS_SEARCH = 60
+"""Golden-section steps of the search for the shift where the loss is least (the batch's own TD error)."""
+
+
+def _golden_min(fn: Any, lo: float, hi: float, steps: int) -> float:
+    """The argmin of a convex ``fn`` on ``[lo, hi]`` by golden-section search."""
+    ratio = (math.sqrt(5.0) - 1.0) / 2.0
+    a, b = lo, hi
+    c, d = b - ratio * (b - a), a + ratio * (b - a)
+    fc, fd = fn(c), fn(d)
+    for _ in range(steps):
+        if fc <= fd:
+            b, d, fd = d, c, fc
+            c = b - ratio * (b - a)
+            fc = fn(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + ratio * (b - a)
+            fd = fn(d)
+    return (a + b) / 2.0
+
+
+@probe(requires=("config", "make_env", "make_policy", "compute_td_targets", "compute_td_loss"), version=1)
+def td_loss(ctx: ProbeContext, *, seed: int = 0, batch_size: int = 64) -> dict:
+    """The subject's critic loss as a function of the TD error: ``compute_td_loss`` with every target shifted.
+
+    A freshly built policy (``torch.manual_seed(seed)``) and one transition drawn as :func:`td_targets` draws
+    its batch, repeated ``batch_size`` times: every row then has the same TD error, so the loss at a shift is
+    the per-row loss at that error times the reduction's scale (a spread of errors would blur Huber's turn).
+    The subject's own targets for it (``compute_td_targets``) are shifted by a common amount; the shift where
+    the loss is least (the batch's TD error, found by golden-section search) is the centre, and the loss is
+    then recorded at the centre plus and minus each of :data:`TD_LOSS_SHIFTS`. The probe never reads Q.
+
+    Writes the ``td_loss`` table (``shift`` relative to the centre, ``loss``) and returns the centre, the
+    batch size and the loss at the centre.
+
+    Raises:
+        TypeError: ``compute_td_loss`` returned something that is not one finite number.
+        ValueError: The loss does not depend on the targets, or is least beyond a shift of 1000.
+    """
+    import torch
+
+    obs_space, act_space = env_spaces(ctx.subject, ctx.config, seed)
+    torch.manual_seed(seed)
+    policy = ctx.subject.make_policy(ctx.config, obs_space, act_space)
+    rng = np.random.default_rng(seed)
+    n = int(batch_size)
+    one = {
+        "obs": sample_space(obs_space, rng, 1),
+        "actions": sample_space(act_space, rng, 1),
+        "rewards": rng.integers(0, 2, 1).astype(np.float32),
+        "next_obs": sample_space(obs_space, rng, 1),
+    }
+    batch = {k: np.repeat(v, n, axis=0) for k, v in one.items()}
+    batch.update(terminated=np.zeros(n, dtype=bool), truncated=np.zeros(n, dtype=bool), seed=int(seed))
+    out = ctx.subject.compute_td_targets(ctx.config, policy, dict(batch))
+    if not isinstance(out, dict) or "targets" not in out:
+        raise TypeError(
+            f"compute_td_targets must return a dict with 'targets' (shape ({n},)), got {type(out)}"
+        )
+    targets = to_numpy(out["targets"]).astype(np.float64).reshape(n, -1).mean(axis=1)
+
+    def loss(shift: float) -> float:
+        torch.manual_seed(seed)  # a loss that draws (dropout, noise) draws the same at every shift
+        value = ctx.subject.compute_td_loss(
+            ctx.config, policy, dict(batch), (targets + shift).astype(np.float32)
+        )
+        value = value.detach() if hasattr(value, "detach") else value
+        try:
+            number = float(to_numpy(value).reshape(()))
+        except (TypeError, ValueError) as exc:
+            raise TypeError(
+                f"compute_td_loss must return the loss as one number (a float or a 0-d tensor), got "
+                f"{type(value).__name__}"
+            ) from exc
+        if not math.isfinite(number):
+            raise TypeError(f"compute_td_loss returned {number} at a target shift of {shift}")
+        return number
+
+    coarse = sorted({s * sign for s in TD_LOSS_SHIFTS for sign in (1.0, -1.0)})
+    values = [loss(s) for s in coarse]
+    if max(values) - min(values) <= 1e-12 * max(1.0, abs(max(values))):
+        raise ValueError(
+            "compute_td_loss gives the same loss whatever the targets: it must compute the critic loss "
+            "against the targets it is given"
+        )
+    k = int(np.argmin(values))
+    if k in (0, len(coarse) - 1):
+        raise ValueError(
+            f"the loss is least at a target shift of {coarse[k]:g} (the edge of the search): the TD error of "
+            "a fresh network's batch should be far smaller"
+        )
+    centre = _golden_min(loss, coarse[k - 1], coarse[k + 1], TD_LOSS_SEARCH)
+    shifts = sorted({s * sign for s in TD_LOSS_SHIFTS for sign in (1.0, -1.0)})
+    ctx.write_table("td_loss", {"shift": shifts, "loss": [loss(centre + s) for s in shifts]})
+    return {
+        "batch_size": n,
+        "centre": float(centre),
+        "loss_at_centre": loss(centre),
+        "device": str(module_device(policy)),
+        **space_info(obs_space, act_space),
+    }

@@ -47,7 +47,7 @@ What each notebook reads (a check whose capability or recorder table is missing 
                     train(env_fn=), checkpoints, load_checkpoint
                     for the probe environments; off-policy:
                     compute_td_targets (target_networks to tell
-                    target from online)
+                    target from online), compute_td_loss
   10_spaces         make_env, make_policy, load_checkpoint         -
   11_rewards        config, make_env                               -
   12_memory         config, make_env; train                        nothing: the recorder samples memory on
@@ -64,8 +64,8 @@ to recorder.episode(**{"return": r}) unless metrics() declares another; `rlaudit
 overrides it. recorder.episode alone is enough for every audit that needs returns; only the logging
 audit's check of the logged return reads a logged `charts/episodic_return`.
 
-Off-policy learners (DQN, SAC, TD3, anything with a replay buffer or target networks) add two capabilities,
-target_networks and compute_td_targets (below), and four recorder calls in train(): update, target_update,
+Off-policy learners (DQN, SAC, TD3, anything with a replay buffer or target networks) add three capabilities,
+target_networks, compute_td_targets and compute_td_loss (below), and four recorder calls in train(): update, target_update,
 exploration, replay. A check that reads them is SKIPPED on an on-policy subject, naming what is missing.
 
 The policy interface the loss checks drive (CleanRL's): policy.get_action_and_value(obs, action=None) ->
@@ -171,6 +171,18 @@ from __future__ import annotations
 #     Must return {"targets": (B,)}; add "bootstrap": (B,), the next-state value before discount and mask,
 #     so the loss audit can read your discount. Sequence learners (lambda returns) return "targets" (T, B)
 #     for (T, B) inputs.
+#     """
+#     raise NotImplementedError
+
+
+# def compute_td_loss(config: dict, policy, batch: dict, targets) -> float:
+#     """Off-policy learners: the critic loss your training step minimises on `batch` against `targets`,
+#     computed exactly as the training step does (the same loss function on the TD error, Huber or squared,
+#     and the same reduction: mean or sum over the batch, a 0.5 factor, every critic's loss summed).
+#
+#     batch: as for compute_td_targets (read "obs" and "actions"); targets: (B,) numpy array, what the critic
+#     regresses on (rlaudit passes your own targets shifted by a constant, to read the loss's form).
+#     Must return the loss as a float (or a 0-d tensor). No gradient is needed.
 #     """
 #     raise NotImplementedError
 

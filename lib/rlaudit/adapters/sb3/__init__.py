@@ -29,7 +29,7 @@ logger); ``make_env`` wraps SB3's VecEnv stack (Monitor, VecNormalize) in the Gy
 ``compute_advantages`` is SB3's own GAE and ``compute_loss`` re-derives the loss that ``train()`` writes inline
 (SB3 has no loss function to call) from ``policy.evaluate_actions`` and the resolved hyperparameters. For DQN,
 SAC, TD3 and DDPG, ``target_networks`` names the target modules, ``compute_td_targets`` re-derives the critic's
-targets of each ``train()``, and a run feeds the recorder's off-policy tables (gradient steps, target-network
+targets of each ``train()``, ``compute_td_loss`` its critic loss against given targets, and a run feeds the recorder's off-policy tables (gradient steps, target-network
 updates, epsilon and alpha, replay fill and sample ages).
 
 Modules: :mod:`~rlaudit.adapters.sb3.setup` (reading and resolving the file),

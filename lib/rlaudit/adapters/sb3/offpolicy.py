@@ -6,6 +6,8 @@ SB3 writes its TD targets inline in each algorithm's ``train()`` and updates its
 - :func:`target_networks`: which modules of the policy are target networks, and of which online module;
 - :func:`compute_td_targets`: the critic's regression targets for a batch, term by term as ``train()`` computes
   them, from the policy's target networks as they are now;
+- :func:`compute_td_loss`: the critic loss ``train()`` minimises against given targets (Huber for DQN, squared
+  errors over the critics for SAC and TD3);
 - :class:`OffPolicyInstruments`: what an SB3 run did, fed to the recorder while ``model.learn`` runs: gradient
   steps per ``train()`` call and batch size (``recorder.update``), every Polyak or hard update of a target network
   (``recorder.target_update``, seen by wrapping SB3's ``polyak_update`` in the algorithm's module), epsilon,
@@ -186,6 +188,54 @@ def compute_td_targets(config: dict[str, Any], policy: Any, batch: dict[str, Any
         k: (v.detach().cpu().numpy().astype(np.float64) if isinstance(v, torch.Tensor) else v)
         for k, v in out.items()
     }
+
+
+def compute_td_loss(config: dict[str, Any], policy: Any, batch: dict[str, Any], targets: Any) -> float:
+    """The critic loss SB3's ``train()`` minimises on one batch against the given targets (stable-baselines3 2.x):
+
+    - DQN: ``F.smooth_l1_loss(Q(s, a), targets)`` (Huber, threshold 1, averaged over the batch);
+    - SAC: ``0.5 * sum_i F.mse_loss(Q_i(s, a), targets)`` over its critics;
+    - TD3 (and DDPG): ``sum_i F.mse_loss(Q_i(s, a), targets)`` over its critics.
+
+    Args:
+        config: The resolved setup.
+        policy: An SB3 DQN, SAC, TD3 or DDPG policy.
+        batch: ``obs`` and ``actions`` with leading dim B (numpy, as for :func:`compute_td_targets`).
+        targets: (B,) the targets to regress on.
+
+    Raises:
+        TypeError: The setup's algorithm is not an off-policy learner.
+    """
+    import torch
+    from torch.nn import functional as F
+
+    algo = config["algo"]
+    if algo not in OFF_POLICY:
+        raise TypeError(
+            f"compute_td_loss covers SB3's off-policy algorithms ({', '.join(sorted(OFF_POLICY))}); "
+            f"the setup's algorithm is {algo!r}"
+        )
+    device = getattr(policy, "device", torch.device("cpu"))
+    obs = torch.as_tensor(np.asarray(batch["obs"]), device=device)
+    n = obs.shape[0]
+    goal = torch.as_tensor(np.asarray(targets, dtype=np.float32), device=device).reshape(n, 1)
+    was_training = bool(policy.training)
+    policy.set_training_mode(True)  # as train() does
+    try:
+        with torch.no_grad():
+            if algo == "dqn":
+                actions = torch.as_tensor(np.asarray(batch["actions"]), device=device).long().reshape(n, 1)
+                current = torch.gather(policy.q_net(obs), dim=1, index=actions)
+                loss = F.smooth_l1_loss(current, goal)
+            else:
+                actions = torch.as_tensor(np.asarray(batch["actions"]), dtype=torch.float32, device=device)
+                currents = policy.critic(obs, actions.reshape(n, -1))
+                loss = sum(F.mse_loss(current, goal) for current in currents)
+                if algo == "sac":
+                    loss = 0.5 * loss
+    finally:
+        policy.set_training_mode(was_training)
+    return float(loss)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -62,6 +62,7 @@ class SB3Subject:
             # no replay buffer, TD targets or target networks in PPO and A2C
             self.target_networks = None
             self.compute_td_targets = None
+            self.compute_td_loss = None
 
     def __repr__(self) -> str:
         return f"SB3Subject({str(self.path)!r})"
@@ -228,6 +229,13 @@ class SB3Subject:
         """The critic's targets as SB3's ``train()`` computes them
         (:func:`rlaudit.adapters.sb3.offpolicy.compute_td_targets`)."""
         return offpolicy.compute_td_targets(config, policy, batch)
+
+    def compute_td_loss(
+        self, config: dict[str, Any], policy: Any, batch: dict[str, Any], targets: Any
+    ) -> float:
+        """The critic loss SB3's ``train()`` minimises against ``targets``
+        (:func:`rlaudit.adapters.sb3.offpolicy.compute_td_loss`)."""
+        return offpolicy.compute_td_loss(config, policy, batch, targets)
 
     # -- training --------------------------------------------------------------------------------------
 
