@@ -130,8 +130,12 @@ def activations(c: Check, pair: Pair) -> Section:
                 Status.SUSPECT,
                 Severity.MEDIUM,
                 **DEAD_UNITS,
-                effect=max(abs((r["dead_c"] or 0) - (r["dead_b"] or 0)) for r in acts.to_dict("records")),
-                effect_label="largest change in dead fraction",
+                effect=max(
+                    abs((r[f"{col}_c"] or 0) - (r[f"{col}_b"] or 0))
+                    for r in acts.to_dict("records")
+                    for col in ("dead", "saturated")
+                ),
+                effect_label="largest change in dead or saturated fraction",
                 summary="units that pass no gradient from the start: " + "; ".join(flagged[:6]) + because,
                 baseline={r["layer"]: r["dead_b"] for r in acts.to_dict("records")},
                 candidate={r["layer"]: r["dead_c"] for r in acts.to_dict("records")},
