@@ -222,7 +222,10 @@ def test_lab_runs_two_notebooks_and_the_run_explorer_follows_every_control(
             _run_all(page)
             _wait_done(page, findings / "02_trainer.json", 900)
             assert not _errors(page)
-            explorer = page.locator(".rl-explorer").first
+            # the run explorer of the notebook in view (14_config's table explorer stays in the page, hidden)
+            explorer = page.locator(
+                ".jp-NotebookPanel:visible .rl-explorer", has=page.locator("canvas")
+            ).first
             explorer.locator("canvas").first.wait_for(timeout=60_000)
             explorer.scroll_into_view_if_needed()
             page.wait_for_timeout(1000)
@@ -256,7 +259,10 @@ def test_lab_runs_two_notebooks_and_the_run_explorer_follows_every_control(
             page.locator(".lm-TabBar-tab.lm-mod-current .lm-TabBar-tabCloseIcon").click()
             page.wait_for_timeout(1000)
             _open(page, lab_server, "02_trainer.ipynb")
-            explorer = page.locator(".rl-explorer").first
+            # the run explorer of the notebook in view (14_config's table explorer stays in the page, hidden)
+            explorer = page.locator(
+                ".jp-NotebookPanel:visible .rl-explorer", has=page.locator("canvas")
+            ).first
             explorer.locator("canvas").first.wait_for(timeout=60_000)
             assert _status(explorer) == status
             assert explorer.locator(".rl-control-metric select").input_value() == target
