@@ -118,6 +118,14 @@ def growth_params(wb: Workbench, seed: int = 0) -> dict[str, Any]:
     return {"seed": seed, "steps": sz.memory_site_steps, "snapshots": sz.memory_snapshots}
 
 
+GROWTH_UNITS = {
+    "containers": "entries, or bytes for an array's #bytes",
+    "sites": "bytes held by the site",
+    "types": "live objects",
+}
+"""What the first, last and per-1000-episodes columns of each growth table count (a table's name says it)."""
+
+
 def _first(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """The first non-empty flagged table, in order of evidence strength (containers, sites, types)."""
     return next(t for t in tables.values() if len(t))
@@ -174,9 +182,11 @@ def growth_sites(c: Check, pair: Pair) -> Section:
     if len(flagged["types"]):
         r = flagged["types"].iloc[0]
         parts.append(f"live `{r['item']}` objects +{fmt(r['candidate per 1000 episodes'])} per 1000 episodes")
-    tables = {f"flagged {k}": v for k, v in flagged.items() if len(v)}
+    tables = {f"flagged {k} ({GROWTH_UNITS[k]})": v for k, v in flagged.items() if len(v)}
     for s in SIDES:
-        tables[f"fastest-growing sites in the subject's code ({s})"] = grow[s]["subject_sites"].head(8)
+        tables[f"fastest-growing sites in the subject's code ({s}; {GROWTH_UNITS['sites']})"] = grow[s][
+            "subject_sites"
+        ].head(8)
     if parts:
         confirmed = len(flagged["containers"]) and (len(flagged["sites"]) or len(flagged["types"]))
         r = _first(flagged).iloc[0]
