@@ -107,7 +107,10 @@ def lab_server(tmp_path: Path):
 
 def _open(page, url: str, name: str) -> None:
     page.goto(f"{url}/lab/tree/{name}?token={TOKEN}")
-    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
+    # Lab restores the notebooks already open: wait until this one is the tab in view, or a Run All could land
+    # on the previous notebook and its kernel's Idle be taken for this one's
+    page.locator(".lm-TabBar-tab.lm-mod-current", has_text=name).first.wait_for(timeout=120_000)
+    page.locator(".jp-NotebookPanel:visible .jp-Cell").first.wait_for(timeout=120_000)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         _accept_kernel_dialog(page)
