@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from rlaudit.adapters.sb3.runtime import schedule_value
-from rlaudit.adapters.sb3.setup import ON_POLICY
+from rlaudit.adapters.sb3.setup import ON_POLICY, require_algorithm
 
 
 def compute_advantages(config: dict[str, Any], rewards: Any, values: Any, dones: Any, next_value: Any) -> Any:
@@ -94,12 +94,7 @@ def compute_loss(
     import torch.nn.functional as F
     from gymnasium import spaces
 
-    algo = config["algo"]
-    if algo not in ON_POLICY:
-        raise TypeError(
-            f"compute_loss covers SB3's on-policy algorithms ({', '.join(sorted(ON_POLICY))}); "
-            f"the setup's algorithm is {algo!r}"
-        )
+    algo = require_algorithm(config, ON_POLICY, "compute_loss", "on-policy")
     device = getattr(policy, "device", torch.device("cpu"))
 
     def column(name: str) -> Any:

@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from rlaudit.adapters.sb3.setup import require_algorithm
+
 OFF_POLICY = frozenset({"dqn", "sac", "td3", "ddpg"})
 
 TARGET_NETWORKS: dict[str, dict[str, str]] = {
@@ -133,12 +135,7 @@ def compute_td_targets(config: dict[str, Any], policy: Any, batch: dict[str, Any
     """
     import torch
 
-    algo = config["algo"]
-    if algo not in OFF_POLICY:
-        raise TypeError(
-            f"compute_td_targets covers SB3's off-policy algorithms ({', '.join(sorted(OFF_POLICY))}); "
-            f"the setup's algorithm is {algo!r}"
-        )
+    algo = require_algorithm(config, OFF_POLICY, "compute_td_targets", "off-policy")
     device = getattr(policy, "device", torch.device("cpu"))
     rewards_np = np.asarray(batch["rewards"], dtype=np.float32).reshape(-1)
     n = len(rewards_np)
@@ -209,12 +206,7 @@ def compute_td_loss(config: dict[str, Any], policy: Any, batch: dict[str, Any], 
     import torch
     from torch.nn import functional as F
 
-    algo = config["algo"]
-    if algo not in OFF_POLICY:
-        raise TypeError(
-            f"compute_td_loss covers SB3's off-policy algorithms ({', '.join(sorted(OFF_POLICY))}); "
-            f"the setup's algorithm is {algo!r}"
-        )
+    algo = require_algorithm(config, OFF_POLICY, "compute_td_loss", "off-policy")
     device = getattr(policy, "device", torch.device("cpu"))
     obs = torch.as_tensor(np.asarray(batch["obs"]), device=device)
     n = obs.shape[0]

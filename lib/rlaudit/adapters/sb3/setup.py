@@ -27,6 +27,22 @@ ALGORITHMS: dict[str, str] = {
 
 ON_POLICY = frozenset({"ppo", "a2c"})
 
+
+def require_algorithm(config: dict[str, Any], family: frozenset[str], capability: str, kind: str) -> str:
+    """The setup's algorithm, when ``capability`` covers it (one of ``family``, SB3's ``kind`` algorithms).
+
+    Raises:
+        TypeError: The setup's algorithm is not in ``family``.
+    """
+    algo = config["algo"]
+    if algo not in family:
+        raise TypeError(
+            f"{capability} covers SB3's {kind} algorithms ({', '.join(sorted(family))}); "
+            f"the setup's algorithm is {algo!r}"
+        )
+    return algo
+
+
 SETUP_KEYS: dict[str, str] = {
     "algo": "the algorithm: " + ", ".join(ALGORITHMS),
     "env_id": "Gymnasium environment id, e.g. CartPole-v1",
