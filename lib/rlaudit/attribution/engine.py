@@ -344,11 +344,8 @@ class Engine:
                 )
             how = "" if metric == SPS else " " + self.metric.how_to_report
             return f"{label}: the training runs did not report it on both sides; not attributed.{how}"
-        b, c = self.base_arms()
-        means = (
-            f"mean over seeds: baseline {fmt(finite_mean(b.values(metric)))}, "
-            f"candidate {fmt(finite_mean(c.values(metric)))}"
-        )
+        sides = self.gap_summary(metric)
+        means = f"mean over seeds: baseline {fmt(sides['baseline'])}, candidate {fmt(sides['candidate'])}"
         where = f"worse by {g.point:+.3g}, 95% CI {g.low:+.3g}..{g.high:+.3g}; {means}"
         if g.high < 0.0:
             return f"{label}: the candidate is measurably better than the baseline ({where}); nothing to attribute."
