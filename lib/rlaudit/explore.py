@@ -122,6 +122,16 @@ class Control:
         return w.Text(value=str(self.value), description=self.label, continuous_update=False, style=style)
 
 
+def nothing_to_explore(text: str) -> Any:
+    """What an explorer cell shows when its room's evidence holds nothing to explore: ``text`` (why, and where
+    to look), muted, in the notebook and the report alike."""
+    import html
+
+    from rlaudit.display import RichText
+
+    return RichText(f'<p class="rl-muted">{html.escape(text)}</p>', text)
+
+
 def choice(name: str, options: Sequence[Any], value: Any = None, label: str = "") -> Control:
     """A dropdown; ``options`` are values or (label, value) pairs; the first is the default."""
     return Control(name, "choice", value, label, options=list(options))

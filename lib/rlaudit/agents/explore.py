@@ -17,7 +17,7 @@ from rlaudit.agents import probes
 from rlaudit.agents import trees as tr
 from rlaudit.agents.activations import DEAD_JUMP, STD_RATIO
 from rlaudit.agents.common import network_params, tree_pair
-from rlaudit.explore import Explorer, choice, toggle
+from rlaudit.explore import Explorer, choice, nothing_to_explore, toggle
 from rlaudit.trainer.plots import SIDE_COLORS
 
 if TYPE_CHECKING:
@@ -310,15 +310,11 @@ def activation_explorer(wb: Workbench) -> Any:
     Returns:
         An :class:`~rlaudit.explore.Explorer`, or a muted line saying why there is nothing to pick.
     """
-    from rlaudit.display import RichText
-
-    def muted(text: str) -> RichText:
-        return RichText(f'<p class="rl-muted">{text}</p>', text)
 
     pair = wb.run(probes.network, **network_params(wb))
     failed = [side for side in SIDES if not pair[side].ok]
     if failed:
-        return muted(
+        return nothing_to_explore(
             f"No module picker: the network probe failed or could not run on the {' and '.join(failed)} "
             "(see agents/architecture)."
         )
@@ -327,13 +323,15 @@ def activation_explorer(wb: Workbench) -> Any:
         hists = [pair[side].json("histograms") for side in SIDES]
         stats = [pair[side].json("activations") for side in SIDES]
     except FileNotFoundError:
-        return muted(
+        return nothing_to_explore(
             "No module picker: the network probe's artifacts predate its histograms; rerun with --fresh."
         )
     try:
         return histogram_explorer(module_pairs(tree_b, tree_c), hists[0], hists[1], stats[0], stats[1])
     except ValueError:
-        return muted("No module picker: the network probe traced no module output on either side.")
+        return nothing_to_explore(
+            "No module picker: the network probe traced no module output on either side."
+        )
 
 
 __all__ = ["Explorer", "activation_explorer", "histogram_explorer", "module_pairs", "rebin"]

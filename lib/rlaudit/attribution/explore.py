@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from rlaudit.attribution.arms import minor_floor
-from rlaudit.explore import Explorer, curves_explorer, slider
+from rlaudit.explore import Explorer, curves_explorer, nothing_to_explore, slider
 
 if TYPE_CHECKING:
     from rlaudit.attribution.arms import Attribution
@@ -68,18 +68,17 @@ def arm_curves(result: Attribution) -> pd.DataFrame:
 
 def arm_explorer(result: Attribution | None, delta: float = 0.2) -> Any:
     """The arm picker (JupyterLab: live; the report: the static learning-curves figure at the first arm)."""
-    from rlaudit.display import RichText
 
     if result is None:
         text = "No attribution ran, so there are no arms to explore."
-        return RichText(f'<p class="rl-muted">{text}</p>', text)
+        return nothing_to_explore(text)
     table = arm_curves(result)
     metric = result.primary.name
     arms = [a for a in result.arms if not a.injects and a.name not in ("baseline", "candidate")]
     options = [(f"{a.name} ({arm_kind(result, a)})", a.name) for a in arms if (table["arm"] == a.name).any()]
     if table.empty or not options:
         text = f"No arm's runs reported {metric}: nothing to overlay."
-        return RichText(f'<p class="rl-muted">{text}</p>', text)
+        return nothing_to_explore(text)
     effects = {a.name: result.effects.get(a.name, {}).get(metric) for a in arms}
 
     def annotate(artists: dict[str, Any], values: dict[str, Any]) -> None:

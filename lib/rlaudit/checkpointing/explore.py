@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rlaudit.checkpointing import probes
-from rlaudit.explore import Explorer, choice
+from rlaudit.explore import Explorer, choice, nothing_to_explore
 from rlaudit.trainer.plots import SIDE_COLORS
 
 if TYPE_CHECKING:
@@ -253,21 +253,17 @@ def checkpoint_explorer(wb: Workbench, trust: bool = False) -> Any:
         An :class:`~rlaudit.explore.Explorer`, or a muted line saying why there is nothing to pick.
     """
     from rlaudit.checkpointing.sources import sources
-    from rlaudit.display import RichText
-
-    def muted(text: str) -> RichText:
-        return RichText(f'<p class="rl-muted">{text}</p>', text)
 
     src = sources(wb)
     stop = src.guard("checkpointing/contents", "checkpointing", "Checkpoints to explore")
     if stop is not None:
-        return muted(f"No checkpoint picker: {stop.evidence.summary or stop.status.value}.")
+        return nothing_to_explore(f"No checkpoint picker: {stop.evidence.summary or stop.status.value}.")
     files: dict[str, list[dict[str, Any]]] = {}
     arrays: dict[str, dict[str, np.ndarray]] = {}
     for side in SIDES:
         res = wb.run_side(side, probes.checkpoint_contents, paths=list(src[side]["paths"]), trust=trust)
         if not res.ok:
-            return muted(
+            return nothing_to_explore(
                 f"No checkpoint picker: reading the {side}'s checkpoints failed (see checkpointing/contents)."
             )
         steps = {r["index"]: r.get("step") for r in res.json("contents")}
@@ -276,7 +272,7 @@ def checkpoint_explorer(wb: Workbench, trust: bool = False) -> Any:
     try:
         return tensor_explorer(files, arrays)
     except ValueError as exc:
-        return muted(f"No checkpoint picker: {exc}.")
+        return nothing_to_explore(f"No checkpoint picker: {exc}.")
 
 
 __all__ = ["Explorer", "as_matrix", "checkpoint_explorer", "pair_checkpoints", "tensor_explorer"]

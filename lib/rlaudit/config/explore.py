@@ -7,7 +7,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from rlaudit.config.diff import load_diff
-from rlaudit.explore import TableExplorer, choice, text, toggle
+from rlaudit.explore import TableExplorer, choice, nothing_to_explore, text, toggle
 from rlaudit.findings import notebook_name
 
 if TYPE_CHECKING:
@@ -57,12 +57,11 @@ def diff_explorer(table: pd.DataFrame) -> TableExplorer:
 
 def config_explorer(wb: Workbench) -> Any:
     """The config explorer over both resolved configs (cached: the same probe as ``config/values``)."""
-    from rlaudit.display import RichText
 
     _pair, diff = load_diff(wb)
     if diff is None:
         text_ = "No config explorer: a side's config did not resolve (see config/values)."
-        return RichText(f'<p class="rl-muted">{text_}</p>', text_)
+        return nothing_to_explore(text_)
     return diff_explorer(diff.table)
 
 

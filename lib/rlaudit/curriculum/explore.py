@@ -19,7 +19,7 @@ from rlaudit.checks import SIDES, probe_evidence
 from rlaudit.curriculum import probes
 from rlaudit.curriculum.cost import CALLS, scaling_params
 from rlaudit.curriculum.sampling import sampling_params
-from rlaudit.explore import Explorer, choice, toggle
+from rlaudit.explore import Explorer, choice, nothing_to_explore, toggle
 from rlaudit.trainer.plots import SIDE_COLORS
 
 if TYPE_CHECKING:
@@ -75,7 +75,6 @@ def curriculum_explorer(wb: Workbench, seed: int = 0) -> Any:
 
 def curriculum_picker(ev: CurriculumEvidence) -> Any:
     """The explorer over prepared evidence (see :func:`curriculum_explorer`), or a line saying why there is none."""
-    from rlaudit.display import RichText
 
     sizes = (
         sorted(int(n) for n in set.intersection(*(set(ev.timings[s]["size"]) for s in SIDES)))
@@ -88,7 +87,7 @@ def curriculum_picker(ev: CurriculumEvidence) -> Any:
             "No pool-size or task picker: neither side's make_curriculum(config) gave timings over pool sizes or "
             "task draws (see curriculum/scaling and curriculum/sampling)."
         )
-        return RichText(f'<p class="rl-muted">{text}</p>', text)
+        return nothing_to_explore(text)
 
     # prepared once: per (side, call) the sizes, seconds and calibration seconds of every timed block
     blocks: dict[tuple[str, str], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}

@@ -15,7 +15,7 @@ import numpy as np
 
 from rlaudit.env.equivalence import EQUIVALENCE, differs
 from rlaudit.env.plots import SIDE_COLORS
-from rlaudit.explore import Explorer, choice, slider
+from rlaudit.explore import Explorer, choice, nothing_to_explore, slider
 
 if TYPE_CHECKING:
     from rlaudit.engine.workbench import Workbench
@@ -280,15 +280,11 @@ def scrubber_explorer(wb: Workbench, *, seed: int = 0) -> Any:
     Returns:
         An :class:`~rlaudit.explore.Explorer`, or a muted line saying why there is nothing to scrub.
     """
-    from rlaudit.display import RichText
-
-    def muted(text: str) -> RichText:
-        return RichText(f'<p class="rl-muted">{text}</p>', text)
 
     pair = wb.run(EQUIVALENCE["probe"], **EQUIVALENCE["params"](wb, seed=seed))
     failed = [side for side in ("baseline", "candidate") if not pair[side].ok]
     if failed:
-        return muted(
+        return nothing_to_explore(
             f"Nothing to scrub: the equivalence run failed or could not run on the {' and '.join(failed)} "
             "(see env/equivalence)."
         )
@@ -296,7 +292,7 @@ def scrubber_explorer(wb: Workbench, *, seed: int = 0) -> Any:
     runs = {side: pair[side].npz("run") for side in ("baseline", "candidate")}
     shapes = {side: runs[side]["obs"].shape[1:] for side in runs}
     if shapes["baseline"] != shapes["candidate"]:
-        return muted(
+        return nothing_to_explore(
             "Nothing to scrub cell by cell: the environments differ in shape (num_envs x features "
             f"{tuple(shapes['baseline'])} | {tuple(shapes['candidate'])}; see env/equivalence)."
         )

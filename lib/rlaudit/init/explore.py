@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from rlaudit.checks import SIDES, probe_evidence
-from rlaudit.explore import Explorer, choice, toggle
+from rlaudit.explore import Explorer, choice, nothing_to_explore, toggle
 from rlaudit.init import probes
 from rlaudit.init.common import init_params
 from rlaudit.init.schemes import PPO_EXPECTED, STANDARD_GAINS
@@ -151,7 +151,6 @@ def evidence(
 
 def scheme_explorer(wb: Workbench) -> Any:
     """The layer picker (JupyterLab: live; the report: the first parameter initialized differently)."""
-    from rlaudit.display import RichText
 
     found = evidence(wb)
     rows = layers(*found) if found is not None else []
@@ -159,7 +158,7 @@ def scheme_explorer(wb: Workbench) -> Any:
         text = (
             "No layer picker: the fresh-network probe wrote no parameters on both sides (see init/schemes)."
         )
-        return RichText(f'<p class="rl-muted">{text}</p>', text)
+        return nothing_to_explore(text)
     return layer_picker(rows)
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rlaudit.explore import Explorer, choice, slider, toggle
+from rlaudit.explore import Explorer, choice, nothing_to_explore, slider, toggle
 from rlaudit.logging.logged import logged
 from rlaudit.logging.truth import logged_statistic, statistics
 from rlaudit.metrics import SCALAR
@@ -56,12 +56,11 @@ def window_truth(episodes: Any, key: str, steps: Any, window: int, cumulative: b
 
 def truth_explorer(wb: Workbench) -> Any:
     """The scalar picker (JupyterLab: live; the report: the first statistic, baseline, first seed)."""
-    from rlaudit.display import RichText
 
     series = truth_series(wb)
     if not series:
         text = "Nothing to pick: no statistic is both logged and reported per episode (see logging/truth)."
-        return RichText(f'<p class="rl-muted">{text}</p>', text)
+        return nothing_to_explore(text)
     keys = list(dict.fromkeys(k for k, _, _ in series))
     seeds = sorted({s for _, _, s in series})
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rlaudit.checks import SIDES
-from rlaudit.explore import Explorer, choice
+from rlaudit.explore import Explorer, choice, nothing_to_explore
 from rlaudit.loss.gae import VARIANTS
 from rlaudit.trainer.plots import SIDE_COLORS
 
@@ -156,7 +156,6 @@ def _state_labels(probe: str) -> list[str]:
 def variant_picker(ev: LossEvidence | None) -> Any:
     """The explorer over the prepared evidence (see :func:`advantages_explorer`), or a line saying why there is
     none."""
-    from rlaudit.display import RichText
     from rlaudit.loss.envs import PROBES, expected
 
     sides = ev.answers if ev is not None and ev.answers and set(ev.answers) == set(SIDES) else None
@@ -166,7 +165,7 @@ def variant_picker(ev: LossEvidence | None) -> Any:
             "No variant or probe picker: compute_advantages gave no answers and no probe environment ran on "
             "both sides (see loss/advantages and loss/probe-envs)."
         )
-        return RichText(f'<p class="rl-muted">{text}</p>', text)
+        return nothing_to_explore(text)
     computed = {side: variant_answers(sides[side]) for side in SIDES} if sides else {}
     names = [v.name for v in VARIANTS]
     start = "correct"

@@ -14,7 +14,7 @@ import pandas as pd
 
 from rlaudit.display import format_number
 from rlaudit.env.plots import SIDE_COLORS
-from rlaudit.explore import Explorer, choice, toggle
+from rlaudit.explore import Explorer, choice, nothing_to_explore, toggle
 from rlaudit.memory.common import BYTES_PER_1000_EPISODES, ENTRIES_PER_1000_EPISODES
 from rlaudit.memory.growth import compare_growth, growth_per_episode, site_key
 
@@ -216,22 +216,21 @@ def items_explorer(items: list[Item]) -> Explorer:
 def growth_explorer(wb: Workbench, seed: int = 0) -> Any:
     """The site and type picker (JupyterLab: live; the report: the item with the most extra growth), read
     from the cached ``memory/growth-sites`` probe; a muted line saying why when there is nothing to pick."""
-    from rlaudit.display import RichText
     from rlaudit.memory import probes
     from rlaudit.memory.growth import growth_params
 
     pair = wb.run(probes.growth_sites, **growth_params(wb, seed))  # the check's cache entry, no progress bar
     if not pair.ok:
         text = "No site or type picker: the growth probe did not run on both sides (see memory/growth-sites)."
-        return RichText(f'<p class="rl-muted">{text}</p>', text)
+        return nothing_to_explore(text)
     tables = {s: {t: pair[s].table(t) for t in ("points", "sites", "types", "containers")} for s in SIDES}
     if any(len(tables[s]["points"]) < 3 for s in SIDES):
         text = "No site or type picker: fewer than 3 memory snapshots on a side (see memory/growth-sites)."
-        return RichText(f'<p class="rl-muted">{text}</p>', text)
+        return nothing_to_explore(text)
     items = growth_items(tables)
     if not items:
         text = "No site or type picker: no allocation site, object type or container was snapshotted."
-        return RichText(f'<p class="rl-muted">{text}</p>', text)
+        return nothing_to_explore(text)
     return items_explorer(items)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rlaudit.explore import Explorer, curves_explorer
+from rlaudit.explore import Explorer, curves_explorer, nothing_to_explore
 from rlaudit.trainer.common import stack_tables
 from rlaudit.trainer.runs import short_training_runs
 
@@ -34,12 +34,11 @@ def layer_table(layers: pd.DataFrame) -> pd.DataFrame:
 
 def layer_explorer(wb: Workbench) -> Any:
     """The layer picker (JupyterLab: live; the report: the first tensor's update ratio)."""
-    from rlaudit.display import RichText
 
     layers = stack_tables(short_training_runs(wb).data, "layers")
     if layers.empty or not {"layer", "step"} <= set(layers):
         text = "No layer picker: no run wrote the recorder's layers table (see optimizer/update-ratios)."
-        return RichText(f'<p class="rl-muted">{text}</p>', text)
+        return nothing_to_explore(text)
     return curves_explorer(
         layer_table(layers),
         title="Layer picker: per-tensor statistics over training",

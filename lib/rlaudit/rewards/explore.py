@@ -14,7 +14,7 @@ import pandas as pd
 
 from rlaudit.display import format_number
 from rlaudit.env.plots import SIDE_COLORS
-from rlaudit.explore import Explorer, choice, toggle
+from rlaudit.explore import Explorer, choice, nothing_to_explore, toggle
 from rlaudit.rewards.components import PER_STEP, compare_components, component_weights
 
 if TYPE_CHECKING:
@@ -22,12 +22,6 @@ if TYPE_CHECKING:
 
 SIDES = ("baseline", "candidate")
 PAID, EVENTS = "reward per episode (fitted)", "events per episode"
-
-
-def _muted(text: str) -> Any:
-    from rlaudit.display import RichText
-
-    return RichText(f'<p class="rl-muted">{text}</p>', text)
 
 
 def episode_values(episodes: pd.DataFrame, weights: pd.DataFrame, component: str) -> dict[str, np.ndarray]:
@@ -202,7 +196,7 @@ def component_explorer(wb: Workbench, seed: int = 0) -> Any:
     }
     usable = {p: e for p, e in episodes.items() if all(len(e[s]) for s in SIDES)}
     if not usable:
-        return _muted(
+        return nothing_to_explore(
             "No component picker: no fixed-policy rollout finished an episode on both sides (see 05_env)."
         )
     return components_explorer(usable, seed=seed)

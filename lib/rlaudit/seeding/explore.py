@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from rlaudit.evidence import equivalence_seeds
-from rlaudit.explore import Explorer, choice, slider
+from rlaudit.explore import Explorer, choice, nothing_to_explore, slider
 from rlaudit.stats import power_seeds
 from rlaudit.stats.power import t_power
 
@@ -36,13 +36,12 @@ def power_curve(sd: float, effect: float, alpha: float, seeds: Any) -> Any:
 
 def power_explorer(section: Any) -> Any:
     """The power calculator over the ``seeding/variance`` section (its finding's SD and baseline mean)."""
-    from rlaudit.display import RichText
 
     details = _details(section)
     sd = float(details["pooled_sd"]) if details else math.nan
     if details is None or not math.isfinite(sd) or sd <= 0:
         text = "No power calculator: seeding/variance measured no run-to-run spread (see its finding)."
-        return RichText(f'<p class="rl-muted">{text}</p>', text)
+        return nothing_to_explore(text)
     metric = str(details.get("metric", "metric"))
     base = float(details["variance"]["baseline"]["mean"])
     relative = math.isfinite(base) and base != 0

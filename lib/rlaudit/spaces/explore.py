@@ -13,7 +13,7 @@ import numpy as np
 
 from rlaudit.display import format_number
 from rlaudit.env.plots import SIDE_COLORS
-from rlaudit.explore import Explorer, choice, slider, toggle
+from rlaudit.explore import Explorer, choice, nothing_to_explore, slider, toggle
 from rlaudit.spaces.observations import shifted_features
 
 if TYPE_CHECKING:
@@ -29,12 +29,6 @@ PATH_STYLE = {
 MAX_FEATURES = 200
 """Features offered by the picker: every one of a small input, the most shifted ones of a wide one."""
 BINS = 30
-
-
-def _muted(text: str) -> Any:
-    from rlaudit.display import RichText
-
-    return RichText(f'<p class="rl-muted">{text}</p>', text)
 
 
 def feature_order(arrays: Mapping[str, Mapping[str, np.ndarray]]) -> list[tuple[str, int]]:
@@ -200,9 +194,11 @@ def feature_explorer(wb: Workbench, trust: bool = False) -> Any:
     try:
         pair = network_input_pair(wb, trust=trust)
     except Missing as exc:
-        return _muted(f"No feature picker: a subject lacks {exc.what} (see spaces/network-input).")
+        return nothing_to_explore(
+            f"No feature picker: a subject lacks {exc.what} (see spaces/network-input)."
+        )
     if isinstance(pair, Stopped) or not pair.ok:
-        return _muted(
+        return nothing_to_explore(
             "No feature picker: no checkpoint could be fed to the network (see spaces/network-input)."
         )
     data = {side: input_paths(pair[side]) for side in SIDES}
@@ -210,7 +206,7 @@ def feature_explorer(wb: Workbench, trust: bool = False) -> Any:
     lacking = [s for s in SIDES if not {"training|rows", "evaluation|rows"} <= set(arrays[s])]
     if lacking:
         widths = ", ".join(f"{s}: {data[s]['features']}" for s in lacking)
-        return _muted(
+        return nothing_to_explore(
             "No feature picker: the first layer's inputs were not kept for "
             f"{' and '.join(lacking)} (too many features to sample, {widths}); see the per-feature std figure "
             "of spaces/network-input."

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from rlaudit.curves import curves_figure
-from rlaudit.explore import Explorer, curves_explorer
+from rlaudit.explore import Explorer, curves_explorer, nothing_to_explore
 from rlaudit.trainer.learning import wall_clock
 from rlaudit.trainer.runs import CURVE_SCALARS, run_data
 from rlaudit.trainer.runs import runs as training_runs
@@ -52,10 +52,8 @@ def run_explorer(wb: Workbench, smooth: float = 0.6) -> Any:
     """
     table = scalar_table(wb)
     if table.empty:
-        from rlaudit.display import RichText
-
         text = "No logged scalars to explore: neither side's training runs logged any (see 03_logging)."
-        return RichText(f'<p class="rl-muted">{text}</p>', text)
+        return nothing_to_explore(text)
 
     def static(values: dict[str, Any]) -> Any:
         return curves_figure(
