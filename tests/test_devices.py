@@ -395,6 +395,14 @@ def test_the_gpu_checks_subjects_load_as_specs(tmp_path: Path) -> None:
         assert resolve_setup(read_setup(path), path.parent)["device"] == "cuda:1"
     with pytest.raises(FileNotFoundError, match="data/examples/sb3"):
         gpu_check.sb3_setups("cuda", tmp_path / "x", examples=tmp_path / "nowhere")
+    dqn = gpu_check.pair_specs("sb3dqn", "cuda", tmp_path)
+    for spec, name in zip(dqn, gpu_check.SB3_PAIRS["sb3dqn"], strict=True):
+        path = Path(spec.removeprefix("sb3:"))
+        assert path.parent == tmp_path / "sb3dqn" and path.name.startswith(Path(name).stem)
+        setup = resolve_setup(read_setup(path), path.parent)
+        assert setup["device"] == "cuda" and setup["algo"].lower() == "dqn"
+    with pytest.raises(ValueError, match="expected builtin, sb3 or sb3dqn"):
+        gpu_check.pair_specs("sac", "cuda", tmp_path)
 
 
 def test_the_gpu_check_judges_findings() -> None:

@@ -15,7 +15,9 @@ The subjects:
 
 - the built-in pair with ``trainer.device`` set: the module specs ``rlaudit.bench.gpu_check:cuda.reference``
   and ``rlaudit.bench.gpu_check:cuda.regressed`` (``cpu.`` for the CPU), :class:`OnDevice`;
-- the SB3 PPO CartPole pair of ``data/examples/sb3/`` with ``device:`` set, copied by :func:`sb3_setups`.
+- the SB3 PPO CartPole pair of ``data/examples/sb3/`` with ``device:`` set, copied by :func:`sb3_setups`;
+- on request (``--only sb3dqn``), the SB3 DQN CartPole pair of the same folder: an off-policy learner, its
+  gradient steps, replay buffer and target network on the device.
 """
 
 from __future__ import annotations
@@ -45,10 +47,17 @@ EXPECTED: dict[str, tuple[str, ...]] = {
     ),
     # data/examples/sb3/README.md: the two slips in the config and the lost schedule at runtime
     "sb3": ("config/changed-loss", "config/changed-optimizer", "optimizer/lr-schedule"),
+    # data/examples/sb3/README.md, DQN: the target network copied every 10,000 env steps instead of every 10
+    "sb3dqn": ("optimizer/target-network",),
 }
 """Per pair, the findings that must come out flagged (SUSPECT or CONFIRMED) on any device."""
 
-SB3_EXAMPLES = ("ppo_cartpole.yaml", "ppo_cartpole_regressed.yaml")
+SB3_PAIRS: dict[str, tuple[str, str]] = {
+    "sb3": ("ppo_cartpole.yaml", "ppo_cartpole_regressed.yaml"),
+    "sb3dqn": ("dqn_cartpole.yaml", "dqn_cartpole_regressed.yaml"),
+}
+"""The SB3 pairs of ``data/examples/sb3``: PPO, and DQN (off-policy, several times PPO's cost; not a default)."""
+SB3_EXAMPLES = SB3_PAIRS["sb3"]
 
 
 class OnDevice:
@@ -93,8 +102,11 @@ def builtin_specs(device: str) -> tuple[str, str]:
     return (f"rlaudit.bench.gpu_check:{device}.reference", f"rlaudit.bench.gpu_check:{device}.regressed")
 
 
-def sb3_setups(device: str, directory: str | Path, examples: str | Path | None = None) -> tuple[str, str]:
-    """Copies of the SB3 PPO CartPole pair (``data/examples/sb3``) with ``device: <device>``, as ``sb3:`` specs.
+def sb3_setups(
+    device: str, directory: str | Path, examples: str | Path | None = None, names: Sequence[str] = SB3_EXAMPLES
+) -> tuple[str, str]:
+    """Copies of an SB3 CartPole pair (``data/examples/sb3``; PPO unless ``names`` says otherwise) with
+    ``device: <device>``, as ``sb3:`` specs.
 
     Raises:
         FileNotFoundError: The example files are not there (a checkout without ``data/examples``).
@@ -105,12 +117,12 @@ def sb3_setups(device: str, directory: str | Path, examples: str | Path | None =
     target = Path(directory)
     target.mkdir(parents=True, exist_ok=True)
     specs = []
-    for name in SB3_EXAMPLES:
+    for name in names:
         path = source / name
         if not path.is_file():
             raise FileNotFoundError(
                 f"{path} is missing: the SB3 pair is read from the checkout's data/examples/sb3; pass examples= "
-                "(or --examples) pointing at a directory holding " + " and ".join(SB3_EXAMPLES)
+                "(or --examples) pointing at a directory holding " + " and ".join(names)
             )
         text = path.read_text()
         lines = [line for line in text.splitlines() if not line.startswith("device:")]
@@ -203,12 +215,13 @@ def check(
 def pair_specs(
     pair: str, device: str, root: str | Path, examples: str | Path | None = None
 ) -> tuple[str, str]:
-    """The specs of ``pair`` (``builtin`` or ``sb3``) on ``device``; the SB3 copies go under ``root/sb3``."""
+    """The specs of ``pair`` (``builtin``, ``sb3`` or ``sb3dqn``) on ``device``; the SB3 copies go under
+    ``root/<pair>``."""
     if pair == "builtin":
         return builtin_specs(device.split(":")[0])
-    if pair == "sb3":
-        return sb3_setups(device, Path(root) / "sb3", examples)
-    raise ValueError(f"unknown pair {pair!r}; expected builtin or sb3")
+    if pair in SB3_PAIRS:
+        return sb3_setups(device, Path(root) / pair, examples, SB3_PAIRS[pair])
+    raise ValueError(f"unknown pair {pair!r}; expected builtin, {' or '.join(SB3_PAIRS)}")
 
 
 def summary(results: Sequence[PairResult], device: str) -> str:
@@ -231,7 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m rlaudit.bench.gpu_check", description=__doc__.split("\n")[0]
     )
     parser.add_argument("--device", default="cuda", help="torch device of both pairs (default cuda)")
-    parser.add_argument("--only", default="builtin,sb3", help="comma-separated pairs: builtin, sb3")
+    parser.add_argument("--only", default="builtin,sb3", help="comma-separated pairs: builtin, sb3, sb3dqn (default builtin,sb3)")
     parser.add_argument("--profile", default="smoke")
     parser.add_argument("--workdir", default=None, help="cache and SB3 copies go here (default: a temp dir)")
     parser.add_argument("--examples", default=None, help="directory of the SB3 example YAMLs")
