@@ -5,7 +5,8 @@ out (equal elements are white).
 It reads the values the ``checkpoint_contents`` probe kept of each side's checkpoints (the same files and the
 same cached probe call as ``checkpointing/contents``; tensors within a size budget, see
 :func:`rlaudit.checkpointing.probes.keep_values`). Checkpoints are paired by the step they hold when both
-sides saved at the same steps, else by their rank in step order.
+sides saved at the same steps, else by their rank in step order. When only one side has checkpoints, the picker
+shows that side alone and says, in the other's panel, that it has none and where they were looked for.
 """
 
 from __future__ import annotations
@@ -72,9 +73,12 @@ def pair_checkpoints(files: dict[str, list[dict[str, Any]]]) -> list[tuple[str, 
 
 
 def tensor_explorer(
-    files: dict[str, list[dict[str, Any]]], arrays: dict[str, dict[str, np.ndarray]], atol: float = 0.0
+    files: dict[str, list[dict[str, Any]]],
+    arrays: dict[str, dict[str, np.ndarray]],
+    atol: float = 0.0,
+    absent: dict[str, str] | None = None,
 ) -> Explorer:
-    """The picker over both sides' kept checkpoint tensors.
+    """The picker over both sides' kept checkpoint tensors (or one side's, when the other has none).
 
     Args:
         files: Per side, the ``values.json`` records of its checkpoints, each with ``name``, ``step`` (from
@@ -82,11 +86,13 @@ def tensor_explorer(
             ``left_out`` (``key``, ``shape``, ``reason``).
         arrays: Per side, the ``values.npz`` arrays the records name.
         atol: Elements within this of each other count as equal.
+        absent: Per side without any checkpoint, why (shown in its panel); default "no checkpoints".
 
     Raises:
         ValueError: Neither side kept any tensor.
     """
     pairs = pair_checkpoints(files)
+    none = {side: (absent or {}).get(side, "no checkpoints") for side in SIDES if not files[side]}
     keys: dict[str, set[str]] = {}  # key -> the sides any of whose checkpoints hold it
     for side in SIDES:
         for record in files[side]:
@@ -100,7 +106,7 @@ def tensor_explorer(
             entry: dict[str, Any] = {}
             for side, record in (("baseline", rb), ("candidate", rc)):
                 if record is None:
-                    entry[side] = (None, "no checkpoint at this rank")
+                    entry[side] = (None, none.get(side, "no checkpoint at this rank"))
                     continue
                 found = next((t for t in record.get("tensors", []) if t["key"] == key), None)
                 if found is not None:
@@ -148,7 +154,7 @@ def tensor_explorer(
 
     def key_label(key: str) -> str:
         where = keys[key]
-        if len(where) < 2:
+        if len(where) < 2 and not none:  # with one side alone, every tensor is that side's
             return f"{key} ({next(iter(where))} only)"
         differs = any(prepared[(p, key)]["differs"] for p in range(len(pairs)))
         return f"{key}  ◆ differs" if differs else key
@@ -247,7 +253,8 @@ def tensor_explorer(
 
 def checkpoint_explorer(wb: Workbench, trust: bool = False) -> Any:
     """The picker over the checkpoints ``checkpointing/contents`` reads (JupyterLab: live; the report: the
-    newest pair's first tensor both sides hold).
+    newest pair's first tensor both sides hold). When one side has checkpoints and the other none (a side
+    that stopped saving them), it shows the one side's tensors and says the other has none.
 
     Returns:
         An :class:`~rlaudit.explore.Explorer`, or a muted line saying why there is nothing to pick.
@@ -256,11 +263,18 @@ def checkpoint_explorer(wb: Workbench, trust: bool = False) -> Any:
 
     src = sources(wb)
     stop = src.guard("checkpointing/contents", "checkpointing", "Checkpoints to explore")
-    if stop is not None:
+    have = [side for side in SIDES if src[side]["paths"]]
+    one_sided = len(have) == 1 and all(not src[s]["missing"] and src[s]["error"] is None for s in SIDES)
+    if stop is not None and not one_sided:
         return nothing_to_explore(f"No checkpoint picker: {stop.evidence.summary or stop.status.value}.")
-    files: dict[str, list[dict[str, Any]]] = {}
-    arrays: dict[str, dict[str, np.ndarray]] = {}
-    for side in SIDES:
+    absent = {
+        side: f"the {side} has no checkpoints (looked in {src[side]['origin'] or 'no source'})"
+        for side in SIDES
+        if side not in have
+    }
+    files: dict[str, list[dict[str, Any]]] = {side: [] for side in absent}
+    arrays: dict[str, dict[str, np.ndarray]] = {side: {} for side in absent}
+    for side in have:
         res = wb.run_side(side, probes.checkpoint_contents, paths=list(src[side]["paths"]), trust=trust)
         if not res.ok:
             return nothing_to_explore(
@@ -270,7 +284,7 @@ def checkpoint_explorer(wb: Workbench, trust: bool = False) -> Any:
         files[side] = [{**r, "step": steps.get(r["index"])} for r in res.json("values")]
         arrays[side] = res.npz("values")
     try:
-        return tensor_explorer(files, arrays)
+        return tensor_explorer(files, arrays, absent=absent)
     except ValueError as exc:
         return nothing_to_explore(f"No checkpoint picker: {exc}.")
 

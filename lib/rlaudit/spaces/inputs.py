@@ -95,17 +95,46 @@ def network_input_pair(wb: Workbench, trust: bool = False) -> Pair | Stopped:
     return Pair(baseline=results["baseline"], candidate=results["candidate"])
 
 
+def input_shift(
+    train_mean: np.ndarray, train_std: np.ndarray, eval_mean: np.ndarray, eval_std: np.ndarray
+) -> dict[str, Any]:
+    """How many of the first layer's input features shift between the training and the evaluation path.
+
+    The population is every feature but those that are one and the same constant on both paths (they carry
+    nothing, and padding would dilute the fraction): the features that vary on either path, and the constants
+    that differ between them (normalized to 0 on one path and raw on the other, a shift too).
+
+    Returns:
+        ``shifted`` (features shifted), ``compared`` (the population, which holds every shifted feature),
+        ``varying`` (features of it with a spread on either path), ``features`` (all of them), ``fraction``
+        (``shifted / compared``, 0 when nothing is compared) and ``sentence``, the counts in words.
+    """
+    shifted, _ = shifted_features(train_mean, train_std, eval_mean, eval_std)
+    varying = np.maximum(np.asarray(train_std, float), np.asarray(eval_std, float)) > 1e-6
+    compared = varying | shifted
+    n_shifted, n_compared, n_varying = int(shifted.sum()), int(compared.sum()), int(varying.sum())
+    n_features = int(np.size(shifted))
+    constants = n_compared - n_varying
+    parts = [f"{n_varying} vary"] + ([f"{constants} constant and differ"] if constants else [])
+    if n_features > n_compared:
+        parts.append(f"{n_features - n_compared} identical constants left out")
+    return {
+        "shifted": n_shifted,
+        "compared": n_compared,
+        "varying": n_varying,
+        "features": n_features,
+        "fraction": n_shifted / n_compared if n_compared else 0.0,
+        "sentence": f"{n_shifted} of {n_compared} features shifted ({', '.join(parts)})",
+    }
+
+
 def _input_verdict(data: dict[str, Any]) -> dict[str, Any]:
     """One side's evaluation-vs-training shift of the first layer's inputs."""
     arr = data["arrays"]
-    shifted, _ = shifted_features(
-        arr["training|mean"], arr["training|std"], arr["evaluation|mean"], arr["evaluation|std"]
-    )
-    live = np.maximum(arr["training|std"], arr["evaluation|std"]) > 1e-6
     return {
-        "shifted": int(shifted.sum()),
-        "live": int(live.sum()),
-        "fraction": float(shifted[live].mean()) if live.any() else 0.0,
+        **input_shift(
+            arr["training|mean"], arr["training|std"], arr["evaluation|mean"], arr["evaluation|std"]
+        ),
         "train": data["summary"]["training"],
         "eval": data["summary"]["evaluation"],
     }
@@ -153,6 +182,7 @@ def network_input(c: Check, pair: Pair) -> Section:
     evidence = {
         side: {
             "shifted features": verdict[side]["shifted"],
+            "features compared": verdict[side]["compared"],
             "train std": verdict[side]["train"]["std"],
             "eval std": verdict[side]["eval"]["std"],
         }
@@ -172,7 +202,7 @@ def network_input(c: Check, pair: Pair) -> Section:
                 effect=v["fraction"],
                 effect_label="fraction of input features shifted (evaluation vs training)",
                 summary=f"the {side}'s first layer ({v['train']['layer']}) sees different inputs in evaluation than "
-                f"in training: {v['shifted']} of {v['live']} features shifted; input mean {v['train']['mean']:.3g} "
+                f"in training: {v['sentence']}; input mean {v['train']['mean']:.3g} "
                 f"→ {v['eval']['mean']:.3g}, std {v['train']['std']:.3g} → {v['eval']['std']:.3g} "
                 f"({v['train']['note']} vs {v['eval']['note']}) — normalization applied in one path and not the "
                 "other, case 002's bug (its cause is in loading, see 04_checkpointing)",
@@ -186,8 +216,10 @@ def network_input(c: Check, pair: Pair) -> Section:
         findings.append(
             c.finding(
                 Status.CLEARED,
-                baseline={"shifted features": verdict["baseline"]["shifted"]},
-                candidate={"shifted features": verdict["candidate"]["shifted"]},
+                **{
+                    side: {k: evidence[side][k] for k in ("shifted features", "features compared")}
+                    for side in SIDES
+                },
                 effect=max(verdict["baseline"]["fraction"], verdict["candidate"]["fraction"]),
                 effect_label="fraction of input features shifted (evaluation vs training)",
                 summary=f"on both sides the first layer gets the same inputs in evaluation as in training "

@@ -1,7 +1,7 @@
 """04_checkpointing's checkpoint and tensor picker: the contents probe keeps tensor values within its budgets,
 checkpoints pair by step (else by rank), the panels show the picked tensor of the picked checkpoint on both
-sides and its difference exactly where the sides differ, and a pair without checkpoints gets a line saying
-why."""
+sides and its difference exactly where the sides differ, a pair where one side has checkpoints shows that side
+alone, and a pair without checkpoints gets a line saying why."""
 
 from __future__ import annotations
 
@@ -163,3 +163,51 @@ def test_a_pair_without_checkpoints_gets_a_line_saying_why(monkeypatch: pytest.M
     assert out.text.startswith("No checkpoint picker:") and "train" in out.text
     with pytest.raises(ValueError, match="neither side"):
         ckpt_explore.tensor_explorer({"baseline": [], "candidate": []}, {"baseline": {}, "candidate": {}})
+
+
+def test_a_pair_where_one_side_has_checkpoints_shows_that_side_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rlaudit.checkpointing import sources
+
+    fb, ab = side_files()
+    contents = [{"index": f["index"], "step": f["step"]} for f in fb]
+    origin = "a dedicated run (seed 0, 2,048 steps)"
+    entries = {
+        "baseline": {"run": None, "paths": ["model_1.pt", "model_0.pt"], "origin": origin, "missing": []},
+        "candidate": {"run": None, "paths": [], "origin": origin, "missing": []},
+    }
+    for entry in entries.values():
+        entry["error"] = None
+    monkeypatch.setattr(sources, "sources", lambda wb: sources.Checkpoints(entries))
+    read = []
+
+    def run_side(side, probe, **kwargs):
+        read.append((side, kwargs["paths"]))
+        stored = {"contents": contents, "values": fb}
+        return types.SimpleNamespace(ok=True, json=stored.__getitem__, npz=lambda name: ab)
+
+    ex = ckpt_explore.checkpoint_explorer(types.SimpleNamespace(run_side=run_side))
+    assert read == [("baseline", ["model_1.pt", "model_0.pt"])]  # the side without checkpoints is not read
+    assert [label for label, _ in ex.control("checkpoint").options] == [
+        "#1: model_0.pt (step 100) | none",
+        "#2: model_1.pt (step 200) | none",
+    ]
+    # every tensor is the baseline's: no "(baseline only)" on each, no "differs"
+    assert [label for label, _ in ex.control("tensor").options] == [
+        "policy/w",
+        "policy/b",
+        "optimizer/state/0/step",
+    ]
+    ex.figure()
+    np.testing.assert_array_equal(panel(ex, "baseline"), np.arange(6.0).reshape(2, 3) + 200)
+    assert np.ma.getmaskarray(panel(ex, "candidate")).all()
+    said = f"the candidate has no checkpoints (looked in {origin})"
+    assert ex._artists["notes"]["candidate"].get_text() == said
+    assert ex._artists["notes"]["baseline"].get_text() == ""
+    assert ex._artists["notes"]["difference"].get_text() == "not comparable"
+    assert f"candidate: {said}" in ex._artists["fig"]._suptitle.get_text()
+
+    # the same the other way round, straight from the picker: the baseline has none
+    ex = ckpt_explore.tensor_explorer({"baseline": [], "candidate": fb}, {"baseline": {}, "candidate": ab})
+    ex.figure()
+    assert ex._artists["notes"]["baseline"].get_text() == "no checkpoints"
+    np.testing.assert_array_equal(panel(ex, "candidate"), np.arange(6.0).reshape(2, 3) + 200)

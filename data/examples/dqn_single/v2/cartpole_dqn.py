@@ -1,10 +1,10 @@
 """A single-file DQN for CartPole-v1: the "after" version of the DQN worked example.
 
 Written in a plain functional style: the settings are one dict (``DEFAULTS``), the replay buffer is a small
-numpy class, and each piece of the algorithm is a module function (:func:`td_targets`, :func:`dqn_loss`,
-:func:`epsilon_at`) that a subject file can hand to rlaudit. One Gymnasium environment, an epsilon-greedy
-Q-network, a target network copied every ``target_every`` environment steps, a Huber loss (Mnih et al. 2015).
-Learns CartPole in about 30k steps.
+numpy class, and each piece of the algorithm is a module function (:func:`td_targets`, :func:`td_loss`,
+:func:`dqn_loss`, :func:`epsilon_at`) that a subject file can hand to rlaudit. One Gymnasium environment, an
+epsilon-greedy Q-network, a target network copied every ``target_every`` environment steps, a Huber loss (Mnih
+et al. 2015). Learns CartPole in about 30k steps.
 
 This file knows nothing about rlaudit: ``train`` takes any object with the recorder's methods or None, and
 calls the off-policy ones (``update``, ``target_update``, ``exploration``, ``replay``) only where they exist.
@@ -168,11 +168,22 @@ def td_targets(
         return bellman_backup(rewards, bootstrap, gamma), bootstrap
 
 
+def q_values_taken(agent: QAgent, obs: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+    """``Q(s, a)`` of the online network for the actions taken, (B,)."""
+    return agent.q(obs).gather(1, actions.long().view(-1, 1)).squeeze(1)
+
+
+def td_loss(q_taken: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """The loss on the TD error: Huber (smooth L1, threshold 1) between ``Q(s, a)`` and the targets, averaged
+    over the batch."""
+    return F.smooth_l1_loss(q_taken, targets)
+
+
 def dqn_loss(agent: QAgent, batch: dict[str, torch.Tensor], gamma: float) -> dict[str, torch.Tensor]:
-    """Huber loss between ``Q(s, a)`` and the TD targets."""
+    """:func:`td_loss` between ``Q(s, a)`` and the TD targets of :func:`td_targets`."""
     targets, _ = td_targets(agent, batch["rewards"], batch["next_obs"], batch["terminated"], gamma)
-    q_taken = agent.q(batch["obs"]).gather(1, batch["actions"].view(-1, 1)).squeeze(1)
-    return {"loss": F.smooth_l1_loss(q_taken, targets), "q": q_taken.mean().detach()}
+    q_taken = q_values_taken(agent, batch["obs"], batch["actions"])
+    return {"loss": td_loss(q_taken, targets), "q": q_taken.mean().detach()}
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -3,8 +3,10 @@
 The same file serves both versions (v1/subject.py and v2/subject.py are identical); each imports its own
 ``cartpole_dqn`` because rlaudit runs every subject in a process of its own with the subject's directory
 first on ``sys.path``. Besides the core capabilities, it gives the off-policy ones: ``target_networks`` (the
-target Q-network and the online one it is copied from) and ``compute_td_targets`` (the trainer's own
-``td_targets``, so a change in how it bootstraps is seen on a batch, not only in the return).
+target Q-network and the online one it is copied from), ``compute_td_targets`` (the trainer's own
+``td_targets``, so a change in how it bootstraps is seen on a batch, not only in the return) and
+``compute_td_loss`` (the trainer's own ``td_loss`` on ``Q(s, a)`` against given targets, so the loss on the TD
+error is read as training applies it).
 """
 
 from __future__ import annotations
@@ -69,6 +71,22 @@ def compute_td_targets(
         float(config["gamma"]),
     )
     return {"targets": targets.numpy(), "bootstrap": bootstrap.numpy()}
+
+
+def compute_td_loss(
+    config: dict[str, Any], policy: torch.nn.Module, batch: dict[str, Any], targets: Any
+) -> float:
+    """The loss a gradient step minimises on a batch (``obs``, ``actions``) against ``targets`` (B,): the
+    trainer's ``td_loss`` on the online network's ``Q(s, a)``, as ``dqn_loss`` applies it to its targets."""
+    obs = torch.as_tensor(np.asarray(batch["obs"]), dtype=torch.float32)
+    actions = torch.as_tensor(np.asarray(batch["actions"]), dtype=torch.int64).reshape(-1)
+    goal = torch.as_tensor(np.asarray(targets), dtype=torch.float32).reshape(-1)
+    if goal.shape != actions.shape:
+        raise ValueError(
+            f"compute_td_loss needs one target per row: {len(actions)} rows, {len(goal)} targets"
+        )
+    with torch.no_grad():
+        return float(dqn.td_loss(dqn.q_values_taken(policy, obs, actions), goal))
 
 
 def train(config: dict[str, Any], steps: int, seed: int, recorder) -> dict:
