@@ -319,3 +319,35 @@ def test_dqn_example_pair_differs_only_in_the_target_update_interval() -> None:
     assert (a["target_update_interval"], b["target_update_interval"]) == (10, 10_000)
     # rl-zoo's CartPole-v1 entry
     assert (a["train_freq"], a["gradient_steps"], a["batch_size"], a["n_timesteps"]) == (256, 128, 64, 50_000)
+
+
+def test_the_td_target_probe_reads_sac_and_td3_as_clipped_double_q_and_sac_entropy(tmp_path: Path) -> None:
+    from rlaudit.engine.io import read_table
+    from rlaudit.engine.subjects import capabilities
+    from rlaudit.loss import probes as loss_probes
+    from rlaudit.loss.targets import td_quantities
+    from rlaudit.probe import ProbeContext
+
+    for text, entropy in ((SAC, "−α·log π"), (TD3, "not reported")):
+        (tmp_path / cfg_name(text)).mkdir()
+        subject, cfg = _setup(tmp_path / cfg_name(text), text)
+        out = tmp_path / cfg_name(text) / "probe"
+        out.mkdir()
+        ctx = ProbeContext(subject, cfg, out, "sb3", frozenset(capabilities(subject)))
+        result = loss_probes.td_targets(ctx, seed=0, batch_size=32)
+        assert result["critics_reported"] == 2
+        q = td_quantities(
+            read_table(out / "td_cases"),
+            read_table(out / "td_bootstrap")["bootstrap"].to_numpy(),
+            read_table(out / "td_terms"),
+            result["ent_coef"],
+        )
+        assert q["twin-critic reduction"] == "min over 2 critics", q["fit"]
+        assert q["entropy term"] == entropy
+        if text == SAC:
+            assert result["ent_coef"] == pytest.approx(0.3)
+            assert q["entropy coefficient"] == pytest.approx(-0.3, rel=1e-4)
+
+
+def cfg_name(text: str) -> str:
+    return text.split("\n", 1)[0].split(": ")[1]
