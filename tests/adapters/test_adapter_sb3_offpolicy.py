@@ -262,6 +262,7 @@ def test_sac_training_feeds_alpha_target_entropy_and_polyak_updates(tmp_path: Pa
     subject.train(cfg, 120, 0, spy)
     updates = spy.calls["update"]
     assert [s for s, _ in updates] == list(range(51, 121))
+    assert all(kw["actor_updates"] == kw["gradient_steps"] == 1 for _, kw in updates)  # SAC: every step
     targets = spy.calls["target_update"]
     assert len(targets) == len(updates) and {kw["tau"] for _, kw in targets} == {0.005}
     assert [kw["gradient_step"] for _, kw in targets] == list(range(1, len(updates) + 1))
@@ -284,6 +285,16 @@ def test_td3_records_one_target_update_per_delayed_actor_step(tmp_path: Path) ->
     targets = spy.calls["target_update"]
     # policy_delay 2: critic and actor targets move together every second gradient step
     assert len(targets) == n // 2 and all(kw["gradient_step"] % 2 == 0 for _, kw in targets)
+    # ... and so does the actor, counted on its optimizer: 0.5 actor updates per gradient step
+    assert sum(kw["actor_updates"] for _, kw in spy.calls["update"]) / n == pytest.approx(0.5, abs=1 / n)
+    (tmp_path / "every").mkdir()
+    subject, cfg = _setup(
+        tmp_path / "every", TD3 + "learning_starts: 50\nbatch_size: 8\nbuffer_size: 500\npolicy_delay: 1\n"
+    )
+    spy = SpyRecorder(tmp_path / "run_every")
+    subject.train(cfg, 80, 0, spy)
+    updates = spy.calls["update"]
+    assert updates and all(kw["actor_updates"] == kw["gradient_steps"] for _, kw in updates)
 
 
 def test_a_real_recorder_times_collection_and_training(tmp_path: Path) -> None:
