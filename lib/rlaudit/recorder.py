@@ -27,8 +27,10 @@ minibatch of the first :data:`MINIBATCH_UPDATES` updates, when the trainer calls
 Off-policy learners (replay buffers, target networks) add four optional tables, each written once it has a row:
 
 =============  ==============================================================================================
-gradient_steps step, gradient_steps, batch_size: :meth:`Recorder.update`, the gradient steps taken at an env
-               step (replay ratio, ``learning_starts``, ``train_freq``, batch size)
+gradient_steps step, gradient_steps, batch_size[, actor_updates]: :meth:`Recorder.update`, the gradient steps
+               taken at an env step (replay ratio, ``learning_starts``, ``train_freq``, batch size) and, for an
+               actor-critic, the actor's updates among them (TD3's delayed actor updates; absent or NaN where
+               not given)
 targets        step, gradient_step, tau, source: a target-network update, ``reported`` by the trainer through
                :meth:`Recorder.target_update`, or ``measured`` by the recorder itself (see below)
 exploration    step, epsilon, alpha, target_entropy: :meth:`Recorder.exploration` (NaN where not given)
@@ -320,21 +322,30 @@ class Recorder:
             {"step": self._step, "gradient_step": self._n_updates, "tau": tau, "source": "measured"}
         )
 
-    def update(self, step: int, gradient_steps: int = 1, batch_size: int | None = None) -> None:
+    def update(
+        self,
+        step: int,
+        gradient_steps: int = 1,
+        batch_size: int | None = None,
+        actor_updates: int | None = None,
+    ) -> None:
         """Record ``gradient_steps`` gradient steps taken at environment step ``step`` (off-policy learners).
 
         Call it once per training phase (``train_freq``), with the batch size drawn from the replay buffer;
-        the trainer audit reads the replay ratio, ``learning_starts`` and ``train_freq`` from it.
+        the trainer audit reads the replay ratio, ``learning_starts`` and ``train_freq`` from it. An
+        actor-critic (SAC, TD3, DDPG) also gives ``actor_updates``: how many of those gradient steps updated the
+        actor (the actor optimizer's steps; TD3 updates it every ``policy_delay``-th step).
         """
         self._see_step(step)
         self._gradient_steps += int(gradient_steps)
-        self._off["gradient_steps"].append(
-            {
-                "step": int(step),
-                "gradient_steps": int(gradient_steps),
-                "batch_size": math.nan if batch_size is None else int(batch_size),
-            }
-        )
+        row: dict[str, Any] = {
+            "step": int(step),
+            "gradient_steps": int(gradient_steps),
+            "batch_size": math.nan if batch_size is None else int(batch_size),
+        }
+        if actor_updates is not None:
+            row["actor_updates"] = int(actor_updates)
+        self._off["gradient_steps"].append(row)
         self._maybe_flush()
 
     def target_update(self, step: int, gradient_step: int, tau: float = 1.0) -> None:
@@ -812,7 +823,13 @@ class NullRecorder:
     def minibatch(self, epoch: int, indices: Any) -> None:
         pass
 
-    def update(self, step: int, gradient_steps: int = 1, batch_size: int | None = None) -> None:
+    def update(
+        self,
+        step: int,
+        gradient_steps: int = 1,
+        batch_size: int | None = None,
+        actor_updates: int | None = None,
+    ) -> None:
         pass
 
     def target_update(self, step: int, gradient_step: int, tau: float = 1.0) -> None:

@@ -262,6 +262,7 @@ def test_sac_training_feeds_alpha_target_entropy_and_polyak_updates(tmp_path: Pa
     subject.train(cfg, 120, 0, spy)
     updates = spy.calls["update"]
     assert [s for s, _ in updates] == list(range(51, 121))
+    assert all(kw["actor_updates"] == kw["gradient_steps"] == 1 for _, kw in updates)  # SAC: every step
     targets = spy.calls["target_update"]
     assert len(targets) == len(updates) and {kw["tau"] for _, kw in targets} == {0.005}
     assert [kw["gradient_step"] for _, kw in targets] == list(range(1, len(updates) + 1))
@@ -284,6 +285,16 @@ def test_td3_records_one_target_update_per_delayed_actor_step(tmp_path: Path) ->
     targets = spy.calls["target_update"]
     # policy_delay 2: critic and actor targets move together every second gradient step
     assert len(targets) == n // 2 and all(kw["gradient_step"] % 2 == 0 for _, kw in targets)
+    # ... and so does the actor, counted on its optimizer: 0.5 actor updates per gradient step
+    assert sum(kw["actor_updates"] for _, kw in spy.calls["update"]) / n == pytest.approx(0.5, abs=1 / n)
+    (tmp_path / "every").mkdir()
+    subject, cfg = _setup(
+        tmp_path / "every", TD3 + "learning_starts: 50\nbatch_size: 8\nbuffer_size: 500\npolicy_delay: 1\n"
+    )
+    spy = SpyRecorder(tmp_path / "run_every")
+    subject.train(cfg, 80, 0, spy)
+    updates = spy.calls["update"]
+    assert updates and all(kw["actor_updates"] == kw["gradient_steps"] for _, kw in updates)
 
 
 def test_a_real_recorder_times_collection_and_training(tmp_path: Path) -> None:
@@ -319,3 +330,35 @@ def test_dqn_example_pair_differs_only_in_the_target_update_interval() -> None:
     assert (a["target_update_interval"], b["target_update_interval"]) == (10, 10_000)
     # rl-zoo's CartPole-v1 entry
     assert (a["train_freq"], a["gradient_steps"], a["batch_size"], a["n_timesteps"]) == (256, 128, 64, 50_000)
+
+
+def test_the_td_target_probe_reads_sac_and_td3_as_clipped_double_q_and_sac_entropy(tmp_path: Path) -> None:
+    from rlaudit.engine.io import read_table
+    from rlaudit.engine.subjects import capabilities
+    from rlaudit.loss import probes as loss_probes
+    from rlaudit.loss.targets import td_quantities
+    from rlaudit.probe import ProbeContext
+
+    for text, entropy in ((SAC, "−α·log π"), (TD3, "not reported")):
+        (tmp_path / cfg_name(text)).mkdir()
+        subject, cfg = _setup(tmp_path / cfg_name(text), text)
+        out = tmp_path / cfg_name(text) / "probe"
+        out.mkdir()
+        ctx = ProbeContext(subject, cfg, out, "sb3", frozenset(capabilities(subject)))
+        result = loss_probes.td_targets(ctx, seed=0, batch_size=32)
+        assert result["critics_reported"] == 2
+        q = td_quantities(
+            read_table(out / "td_cases"),
+            read_table(out / "td_bootstrap")["bootstrap"].to_numpy(),
+            read_table(out / "td_terms"),
+            result["ent_coef"],
+        )
+        assert q["twin-critic reduction"] == "min over 2 critics", q["fit"]
+        assert q["entropy term"] == entropy
+        if text == SAC:
+            assert result["ent_coef"] == pytest.approx(0.3)
+            assert q["entropy coefficient"] == pytest.approx(-0.3, rel=1e-4)
+
+
+def cfg_name(text: str) -> str:
+    return text.split("\n", 1)[0].split(": ")[1]

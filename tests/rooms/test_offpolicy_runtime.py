@@ -84,6 +84,19 @@ def test_the_recorder_writes_the_off_policy_tables(tmp_path: Path) -> None:
     assert (replay["age_p10"], replay["age_p50"], replay["age_p90"]) == (10.0, 50.0, 90.0)
     assert replay["age_n"] == 101 and replay["prioritized"] == 0.0
     assert json.loads((tmp_path / "summary.json").read_text())["gradient_steps"] == 4
+    # a run that reports no actor updates keeps the table as before
+    assert "actor_updates" not in grads
+
+
+def test_the_recorder_keeps_the_actor_updates_of_each_training_phase(tmp_path: Path) -> None:
+    rec = Recorder(tmp_path)
+    rec.update(1000, gradient_steps=1, batch_size=32, actor_updates=0)
+    rec.update(1001, gradient_steps=1, batch_size=32, actor_updates=1)
+    rec.update(1002, gradient_steps=3, batch_size=32)  # not reported this phase
+    rec.close()
+    actor = read_table(tmp_path / "gradient_steps")["actor_updates"].tolist()
+    assert actor[:2] == [0, 1] and math.isnan(actor[2])
+    NullRecorder().update(1, 1, 32, actor_updates=1)
 
 
 def test_an_on_policy_run_writes_no_off_policy_tables(tmp_path: Path) -> None:

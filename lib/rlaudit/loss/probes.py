@@ -651,7 +651,7 @@ def _perturb(params: list[Any], rng: np.random.Generator, scale: float) -> None:
             p.add_(noise * scale * (float(p.detach().float().std()) if p.numel() > 1 else 1.0) + noise * 1e-2)
 
 
-@probe(requires=("config", "make_env", "make_policy", "compute_td_targets"), version=1)
+@probe(requires=("config", "make_env", "make_policy", "compute_td_targets"), version=2)
 def td_targets(ctx: ProbeContext, *, seed: int = 0, batch_size: int = 64) -> dict:
     """Drive the subject's ``compute_td_targets`` with controlled batches and record what moves its targets.
 
@@ -659,7 +659,11 @@ def td_targets(ctx: ProbeContext, *, seed: int = 0, batch_size: int = 64) -> dic
     online ones (as they are between two copies), then one base batch (rewards 0/1, no episode end) and one
     change each: every reward 0, every reward 1, every transition terminated, every transition truncated, other
     next observations, other observations, the target networks' parameters perturbed, the online networks'
-    parameters perturbed. Writes the ``td_cases`` table (case, row, target) and returns the targets' means.
+    parameters perturbed. Writes the ``td_cases`` table (case, row, target) and, when the subject reports them,
+    the ``td_bootstrap`` table (its next-state values of the base batch) and the ``td_terms`` table: per case
+    and row each target critic's next-state value (``next_q_0`` ...; ``next_q``, shape (B, n_critics)) and the
+    next action's log-probability (``next_log_prob``, NaN where not reported); the reported entropy
+    coefficient (``ent_coef``) goes into the result.
     """
     import torch
 
@@ -688,36 +692,61 @@ def td_targets(ctx: ProbeContext, *, seed: int = 0, batch_size: int = 64) -> dic
     others = {"obs": sample_space(obs_space, rng, n), "next_obs": sample_space(obs_space, rng, n)}
     device = next(iter(named.values())).device if named else None
 
-    def run(batch: dict[str, Any]) -> dict[str, np.ndarray]:
+    reported: dict[str, Any] = {}
+    terms: dict[str, dict[str, np.ndarray]] = {}
+
+    def column(out: dict[str, Any], key: str, width: int | None) -> np.ndarray | None:
+        if out.get(key) is None:
+            return None
+        value = to_numpy(out[key]).astype(np.float64)
+        if value.size != n * (width or 1) and width is not None:
+            raise ValueError(
+                f"compute_td_targets returned {key!r} of shape {value.shape}; expected ({n},"
+                f"{' n_critics' if key == 'next_q' else ''}) for a batch of {n}"
+            )
+        return value.reshape(n, -1)
+
+    def run(batch: dict[str, Any], case: str | None = None) -> dict[str, np.ndarray]:
         out = ctx.subject.compute_td_targets(ctx.config, policy, dict(batch))
         if not isinstance(out, dict) or "targets" not in out:
             raise TypeError(
                 f"compute_td_targets must return a dict with 'targets' (an array of shape ({n},)), got "
                 f"{type(out).__name__}"
             )
-        return {k: to_numpy(v).astype(np.float64).reshape(n, -1).mean(axis=1) for k, v in out.items()}
+        next_q = out.get("next_q")
+        critics = to_numpy(next_q).size // n if next_q is not None else None
+        q = column(out, "next_q", critics)
+        log_prob = column(out, "next_log_prob", 1)
+        if case is not None and (q is not None or log_prob is not None):
+            terms[case] = {
+                **{f"next_q_{i}": q[:, i] for i in range(q.shape[1] if q is not None else 0)},
+                "next_log_prob": log_prob[:, 0] if log_prob is not None else np.full(n, np.nan),
+            }
+        if out.get("ent_coef") is not None:
+            reported["ent_coef"] = float(to_numpy(out["ent_coef"]).reshape(-1)[0])
+        return {k: column(out, k, 1).mean(axis=1) for k in ("targets", "bootstrap") if out.get(k) is not None}
 
-    def perturbed(params: list[Any]) -> np.ndarray:
+    def perturbed(params: list[Any], case: str) -> np.ndarray:
         saved = [p.detach().clone() for p in params]
         _perturb(params, np.random.default_rng(seed + 1), 0.5)
         try:
-            return run(base)["targets"]
+            return run(base, case)["targets"]
         finally:
             with torch.no_grad():
                 for p, s in zip(params, saved, strict=True):
                     p.copy_(s)
 
-    first = run(base)
+    first = run(base, "base")
     cases = {
         "base": first["targets"],
-        "rewards_0": run({**base, "rewards": np.zeros(n, np.float32)})["targets"],
-        "rewards_1": run({**base, "rewards": np.ones(n, np.float32)})["targets"],
+        "rewards_0": run({**base, "rewards": np.zeros(n, np.float32)}, "rewards_0")["targets"],
+        "rewards_1": run({**base, "rewards": np.ones(n, np.float32)}, "rewards_1")["targets"],
         "terminated": run({**base, "terminated": np.ones(n, dtype=bool)})["targets"],
         "truncated": run({**base, "truncated": np.ones(n, dtype=bool)})["targets"],
-        "next_obs": run({**base, "next_obs": others["next_obs"]})["targets"],
-        "obs": run({**base, "obs": others["obs"]})["targets"],
-        "target": perturbed(target_params) if target_params else np.full(n, np.nan),
-        "online": perturbed(online_params),
+        "next_obs": run({**base, "next_obs": others["next_obs"]}, "next_obs")["targets"],
+        "obs": run({**base, "obs": others["obs"]}, "obs")["targets"],
+        "target": perturbed(target_params, "target") if target_params else np.full(n, np.nan),
+        "online": perturbed(online_params, "online"),
     }
     ctx.write_table(
         "td_cases",
@@ -731,7 +760,26 @@ def td_targets(ctx: ProbeContext, *, seed: int = 0, batch_size: int = 64) -> dic
     bootstrap = first.get("bootstrap")
     if bootstrap is not None:
         ctx.write_table("td_bootstrap", {"row": list(range(n)), "bootstrap": bootstrap.tolist()})
+    widths = {len(t) for t in terms.values()}
+    if len(widths) > 1:
+        raise ValueError(
+            f"compute_td_targets returned next_q with a varying number of critics ({sorted(widths)})"
+        )
+    if terms:
+        named = [c for c in TD_CASES if c in terms]
+        ctx.write_table(
+            "td_terms",
+            {
+                "case": [c for c in named for _ in range(n)],
+                "row": [i for _ in named for i in range(n)],
+                **{k: np.concatenate([terms[c][k] for c in named]).tolist() for k in terms[named[0]]},
+            },
+        )
+    any_terms = next(iter(terms.values()), {})
     return {
+        "critics_reported": sum(k.startswith("next_q_") for k in any_terms),
+        "log_prob_reported": bool(any_terms) and bool(np.isfinite(any_terms["next_log_prob"]).all()),
+        "ent_coef": reported.get("ent_coef"),
         "batch_size": n,
         "target_networks": mapping,
         "target_tensors": len(target_params),

@@ -13,7 +13,14 @@ quantity the targets of a controlled batch give away (:func:`rlaudit.loss.probes
 - the bootstrap's state: whether other next observations move the targets, and whether other current
   observations do (``s_{t+1}`` expected; ``s_t`` is case 003's off-by-one);
 - the bootstrap's network: whether perturbing the target networks' parameters moves the targets, and whether
-  perturbing the online networks' does (``target`` for DQN; both for double-Q, whose argmax is online).
+  perturbing the online networks' does (``target`` for DQN; both for double-Q, whose argmax is online);
+- the twin-critic reduction and SAC's entropy term, where the subject reports each target critic's next-state
+  value (``next_q``, (B, n_critics)) and the next action's log-probability (``next_log_prob``): every case
+  without an episode end gives, per row, the bootstrap (target minus reward) and those terms; the bootstrap is
+  fitted as ``a * R(next_q) + b * next_log_prob`` for each reduction ``R`` (min, max, mean, one critic), the
+  reduction is the one that fits exactly, and ``b / a`` is the coefficient of ``log π`` in the bootstrap
+  (``-α`` for SAC with its reported ``ent_coef`` α, 0 when the entropy term is dropped). The controlled batches
+  vary the next observations and both networks, so reductions that differ anywhere tell apart.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from rlaudit.checks import SIDES, Check, check
-from rlaudit.engine.io import read_table
+from rlaudit.engine.io import read_table, table_path
 from rlaudit.engine.workbench import Pair
 from rlaudit.evidence import fmt
 from rlaudit.findings import Severity, Status
@@ -46,6 +53,17 @@ EXPECTED = {
     "bootstrap state": "s_{t+1}",
 }
 
+FIT_TOL = 1e-4
+"""A reduction of the critics fits the bootstrap when its least-squares residual is below this share of the
+bootstrap's size (float32 targets leave about 1e-7)."""
+ENTROPY_TOL = 0.01
+"""The coefficient of ``log π`` reads as ``-α``, ``+α`` or dropped within this share of α."""
+NOT_REPORTED = "not reported"
+"""A quantity the subject's ``compute_td_targets`` gives nothing to measure from (``next_q``, ``next_log_prob``);
+it is left out of the comparison."""
+FIT_CASES = ("base", "rewards_0", "rewards_1", "next_obs", "obs", "target", "online")
+"""The cases without an episode end: their targets minus rewards are the whole bootstrap."""
+
 QUANTITIES = (
     "gamma",
     "reward coefficient",
@@ -53,25 +71,135 @@ QUANTITIES = (
     "truncation bootstrap kept",
     "bootstrap state",
     "bootstrap network",
+    "twin-critic reduction",
+    "entropy term",
 )
+OPTIONAL = ("twin-critic reduction", "entropy term")
+"""Quantities compared only when both sides report what they are read from."""
 
 
 def _mean_abs(x: np.ndarray) -> float:
     return float(np.mean(np.abs(x))) if len(x) else math.nan
 
 
-def td_quantities(cases: pd.DataFrame, bootstrap: np.ndarray | None = None) -> dict[str, Any]:
+def _reductions(q: np.ndarray) -> dict[str, np.ndarray]:
+    """Each way a bootstrap can reduce (B, n_critics) critic values: named as the findings show them."""
+    k = q.shape[1]
+    if k == 1:
+        return {"1 critic": q[:, 0]}
+    out = {
+        f"min over {k} critics": q.min(axis=1),
+        f"mean over {k} critics": q.mean(axis=1),
+        f"max over {k} critics": q.max(axis=1),
+    }
+    out.update({f"critic {i} only": q[:, i] for i in range(k)})
+    return out
+
+
+def critic_terms(
+    cases: pd.DataFrame, terms: pd.DataFrame, reward_coefficient: float, ent_coef: float | None = None
+) -> dict[str, Any]:
+    """The twin-critic reduction and the entropy term of the bootstrap, from the probe's ``td_terms`` table.
+
+    Args:
+        cases: The ``td_cases`` table (case, row, target, reward of the base batch).
+        terms: The ``td_terms`` table: case, row, ``next_q_0`` ... and ``next_log_prob`` (NaN when not reported).
+        reward_coefficient: The measured reward coefficient (what a reward of 1 adds to the target).
+        ent_coef: The entropy coefficient α the subject reports, if any.
+
+    Returns:
+        ``twin-critic reduction`` (``min over 2 critics``, ``critic 0 only``, ``1 critic``, ... or why none can be
+        named), ``entropy term`` (``-α·log π``, ``missing``, ``+α·log π (sign flipped)``, another multiple of α,
+        or ``not reported``), and ``fit``: the residual share of each reduction and the fitted coefficients.
+    """
+    critics = sorted(
+        (c for c in terms.columns if c.startswith("next_q_")), key=lambda c: int(c.rsplit("_", 1)[1])
+    )
+    out: dict[str, Any] = {"twin-critic reduction": NOT_REPORTED, "entropy term": NOT_REPORTED, "fit": {}}
+    rows = terms.merge(cases, on=["case", "row"], how="inner")
+    rows = rows[rows["case"].isin(FIT_CASES)].sort_values(["case", "row"])
+    if rows.empty or not critics:  # without the critics' values neither term can be told from them
+        return out
+    reward = rows["reward"].to_numpy(dtype=float)
+    reward = np.where(rows["case"] == "rewards_0", 0.0, np.where(rows["case"] == "rewards_1", 1.0, reward))
+    y = rows["target"].to_numpy(dtype=float) - reward_coefficient * reward
+    q = rows[critics].to_numpy(dtype=float)
+    log_prob = (
+        rows["next_log_prob"].to_numpy(dtype=float) if "next_log_prob" in rows else np.full(len(y), np.nan)
+    )
+    has_log_prob = bool(np.isfinite(log_prob).all())
+    keep = np.isfinite(y) & np.isfinite(q).all(axis=1)
+    y, q, log_prob = y[keep], q[keep], log_prob[keep]
+    scale = max(float(np.sqrt(np.mean(y**2))), 1e-12)
+    results: dict[str, tuple[float, np.ndarray]] = {}
+    for name, r in _reductions(q).items():
+        x = np.stack([r, log_prob], axis=1) if has_log_prob else r[:, None]
+        beta, *_ = np.linalg.lstsq(x, y, rcond=None)
+        results[name] = (float(np.sqrt(np.mean((y - x @ beta) ** 2))) / scale, beta)
+    out["fit"] = {
+        name: {"residual": res, "coefficients": beta.tolist()} for name, (res, beta) in results.items()
+    }
+    best = min(results, key=lambda k: results[k][0])
+    residual, beta = results[best]
+    fitting = [name for name, (res, _) in results.items() if res <= FIT_TOL]
+    if len(critics) > 1 and np.allclose(q, q[:, :1], rtol=1e-6, atol=1e-9):
+        out["twin-critic reduction"] = f"not separable ({len(critics)} critics agree on every row)"
+    elif not fitting:
+        out["twin-critic reduction"] = (
+            f"none of min, mean, max or one critic (best: {best}, residual {fmt(residual)})"
+        )
+    elif len(fitting) > 1:
+        out["twin-critic reduction"] = f"not separable ({' = '.join(fitting)} on this batch)"
+    else:
+        out["twin-critic reduction"] = best
+    if not has_log_prob:
+        return out
+    if residual > FIT_TOL:
+        out["entropy term"] = "not measurable (the bootstrap fits no reduction of next_q and log π)"
+        return out
+    gain, coef_lp = float(beta[0]), float(beta[1])
+    if abs(gain) < 1e-12:
+        out["entropy term"] = "not measurable (the bootstrap does not grow with the critics)"
+        return out
+    coefficient = coef_lp / gain
+    out["entropy coefficient"] = coefficient
+    if ent_coef is not None and ent_coef > 0:
+        ratio = coefficient / ent_coef
+        if abs(ratio) <= ENTROPY_TOL:
+            out["entropy term"] = "missing"
+        elif abs(ratio + 1) <= ENTROPY_TOL:
+            out["entropy term"] = "−α·log π"
+        elif abs(ratio - 1) <= ENTROPY_TOL:
+            out["entropy term"] = "+α·log π (sign flipped)"
+        else:
+            out["entropy term"] = f"{-ratio:.3g}·(−α·log π)"
+    else:
+        size = abs(coefficient) * float(np.sqrt(np.mean(log_prob**2))) * abs(gain)
+        out["entropy term"] = "missing" if size <= MOVES * scale else f"{coefficient:+.3g}·log π"
+    return out
+
+
+def td_quantities(
+    cases: pd.DataFrame,
+    bootstrap: np.ndarray | None = None,
+    terms: pd.DataFrame | None = None,
+    ent_coef: float | None = None,
+) -> dict[str, Any]:
     """The quantities a subject's TD targets use, from the ``td_cases`` table of the probe.
 
     Args:
         cases: Columns ``case``, ``row``, ``target``, ``reward`` (one row per case and batch row).
         bootstrap: The subject's own next-state values for the base batch, when it reports them.
+        terms: The probe's ``td_terms`` table (per-critic next-state values and the next log-probability), when
+            the subject reports them; see :func:`critic_terms`.
+        ent_coef: The entropy coefficient the subject reports.
 
     Returns:
         ``gamma`` (NaN when no bootstrap is reported), ``reward coefficient``, ``terminal bootstrap kept``,
         ``truncation bootstrap kept`` (shares of the base batch's bootstrap), ``bootstrap state`` (``s_{t+1}``,
         ``s_t``, ``s_t and s_{t+1}`` or ``none``), ``bootstrap network`` (``target``, ``online``, ``target and
-        online`` or ``none``; ``not separable`` without target networks), and the raw moves.
+        online`` or ``none``; ``not separable`` without target networks), ``twin-critic reduction`` and
+        ``entropy term`` (``not reported`` without ``terms``), ``ent_coef``, and the raw moves.
     """
     by = {c: g.sort_values("row") for c, g in cases.groupby("case")}
     t = {c: g["target"].to_numpy(dtype=float) for c, g in by.items()}
@@ -108,6 +236,11 @@ def td_quantities(cases: pd.DataFrame, bootstrap: np.ndarray | None = None) -> d
             (True, True): "target and online (double-Q argmax)",
             (False, False): "none",
         }[(target_move > MOVES, online_move > MOVES)]
+    if terms is not None and not terms.empty:
+        out.update(critic_terms(cases, terms, out["reward coefficient"], ent_coef))
+    else:
+        out.update({"twin-critic reduction": NOT_REPORTED, "entropy term": NOT_REPORTED, "fit": {}})
+    out["ent_coef"] = None if ent_coef is None else float(ent_coef)
     out["moves"] = {
         "next_obs": moved("next_obs"),
         "obs": moved("obs"),
@@ -129,10 +262,12 @@ def _same(name: str, a: Any, b: Any) -> bool:
 
 
 def _missing(value: Any) -> bool:
-    return isinstance(value, float) and math.isnan(value)
+    return (isinstance(value, float) and math.isnan(value)) or value == NOT_REPORTED
 
 
-def _show(name: str, value: Any) -> str:
+def _show(name: str, value: Any, ent_coef: float | None = None) -> str:
+    if name == "entropy term" and "α" in str(value) and ent_coef is not None:
+        return f"{value} (α={fmt(ent_coef)})"
     if isinstance(value, str):
         return value
     if name.endswith("kept"):
@@ -154,6 +289,8 @@ def deviations(q: Mapping[str, Any]) -> list[str]:
         )
     if q["bootstrap state"] != EXPECTED["bootstrap state"]:
         out.append(f"the bootstrap reads {q['bootstrap state']}, not s_{{t+1}}")
+    if q.get("entropy term") == "+α·log π (sign flipped)":
+        out.append("the entropy term adds α·log π, a penalty on entropy instead of a bonus")
     return out
 
 
@@ -167,6 +304,10 @@ REMEDIES = {
     "not the current one (case 003's off-by-one).",
     "bootstrap network": "Compute the bootstrap with the target network (and, for double-Q, the argmax with "
     "the online one) as the baseline does.",
+    "twin-critic reduction": "Bootstrap from the reduction of the target critics the baseline uses (SAC and "
+    "TD3: the minimum over both, clipped double-Q, which keeps the critic from overestimating).",
+    "entropy term": "Subtract α·log π(a'|s') of the sampled next action from the bootstrap, as SAC's soft "
+    "value does, with the current temperature α.",
 }
 
 
@@ -188,26 +329,43 @@ def td_targets(c: Check, pair: Pair) -> Section:
         res = pair[side]
         cases = read_table(res.dir / "td_cases")
         boot = read_table(res.dir / "td_bootstrap") if res.result.get("bootstrap_reported") else None
+        terms = read_table(res.dir / "td_terms") if table_path(res.dir / "td_terms") else None
         q[side] = td_quantities(
-            cases, None if boot is None else boot.sort_values("row")["bootstrap"].to_numpy()
+            cases,
+            None if boot is None else boot.sort_values("row")["bootstrap"].to_numpy(),
+            terms,
+            res.result.get("ent_coef"),
         )
+
+    def show(side: str, name: str) -> str:
+        return _show(name, q[side][name], q[side]["ent_coef"])
+
     table = pd.DataFrame(
-        [{"quantity": name, **{s: _show(name, q[s][name]) for s in SIDES}} for name in QUANTITIES]
+        [{"quantity": name, **{s: show(s, name) for s in SIDES}} for name in QUANTITIES]
+        + [{"quantity": "entropy coefficient α (reported)", **{s: fmt(q[s]["ent_coef"]) for s in SIDES}}]
         + [
             {"quantity": f"targets move with {k} (share)", **{s: fmt(q[s]["moves"][k]) for s in SIDES}}
             for k in ("next_obs", "obs", "target", "online")
         ]
     )
-    # a quantity neither side can give (γ without a reported bootstrap) is left out of the comparison
-    compared = [n for n in QUANTITIES if not all(_missing(q[s][n]) for s in SIDES)]
+    # a quantity neither side can give (γ without a reported bootstrap) is left out of the comparison, and so
+    # is a critic term that one side does not report
+    compared = [
+        n
+        for n in QUANTITIES
+        if not all(_missing(q[s][n]) for s in SIDES)
+        and not (n in OPTIONAL and any(_missing(q[s][n]) for s in SIDES))
+    ]
     measured = {s: {name: q[s][name] for name in compared} for s in SIDES}
     changed = [name for name in compared if not _same(name, q["baseline"][name], q["candidate"][name])]
-    details = {"table": table.to_dict("records"), "moves": {s: q[s]["moves"] for s in SIDES}}
+    details = {
+        "table": table.to_dict("records"),
+        "moves": {s: q[s]["moves"] for s in SIDES},
+        "compared": compared,
+        "critic fits": {s: q[s]["fit"] for s in SIDES},
+    }
     if changed:
-        named = "; ".join(
-            f"{name}: {_show(name, q['baseline'][name])} → {_show(name, q['candidate'][name])}"
-            for name in changed
-        )
+        named = "; ".join(f"{name}: {show('baseline', name)} → {show('candidate', name)}" for name in changed)
         wrong = deviations(q["candidate"])
         finding = c.finding(
             Status.CONFIRMED,
@@ -237,7 +395,8 @@ def td_targets(c: Check, pair: Pair) -> Section:
                 summary=f"same TD targets: γ {_show('gamma', b['gamma'])}, reward ×{fmt(b['reward coefficient'])}, "
                 f"bootstrap from {b['bootstrap state']} by the {b['bootstrap network']} network, terminal "
                 f"{_show('x kept', b['terminal bootstrap kept'])} / truncated "
-                f"{_show('x kept', b['truncation bootstrap kept'])} of it kept",
+                f"{_show('x kept', b['truncation bootstrap kept'])} of it kept"
+                + "".join(f"; {name}: {show('baseline', name)}" for name in OPTIONAL if name in compared),
                 details=details,
             )
     return c.section(finding, tables={"TD targets": table})

@@ -169,8 +169,11 @@ from __future__ import annotations
 #     (B,) bool, "truncated" (B,) bool (a time limit: next_obs is the episode's final observation), and
 #     "seed" (int) for stochastic targets (SAC's next-action sample).
 #     Must return {"targets": (B,)}; add "bootstrap": (B,), the next-state value before discount and mask,
-#     so the loss audit can read your discount. Sequence learners (lambda returns) return "targets" (T, B)
-#     for (T, B) inputs.
+#     so the loss audit can read your discount. Actor-critics with several critics add "next_q":
+#     (B, n_critics), each target critic's value of the next action (the audit names the reduction: min,
+#     mean, one critic), and SAC adds "next_log_prob": (B,), log pi of that action, and "ent_coef", the
+#     temperature alpha in use (the audit checks the bootstrap's -alpha * log pi term). Sequence learners
+#     (lambda returns) return "targets" (T, B) for (T, B) inputs.
 #     """
 #     raise NotImplementedError
 
@@ -218,9 +221,11 @@ from __future__ import annotations
 #         recorder.sample_memory(step)               optional: the recorder samples memory on its own
 #         recorder.minibatch(epoch, indices)         optional: the sample indices of each minibatch
 #     Off-policy learners also report:
-#         recorder.update(step, gradient_steps=n, batch_size=b)
+#         recorder.update(step, gradient_steps=n, batch_size=b, actor_updates=k)
 #                                                    after each training phase: n gradient steps at env
-#                                                    step `step` (replay ratio, learning_starts, train_freq)
+#                                                    step `step` (replay ratio, learning_starts, train_freq);
+#                                                    actor-critics add k, the actor's optimizer steps among
+#                                                    them (TD3 delays them: n / policy_delay)
 #         recorder.target_update(step, gradient_step, tau=1.0)
 #                                                    each target-network update (1.0: hard copy); with
 #                                                    target_networks the recorder measures them itself

@@ -13,14 +13,27 @@ from rlaudit.trainer.replay import learns_off_policy, replay_geometry, replay_ra
 from support.runs import bench, evidence, fake_run
 
 
-def _phases(tmp: Path, *, start: int = 1000, freq: int = 4, grads: int = 1, batch: int = 32, seed: int = 0):
-    """A run whose trainer took ``grads`` gradient steps on batches of ``batch`` every ``freq`` env steps."""
+def _phases(
+    tmp: Path,
+    *,
+    start: int = 1000,
+    freq: int = 4,
+    grads: int = 1,
+    batch: int = 32,
+    seed: int = 0,
+    policy_delay: int | None = None,
+):
+    """A run whose trainer took ``grads`` gradient steps on batches of ``batch`` every ``freq`` env steps, and
+    with ``policy_delay`` an actor step every ``policy_delay``-th gradient step (TD3)."""
     steps = np.arange(start, start + 200 * freq, freq)
     table = {
         "step": steps,
         "gradient_steps": np.full(len(steps), grads),
         "batch_size": np.full(len(steps), batch),
     }
+    if policy_delay is not None:
+        done = np.cumsum(table["gradient_steps"])  # gradient steps taken after each phase
+        table["actor_updates"] = np.diff(done // policy_delay, prepend=0)
     return fake_run(tmp, seed=seed, tables={"gradient_steps": table})
 
 
@@ -63,3 +76,30 @@ def test_a_side_without_the_table_is_skipped_naming_the_call_that_writes_it(tmp_
     (finding,) = replay_ratio(bench(), given=runs).findings
     assert finding.status is Status.SKIPPED, finding.headline
     assert "recorder.update(step, gradient_steps=" in finding.remediation
+
+
+def test_actor_updates_per_gradient_step_by_hand(tmp_path: Path) -> None:
+    assert replay_geometry(_phases(tmp_path, policy_delay=2))["actor_updates_per_step"] == pytest.approx(0.5)
+    assert replay_geometry(_phases(tmp_path, grads=3, policy_delay=3))["actor_updates_per_step"] == 1 / 3
+    assert replay_geometry(_phases(tmp_path, policy_delay=1))["actor_updates_per_step"] == 1.0
+    assert np.isnan(replay_geometry(_phases(tmp_path))["actor_updates_per_step"])  # not reported
+
+
+def test_delayed_actor_updates_are_confirmed_naming_the_quantity(tmp_path: Path) -> None:
+    runs = evidence([_phases(tmp_path, policy_delay=1)], [_phases(tmp_path, policy_delay=2)])
+    (finding,) = replay_ratio(bench(), given=runs).findings
+    assert finding.status is Status.CONFIRMED and finding.severity is Severity.HIGH, finding.headline
+    assert "actor updates per gradient step 1 → 0.5" in finding.evidence.summary
+    assert "replay ratio" not in finding.evidence.summary
+    assert "policy_delay" in finding.remediation
+
+
+def test_the_same_actor_delay_clears_and_an_unreported_one_does_not_block(tmp_path: Path) -> None:
+    runs = evidence([_phases(tmp_path, policy_delay=2)], [_phases(tmp_path, policy_delay=2, seed=1)])
+    (finding,) = replay_ratio(bench(), given=runs).findings
+    assert finding.status is Status.CLEARED, finding.headline
+    assert "0.5 vs 0.5 actor updates per gradient step" in finding.evidence.summary
+    runs = evidence([_phases(tmp_path, policy_delay=2)], [_phases(tmp_path, seed=1)])
+    (finding,) = replay_ratio(bench(), given=runs).findings
+    assert finding.status is Status.CLEARED, finding.headline
+    assert "actor updates" not in finding.evidence.summary

@@ -9,7 +9,8 @@ SB3 writes its TD targets inline in each algorithm's ``train()`` and updates its
 - :func:`compute_td_loss`: the critic loss ``train()`` minimises against given targets (Huber for DQN, squared
   errors over the critics for SAC and TD3);
 - :class:`OffPolicyInstruments`: what an SB3 run did, fed to the recorder while ``model.learn`` runs: gradient
-  steps per ``train()`` call and batch size (``recorder.update``), every Polyak or hard update of a target network
+  steps per ``train()`` call, batch size and, for SAC, TD3 and DDPG, the actor's updates among them (counted
+  on the actor optimizer, ``recorder.update``), every Polyak or hard update of a target network
   (``recorder.target_update``, seen by wrapping SB3's ``polyak_update`` in the algorithm's module), epsilon,
   the entropy coefficient and the target entropy (``recorder.exploration``), and the replay buffer's fill, size
   in bytes and the ages of the transitions it sampled (``recorder.replay``, seen by wrapping the buffer's
@@ -251,7 +252,8 @@ class OffPolicyInstruments:
 
     :meth:`install` wraps, for this model only, ``model.train`` (gradient steps and batch size per call, timed
     as phase ``train`` inside the callback's ``update`` phase), SAC's and TD3's optimizers' steps (counted, so
-    a gradient step is what actually ran), the replay buffer's ``_get_samples`` (ages of the sampled rows)
+    a gradient step is what actually ran, and an actor update is a step of the actor's optimizer: TD3's
+    ``policy_delay`` as it ran), the replay buffer's ``_get_samples`` (ages of the sampled rows)
     and, in the algorithm's module, ``polyak_update`` (every target-network update, with its ``tau``);
     :meth:`uninstall` puts them all back. Use as a context manager around ``model.learn``.
 
@@ -269,6 +271,7 @@ class OffPolicyInstruments:
         self.config = config
         self.every = max(1, int(total_steps) // RECORD_POINTS)
         self.gradient_steps = 0
+        self.actor_updates = 0
         self._last_record = -math.inf
         self._collect_ages = False
         self._ages: list[np.ndarray] = []
@@ -299,6 +302,9 @@ class OffPolicyInstruments:
                 self._patch(mod, "polyak_update", self._wrap_polyak(mod.polyak_update))
         main = model.policy.optimizer if self.config["algo"] == "dqn" else model.critic.optimizer
         self._hooks.append(main.register_step_post_hook(self._count_step))
+        actor = getattr(getattr(model, "actor", None), "optimizer", None)
+        if self.config["algo"] != "dqn" and actor is not None:
+            self._hooks.append(actor.register_step_post_hook(self._count_actor_step))
         return self
 
     def _install_buffer(self) -> None:
@@ -333,6 +339,9 @@ class OffPolicyInstruments:
     def _count_step(self, *args: Any) -> None:
         self.gradient_steps += 1
 
+    def _count_actor_step(self, *args: Any) -> None:
+        self.actor_updates += 1
+
     def _call(self, name: str, *args: Any, **kwargs: Any) -> None:
         method = getattr(self.recorder, name, None)
         if callable(method):
@@ -345,12 +354,19 @@ class OffPolicyInstruments:
             record = step - self._last_record >= self.every
             self._collect_ages = record
             self._ages = []
-            before = self.gradient_steps
+            before, actor_before = self.gradient_steps, self.actor_updates
             with self.recorder.phase("train"):
                 train(gradient_steps=gradient_steps, batch_size=batch_size)
             self._collect_ages = False
+            actor = (
+                {} if self.config["algo"] == "dqn" else {"actor_updates": self.actor_updates - actor_before}
+            )
             self._call(
-                "update", step, gradient_steps=self.gradient_steps - before, batch_size=int(batch_size)
+                "update",
+                step,
+                gradient_steps=self.gradient_steps - before,
+                batch_size=int(batch_size),
+                **actor,
             )
             if self.config["algo"] == "sac":
                 # what compute_td_targets uses as the current temperature, and what a saved model carries
