@@ -103,7 +103,10 @@ def builtin_specs(device: str) -> tuple[str, str]:
 
 
 def sb3_setups(
-    device: str, directory: str | Path, examples: str | Path | None = None, names: Sequence[str] = SB3_EXAMPLES
+    device: str,
+    directory: str | Path,
+    examples: str | Path | None = None,
+    names: Sequence[str] = SB3_EXAMPLES,
 ) -> tuple[str, str]:
     """Copies of an SB3 CartPole pair (``data/examples/sb3``; PPO unless ``names`` says otherwise) with
     ``device: <device>``, as ``sb3:`` specs.
@@ -244,7 +247,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m rlaudit.bench.gpu_check", description=__doc__.split("\n")[0]
     )
     parser.add_argument("--device", default="cuda", help="torch device of both pairs (default cuda)")
-    parser.add_argument("--only", default="builtin,sb3", help="comma-separated pairs: builtin, sb3, sb3dqn (default builtin,sb3)")
+    parser.add_argument(
+        "--only",
+        default="builtin,sb3",
+        help="comma-separated pairs: builtin, sb3, sb3dqn (default builtin,sb3)",
+    )
     parser.add_argument("--profile", default="smoke")
     parser.add_argument("--workdir", default=None, help="cache and SB3 copies go here (default: a temp dir)")
     parser.add_argument("--examples", default=None, help="directory of the SB3 example YAMLs")
