@@ -42,3 +42,12 @@ def test_replicas_compare_the_episodes_a_trainer_reports(tmp_path: Path) -> None
     assert same["identical"] and same["recorded"] == ["episode statistics"]
     assert same["init"] is None  # nothing recorded is nothing to compare, not "identical weights"
     assert audit.compare_replicas(first, other)["episodes"] is False
+
+
+def test_a_replica_reads_its_recorder_tables_from_memory_and_writes_none(tmp_path: Path) -> None:
+    args = {"seed": 0, "env_steps": 0, "train_steps": 1, "workdir": str(tmp_path)}
+    out = replica.run(args, TorchToy(True))["train"]
+    assert out["grad_norms"] and out["losses"] and out["init"] and out["final"]
+    written = [p.name for p in tmp_path.rglob("*") if p.is_file()]
+    assert "summary.json" in written  # the recorder was closed
+    assert not [n for n in written if n.endswith((".parquet", ".npz"))], written
