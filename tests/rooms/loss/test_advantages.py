@@ -155,3 +155,24 @@ def test_lambda_returns_of_the_wrong_length_are_a_clear_error(tmp_path: Path) ->
     )
     with pytest.raises(ValueError, match=r"expected \(T, B\), one return per step"):
         probes.lambda_returns(ctx, inputs=str(tmp_path / rel))
+
+
+def test_a_sequence_learner_in_its_own_worker_is_read_through_compute_lambda_returns(
+    tmp_path: Path, make_wb
+) -> None:
+    import shutil
+
+    fixture = Path(__file__).parents[2] / "fixtures" / "sequence_subject.py"
+    shutil.copyfile(fixture, tmp_path / "seq_right.py")
+    buggy = (
+        fixture.read_text()
+        + "\nconfig = off_by_one.config\ncompute_lambda_returns = off_by_one.compute_lambda_returns\n"
+    )
+    (tmp_path / "seq_wrong.py").write_text(buggy)
+    from rlaudit.loss.advantages import advantages
+
+    wb = make_wb(str(tmp_path / "seq_wrong.py"), baseline=str(tmp_path / "seq_right.py"))
+    (finding,) = advantages(wb).findings
+    assert finding.status is Status.CONFIRMED, finding.headline
+    assert finding.evidence.details["variant"] == "bootstrap_current_return"
+    assert finding.evidence.details["capability"] == "compute_lambda_returns"
