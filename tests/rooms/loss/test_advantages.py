@@ -11,6 +11,7 @@ import pytest
 
 from rlaudit.findings import Status
 from rlaudit.loss import gae
+from support.invariants import uncovered_clearances
 from support.runs import bench
 
 
@@ -126,6 +127,7 @@ def test_a_correct_sequence_learner_against_itself_is_cleared(tmp_path: Path) ->
     summary = finding.evidence.summary
     assert "read from compute_lambda_returns" in summary and "gamma 0.985/0.985" in summary
     assert "sequence convention of compute_lambda_returns has no truncation flags" in summary
+    assert not uncovered_clearances([finding])  # both sides' error against the reference was measured
 
 
 def test_a_subject_with_neither_estimator_stays_skipped_for_compute_advantages(tmp_path: Path) -> None:
