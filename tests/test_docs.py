@@ -124,6 +124,16 @@ def test_the_tests_a_document_names_exist(doc: Path) -> None:
         assert re.search(rf"^def {name}\(", test_file.read_text(), re.M), f"{doc.name}: no {name} in {path}"
 
 
+def test_the_architecture_table_documents_every_capability() -> None:
+    from rlaudit.engine.subjects import CAPABILITIES
+
+    text = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
+    table = text[text.index("| capability | signature |") :]
+    table = table[: table.index("\n\n")]
+    rows = {m.group(1) for m in re.finditer(r"^\| `(\w+)\(", table, re.M)}
+    assert set(CAPABILITIES) <= rows, f"not in the capabilities table: {sorted(set(CAPABILITIES) - rows)}"
+
+
 def test_every_python_block_is_run_or_marked() -> None:
     # a sanity check of the reader: the documents do hold both kinds
     blocks = [b for blocks in PYTHON.values() for b in blocks]

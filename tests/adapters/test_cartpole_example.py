@@ -157,8 +157,8 @@ def test_subject_exposes_every_capability_and_trains_with_the_recorder(results: 
     out = results[version]
     assert out["module_file"].startswith(str(EXAMPLE / version))  # its own package, not the other version's
     # every capability but a curriculum and metrics() (the example relies on the default: the episodic return),
-    # and the off-policy ones (a PPO has no target networks or TD targets)
-    off_policy = {"target_networks", "compute_td_targets", "compute_td_loss"}
+    # the off-policy ones (a PPO has no target networks or TD targets) and a sequence learner's lambda returns
+    off_policy = {"target_networks", "compute_td_targets", "compute_td_loss", "compute_lambda_returns"}
     assert set(out["capabilities"]) == set(CAPABILITIES) - {"make_curriculum", "metrics"} - off_policy
     assert out["config"]["num_envs"] == 2 and out["config"]["num_steps"] == 16
     assert "vf_coeff" in out["bad_override"] and "vf_coef" in out["bad_override"]

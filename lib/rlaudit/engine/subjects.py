@@ -37,6 +37,7 @@ CAPABILITIES: tuple[str, ...] = (
     "make_policy",
     "make_optimizer",
     "compute_advantages",
+    "compute_lambda_returns",
     "compute_loss",
     "make_curriculum",
     "train",

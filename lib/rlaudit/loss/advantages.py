@@ -1,6 +1,10 @@
 """Loss audit, advantages: each subject's ``compute_advantages`` against the reference GAE, its known mistakes,
 and the discount and lambda it actually uses.
 
+A sequence learner (Dreamer-style: lambda returns over replayed fixed-length sequences) offers
+``compute_lambda_returns`` instead; its answer on the same inputs, put in the sequence convention
+(:func:`rlaudit.loss.probes.lambda_returns`), is read as advantages ``returns - values`` and matched the same way.
+
 Two staged inputs go to both subjects: random inputs with episode ends and truncations
 (:func:`rlaudit.loss.gae.make_gae_inputs`), on which every variant of :data:`rlaudit.loss.gae.VARIANTS` gives
 visibly different advantages, and crafted impulse inputs (:func:`rlaudit.loss.gae.make_impulse_inputs`), whose
@@ -45,6 +49,8 @@ REMEDIES = {
     "overrides the config).",
     "bootstrap_current": "Bootstrap from the next state's value: use values[t + 1] (next_value at the last step) "
     "in delta_t, not values[t].",
+    "bootstrap_current_return": "Mix in the next state's value: G_t = r_t + gamma * c_t * ((1 - lambda) * "
+    "values[t + 1] + lambda * G_t+1), with the bootstrap value at the last step, not values[t].",
     "done_late": "Mask with the done flag of the same step t (the episode ended after acting in s_t), not t-1.",
     "done_early": "Mask with the done flag of step t, not t+1.",
     "no_done_mask": "Multiply the bootstrap and the lambda recursion by (1 - done_t).",
@@ -57,13 +63,40 @@ REMEDIES = {
 
 
 def advantage_pairs(wb: Workbench, seed: int = 0) -> list[Pair]:
-    """The advantages probe on both sides: on the random inputs of ``seed``, then on the impulse inputs."""
+    """The advantages probe on both sides: on the random inputs of ``seed``, then on the impulse inputs.
+
+    A side that lacks ``compute_advantages`` runs :func:`rlaudit.loss.probes.lambda_returns` instead when it
+    offers ``compute_lambda_returns`` (a sequence learner); a side with neither keeps the SKIPPED result that
+    names ``compute_advantages``.
+    """
     random_inputs = stage_for(wb, make_gae_inputs(seed))
     impulse_inputs = stage_for(wb, make_impulse_inputs())
     return [
-        run_probe(wb, probes.advantages, "loss: advantages", inputs=random_inputs),
-        run_probe(wb, probes.advantages, "loss: advantages on an impulse", inputs=impulse_inputs),
+        _with_lambda_returns(
+            wb, run_probe(wb, probes.advantages, "loss: advantages", inputs=random_inputs), random_inputs
+        ),
+        _with_lambda_returns(
+            wb,
+            run_probe(wb, probes.advantages, "loss: advantages on an impulse", inputs=impulse_inputs),
+            impulse_inputs,
+        ),
     ]
+
+
+def _with_lambda_returns(wb: Workbench, pair: Pair, inputs: str) -> Pair:
+    """``pair`` with the lambda-returns probe's result for each side whose subject lacks compute_advantages."""
+    run_each = getattr(wb, "run_each", None)
+    sides = [side for side in SIDES if "compute_advantages" in (pair[side].missing or [])]
+    if not sides or run_each is None:
+        return pair
+    results = run_each(
+        probes.lambda_returns, [(side, {"inputs": inputs}) for side in sides], desc="loss: lambda returns"
+    )
+    chosen = {side: pair[side] for side in SIDES}
+    for side, result in zip(sides, results, strict=True):
+        if not result.missing:  # ran (or failed): the sequence learner's answer, or its error
+            chosen[side] = result
+    return Pair(**chosen)
 
 
 def solve_discount(
@@ -112,6 +145,8 @@ class Estimator:
     Attributes:
         side: ``baseline`` or ``candidate``.
         mode: How truncations reached it (see :func:`rlaudit.loss.probes.advantages`).
+        capability: What was read: ``compute_advantages``, or ``compute_lambda_returns`` (advantages are its
+            returns minus the values).
         declared: ``(gamma, lambda)`` its config declares (None where it names none).
         variant: The variant it matches (``correct`` for the reference GAE), None when none does.
         gamma, gae_lambda: The values under which it matches (declared, or solved); for no match, the
@@ -125,6 +160,7 @@ class Estimator:
 
     side: str
     mode: str
+    capability: str
     declared: tuple[float | None, float | None]
     variant: str | None
     gamma: float
@@ -188,6 +224,7 @@ def read_estimator(side: str, random: ProbeResult, impulse: ProbeResult) -> Esti
     """Which estimator a side's ``compute_advantages`` is, from its answers on both staged inputs."""
     arrays = random.npz("advantages")
     mode = random.result["mode"]
+    cap = random.result.get("capability", "compute_advantages")
     with_trunc = mode == "kwargs"
     declared = (random.result.get("gamma"), random.result.get("gae_lambda"))
     reading = implied_discount(impulse.npz("advantages")["advantages"])
@@ -199,7 +236,7 @@ def read_estimator(side: str, random: ProbeResult, impulse: ProbeResult) -> Esti
         if matches:
             variant = "correct" if "correct" in matches else matches[0]
             return Estimator(
-                side, mode, declared, variant, gamma, lam, False, _error(rows), reading, rows, arrays
+                side, mode, cap, declared, variant, gamma, lam, False, _error(rows), reading, rows, arrays
             )
     starts = [(0.99, 0.95), (0.9, 0.5)]
     if None not in declared:
@@ -215,14 +252,14 @@ def read_estimator(side: str, random: ProbeResult, impulse: ProbeResult) -> Esti
         rows = match_variants(adv, ret, arrays, gamma, lam, with_truncation=with_trunc)
         if next(r for r in rows if r["variant"] == v.name)["match"]:
             return Estimator(
-                side, mode, declared, v.name, gamma, lam, True, _error(rows), reading, rows, arrays
+                side, mode, cap, declared, v.name, gamma, lam, True, _error(rows), reading, rows, arrays
             )
     gamma = reading.get("gamma") or (declared[0] if declared[0] is not None else 0.99)
     lam = reading.get("gae_lambda")
     lam = lam if lam is not None and 0 <= lam <= 1 else (declared[1] if declared[1] is not None else 0.95)
     rows = match_variants(adv, ret, arrays, float(gamma), float(lam), with_truncation=with_trunc)
     return Estimator(
-        side, mode, declared, None, float(gamma), float(lam), True, _error(rows), reading, rows, arrays
+        side, mode, cap, declared, None, float(gamma), float(lam), True, _error(rows), reading, rows, arrays
     )
 
 
@@ -271,8 +308,8 @@ def _side_finding(c: Check, side: str, est: Mapping[str, Estimator]) -> Finding:
         candidate=est["candidate"].describe(),
         effect=e.error,
         effect_label="largest |advantage - reference advantage| (declared discount)",
-        summary=f"the {side}'s compute_advantages matches {e.describe()}; the {other.side}'s matches "
-        f"{other.describe()}",
+        summary=f"the {side}'s {e.capability} matches {e.describe()}; the {other.side}'s {other.capability} "
+        f"matches {other.describe()}",
         details={
             "variant": e.variant,
             "gamma": e.gamma,
@@ -281,8 +318,9 @@ def _side_finding(c: Check, side: str, est: Mapping[str, Estimator]) -> Finding:
             "declared": list(e.declared),
             "impulse": e.impulse,
             "mode": e.mode,
+            "capability": e.capability,
         },
-        remediation=REMEDIES.get(e.variant, REMEDIES[None]),
+        remediation=remedy(e),
         figures=["advantages vs reference"],
     )
 
@@ -310,9 +348,9 @@ def advantages(c: Check, pairs: list[Pair], seed: int = 0) -> Section:
                 candidate=est["candidate"].describe(),
                 effect=est["candidate"].error,
                 effect_label="largest |advantage - reference advantage| (declared discount)",
-                summary=f"both sides compute {est['candidate'].describe()}: the same on both sides, so not the "
-                "difference between them, but not the reference GAE with the declared discount",
-                remediation=REMEDIES.get(est["candidate"].variant, REMEDIES[None]) + " (in both setups)",
+                summary=f"both sides compute {est['candidate'].describe()}{_read_from(est)}: the same on both "
+                "sides, so not the difference between them, but not the reference GAE with the declared discount",
+                remediation=remedy(est["candidate"]) + " (in both setups)",
             )
         )
     else:
@@ -330,18 +368,47 @@ def advantages(c: Check, pairs: list[Pair], seed: int = 0) -> Section:
             "staged once and handed to both workers. Each side is compared with the reference computed with its "
             "own config's gamma and lambda; a side that matches nothing with those is solved for the gamma and "
             "lambda under which a variant reproduces its answers.",
-            "A variant that matches names the mistake: `bootstrap_current` is case 003's lambda returns from V(s_t).",
+            "A variant that matches names the mistake: `bootstrap_current_return` is case 003's lambda returns "
+            "mixing in V(s_t), `bootstrap_current` the same slip in GAE's TD error.",
+            "A sequence learner's compute_lambda_returns gets the same inputs with continues = 1 - dones and "
+            "bootstrap = next_value; its advantages are its returns minus the values.",
         ],
     )
 
 
+def remedy(e: Estimator) -> str:
+    """What to change so that ``e`` computes the reference GAE (or lambda returns) with its declared discount."""
+    if e.variant is None and e.capability == "compute_lambda_returns":
+        return (
+            "Compare compute_lambda_returns line by line with the returns of rlaudit.loss.gae.reference_gae on "
+            "the staged inputs (continues = 1 - dones, bootstrap = next_value)."
+        )
+    return REMEDIES.get(e.variant, REMEDIES[None])
+
+
+def _read_from(est: Mapping[str, Estimator]) -> str:
+    """`` (read from ...)`` naming the capabilities read, when one side's is not compute_advantages."""
+    caps = {e.capability for e in est.values()}
+    if caps == {"compute_advantages"}:
+        return ""
+    if len(caps) == 1:
+        return f" (read from {caps.pop()})"
+    return " (read from " + ", ".join(f"the {side}'s {e.capability}" for side, e in est.items()) + ")"
+
+
 def _both_right(c: Check, est: Mapping[str, Estimator]) -> Finding:
     modes = {e.mode for e in est.values()}
+    caps = {e.capability for e in est.values()}
+    takes_no_flags = (
+        "compute_advantages takes no truncation flags"
+        if caps == {"compute_advantages"}
+        else "the sequence convention of compute_lambda_returns has no truncation flags"
+    )
     trunc_note = (
         "truncation handling tested through truncation flags"
         if modes == {"kwargs"}
-        else "truncations passed with the bootstrap folded into the rewards (compute_advantages takes no "
-        "truncation flags, so the caller's share of it is not tested here)"
+        else f"truncations passed with the bootstrap folded into the rewards ({takes_no_flags}, so the caller's "
+        "share of it is not tested here)"
     )
     b, k = est["baseline"], est["candidate"]
     differ = (b.gamma, b.gae_lambda) != (k.gamma, k.gae_lambda)
@@ -350,7 +417,7 @@ def _both_right(c: Check, est: Mapping[str, Estimator]) -> Finding:
         baseline=b.error,
         candidate=k.error,
         effect_label="largest |advantage - reference advantage|",
-        summary=f"both match the reference GAE (max error {fmt(b.error)} and {fmt(k.error)}; gamma "
+        summary=f"both match the reference GAE{_read_from(est)} (max error {fmt(b.error)} and {fmt(k.error)}; gamma "
         f"{fmt(b.gamma)}/{fmt(k.gamma)}, lambda {fmt(b.gae_lambda)}/{fmt(k.gae_lambda)}"
         + (", each its own config's: a config difference, see 14_config" if differ else "")
         + (", solved: the configs name neither" if b.solved or k.solved else "")

@@ -5,7 +5,8 @@ and to a ``torch.max(free_bits, loss)`` floor that sent zero gradient whenever t
 invisible in a config and in a loss curve; both are obvious when the math is run on inputs whose answer is
 known. One module per check:
 
-- :mod:`rlaudit.loss.advantages`: each subject's ``compute_advantages`` on the same random and impulse inputs
+- :mod:`rlaudit.loss.advantages`: each subject's ``compute_advantages`` (a sequence learner's
+  ``compute_lambda_returns``) on the same random and impulse inputs
   against the workbench's own GAE and its common mistakes (:mod:`rlaudit.loss.gae`), with the discount and
   lambda it actually uses;
 - :mod:`rlaudit.loss.terms`: each subject's ``compute_loss`` on one identical batch with the same weights,

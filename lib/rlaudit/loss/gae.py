@@ -1,8 +1,10 @@
 """The workbench's own generalized advantage estimation, and the common ways to get it wrong.
 
-Every subject's ``compute_advantages`` is run on the same random inputs and compared against
-:func:`reference_gae` and each of :data:`VARIANTS`; the variant it matches names the mistake (case 003's
-lambda returns bootstrapped from ``V(s_t)`` instead of ``V(s_{t+1})`` is ``bootstrap_current``).
+Every subject's ``compute_advantages`` (or a sequence learner's ``compute_lambda_returns``, read as
+``returns - values``) is run on the same random inputs and compared against :func:`reference_gae` and each of
+:data:`VARIANTS`; the variant it matches names the mistake (case 003's lambda returns that mix in ``V(s_t)``
+instead of ``V(s_{t+1})`` are ``bootstrap_current_return``; the same slip in GAE's TD error is
+``bootstrap_current``).
 
 Conventions (the subject contract's): ``rewards``, ``values``, ``dones`` are ``(T, N)``; ``dones[t]`` is 1 when
 the episode *ended* at step ``t`` (after acting in ``s_t``), by termination or truncation; ``next_value`` is
@@ -13,6 +15,11 @@ value of the observation the episode was cut at, ``final_values[t]``::
     delta_t = r'_t + gamma * V(s_{t+1}) * (1 - done_t) - V(s_t)
     A_t     = delta_t + gamma * lambda * (1 - done_t) * A_{t+1}
     returns = A + V
+
+The returns are the lambda returns a sequence learner (Dreamer) computes with continuation flags
+``c_t = 1 - done_t`` and ``G_T = V(s_T)``::
+
+    G_t = r'_t + gamma * c_t * ((1 - lambda) * V(s_{t+1}) + lambda * G_{t+1})
 
 (Schulman et al. 2016, https://arxiv.org/abs/1506.02438; the truncation bootstrap follows Pardo et al. 2018,
 "Time Limits in Reinforcement Learning", https://arxiv.org/abs/1712.00378.)
@@ -32,7 +39,7 @@ import numpy as np
 from rlaudit.flatdiff import flatten
 
 GAMMA_KEYS = ("gamma", "discount", "discount_factor")
-LAMBDA_KEYS = ("gae_lambda", "lambda", "lam", "gae_lam", "lmbda", "td_lambda")
+LAMBDA_KEYS = ("gae_lambda", "lambda", "lam", "gae_lam", "lmbda", "td_lambda", "return_lambda", "lambda_")
 
 
 def find_discount(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -90,7 +97,8 @@ def reference_gae(
         truncated: (T, N) bool, the episode was cut by a time limit at step t (a subset of ``dones``); None
             when the rewards already carry the truncation bootstrap (or there are no truncations).
         final_values: (T, N) ``V`` of the observation a truncated episode was cut at (read where truncated).
-        bootstrap: ``next`` (``V(s_{t+1})``, the reference) or ``current`` (``V(s_t)``).
+        bootstrap: ``next`` (``V(s_{t+1})``, the reference), ``current`` (``V(s_t)`` in the TD error) or
+            ``current_return`` (lambda returns whose ``(1 - lambda)`` term reads ``V(s_t)``, case 003's code).
         mask: Which done flag stops the bootstrap at step t: ``same`` (``dones[t]``, the reference), ``late``
             (``dones[t-1]``), ``early`` (``dones[t+1]``), or ``none`` (never stops).
         truncation: ``bootstrap`` (the reference), ``terminate`` (no ``final_values`` bootstrap), or
@@ -121,6 +129,13 @@ def reference_gae(
         d = np.zeros_like(d)
     next_values = v.copy() if bootstrap == "current" else np.concatenate([v[1:], nv[np.newaxis]], axis=0)
     cont = 1.0 - d
+    if bootstrap == "current_return":
+        returns = np.zeros_like(r)
+        ret = nv
+        for t in reversed(range(num_steps)):
+            ret = r[t] + gamma * cont[t] * ((1.0 - gae_lambda) * v[t] + gae_lambda * ret)
+            returns[t] = ret
+        return returns - v, returns
     advantages = np.zeros_like(r)
     last = np.zeros_like(nv)
     for t in reversed(range(num_steps)):
@@ -161,8 +176,14 @@ VARIANTS: tuple[Variant, ...] = (
     _variant("correct", "GAE bootstrapping from V(s_t+1), stopped at episode ends, truncations bootstrapped"),
     _variant(
         "bootstrap_current",
-        "bootstraps from V(s_t) instead of V(s_t+1) (case 003's lambda-returns bug)",
+        "bootstraps the TD error from V(s_t) instead of V(s_t+1) (case 003's bug, written as GAE)",
         bootstrap="current",
+    ),
+    _variant(
+        "bootstrap_current_return",
+        "lambda returns mixing in V(s_t) instead of V(s_t+1): G_t = r_t + gamma c_t ((1 - lambda) V(s_t) + "
+        "lambda G_t+1) (case 003's lambda-returns bug)",
+        bootstrap="current_return",
     ),
     _variant(
         "done_late", "the done mask is shifted one step late (uses the done flag of step t-1)", mask="late"

@@ -291,6 +291,66 @@ def advantages(ctx: ProbeContext, *, inputs: str) -> dict:
     }
 
 
+@probe(requires=("config", "compute_lambda_returns"), version=1)
+def lambda_returns(ctx: ProbeContext, *, inputs: str) -> dict:
+    """A sequence learner's ``compute_lambda_returns`` on the staged GAE inputs, written as :func:`advantages`
+    writes a ``compute_advantages`` answer, so the same estimator matching reads it.
+
+    The staged inputs are put in the sequence convention: ``continues = 1 - dones`` (0 after a step that ended
+    the episode, by termination or truncation), ``bootstrap = next_value`` (``V`` of the state after the last
+    step). The convention has no truncation flags, so truncations reach the subject as in :func:`advantages`'
+    ``folded`` mode: ``gamma * V(final_obs)`` added to the rewards with the config's gamma (``terminations``
+    when the config names no gamma: truncations are plain episode ends). Advantages are read as
+    ``returns - values``.
+
+    Writes ``advantages.npz``: ``advantages``, ``returns`` (T, N) and the arrays in GAE's convention
+    (``rewards`` as passed, ``values``, ``dones``, ``next_value``).
+
+    Raises:
+        ValueError: The returns are not (T, N), the shape of ``rewards``.
+    """
+    arrays = staged.load(inputs)
+    discount = find_discount(ctx.config)
+    rewards = arrays["rewards"]
+    if discount["gamma"] is not None:
+        mode = "folded"
+        rewards = fold_truncation(rewards, arrays["truncated"], arrays["final_values"], discount["gamma"])
+    else:
+        mode = "terminations"
+    continues = (1.0 - np.asarray(arrays["dones"], dtype=np.float32)).astype(np.float32)
+    ret = ctx.subject.compute_lambda_returns(
+        ctx.config, rewards, arrays["values"], continues, arrays["next_value"]
+    )
+    ret_np = to_numpy(ret).astype(np.float64)
+    if ret_np.shape != rewards.shape:
+        raise ValueError(
+            f"compute_lambda_returns returned shape {tuple(ret_np.shape)} for rewards of shape {rewards.shape}; "
+            "expected (T, B), one return per step: with a sequence of T steps whose last only bootstraps, call "
+            "your lambda-return function with the values of the T steps and V of the state after them as "
+            "`bootstrap`"
+        )
+    values = np.asarray(arrays["values"], dtype=np.float64)
+    ctx.write_npz(
+        "advantages",
+        advantages=ret_np - values,
+        returns=ret_np,
+        rewards=rewards,
+        values=arrays["values"],
+        dones=arrays["dones"],
+        next_value=arrays["next_value"],
+    )
+    return {
+        "mode": mode,
+        "capability": "compute_lambda_returns",
+        "gamma": discount["gamma"],
+        "gamma_key": discount["gamma_key"],
+        "gae_lambda": discount["gae_lambda"],
+        "lambda_key": discount["lambda_key"],
+        "shape": list(ret_np.shape),
+        "returned_type": type(ret).__module__ + "." + type(ret).__name__,
+    }
+
+
 # -------------------------------------------------------------------------------------------------------------
 # The shared network and batch
 # -------------------------------------------------------------------------------------------------------------

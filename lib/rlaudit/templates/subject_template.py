@@ -42,8 +42,10 @@ What each notebook reads (a check whose capability or recorder table is missing 
                     target_networks (off-policy)                   target_update (or target_networks, which
                                                                    the recorder measures), exploration
   08_init           make_env, make_policy                          -
-  09_loss           compute_advantages, compute_loss, make_env,    -
-                    make_policy (with the interface below);
+  09_loss           compute_advantages (a sequence learner:        -
+                    compute_lambda_returns), compute_loss,
+                    make_env, make_policy (with the interface
+                    below);
                     train(env_fn=), checkpoints, load_checkpoint
                     for the probe environments; off-policy:
                     compute_td_targets (target_networks to tell
@@ -67,6 +69,10 @@ audit's check of the logged return reads a logged `charts/episodic_return`.
 Off-policy learners (DQN, SAC, TD3, anything with a replay buffer or target networks) add three capabilities,
 target_networks, compute_td_targets and compute_td_loss (below), and four recorder calls in train(): update, target_update,
 exploration, replay. A check that reads them is SKIPPED on an on-policy subject, naming what is missing.
+
+Sequence learners (Dreamer-style world-model actor-critics that learn from replayed fixed-length sequences)
+offer compute_lambda_returns instead of compute_advantages: the loss audit reads their lambda returns against
+the same reference estimator and names the mistake (case 003's V(s_t) bootstrap) or the gamma and lambda used.
 
 The policy interface the loss checks drive (CleanRL's): policy.get_action_and_value(obs, action=None) ->
 (action, logprob, entropy, value) on a batch, and policy.get_value(obs) -> value. A policy without it still
@@ -133,6 +139,22 @@ from __future__ import annotations
 #     rewards, values, dones: float32 numpy arrays of shape (T, N) (T steps, N envs); dones[t] is 1 where
 #     the episode ended at step t (after acting in s_t: no bootstrap from s_{t+1}). next_value: (N,), V(s_T).
 #     Must return (advantages, returns), both (T, N), numpy or torch.
+#     """
+#     raise NotImplementedError
+
+
+# def compute_lambda_returns(config: dict, rewards, values, continues, bootstrap):
+#     """A sequence learner's lambda returns (instead of compute_advantages): what your critic and actor
+#     regress on for a batch of replayed sequences (T steps, B sequences), gamma and lambda from your config.
+#
+#     rewards, values, continues: float32 numpy arrays (T, B); values[t] is V(s_t); continues[t] is 1 when the
+#     episode continues after step t and 0 when it ended there (a learned continue probability is replaced by
+#     these flags; multiply by your own gamma). bootstrap: (B,), V of the state after the last step.
+#     Must return the returns, (T, B), numpy or torch:
+#         G_t = r_t + gamma * continues_t * ((1 - lambda) * V(s_t+1) + lambda * G_t+1),  G_T = bootstrap,
+#     computed by your own code. If your code returns T - 1 returns (its last state only bootstraps), pass it
+#     values + [bootstrap] as the T + 1 states so that it returns T. There are no truncation flags: a
+#     time-limit cut arrives as continues 0 with gamma * V(final state) already added to its reward.
 #     """
 #     raise NotImplementedError
 

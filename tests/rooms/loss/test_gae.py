@@ -29,6 +29,18 @@ def test_reference_gae_by_hand() -> None:
     np.testing.assert_allclose(ret, adv + v)
 
 
+def test_case_003s_lambda_returns_by_hand() -> None:
+    # One env, two steps, no episode end; gamma 0.5, lambda 0.5; V(s_0) = 2, V(s_1) = 4, V(s_2) = 8.
+    r, v, d, nv = np.array([[1.0], [0.0]]), np.array([[2.0], [4.0]]), np.zeros((2, 1)), np.array([8.0])
+    _, ret = gae.reference_gae(r, v, d, nv, 0.5, 0.5)
+    g1 = 0.0 + 0.5 * (0.5 * 8.0 + 0.5 * 8.0)  # the last step bootstraps from V(s_2) = 8
+    np.testing.assert_allclose(ret[:, 0], [1.0 + 0.5 * (0.5 * 4.0 + 0.5 * g1), g1])
+    adv, ret = gae.reference_gae(r, v, d, nv, 0.5, 0.5, bootstrap="current_return")
+    g1 = 0.0 + 0.5 * (0.5 * 4.0 + 0.5 * 8.0)  # (1 - lambda) mixes in V(s_1), the step's own state
+    np.testing.assert_allclose(ret[:, 0], [1.0 + 0.5 * (0.5 * 2.0 + 0.5 * g1), g1])
+    np.testing.assert_allclose(adv, ret - v)
+
+
 def test_truncation_is_bootstrapped_from_the_final_value() -> None:
     r = np.array([[1.0]])
     v = np.array([[0.0]])
