@@ -53,3 +53,24 @@ def test_a_side_suffix_is_spelled_out_in_a_header() -> None:
 
     assert column_label("std_b") == "std (baseline)" and column_label("dead_c") == "dead (candidate)"
     assert column_label("steps_per_s") == "steps per s" and column_label("n_a") == "n a"
+
+
+def test_a_header_without_its_unit_or_meaning_is_caught() -> None:
+    from rlaudit.display import bare_header
+
+    for bare in ("ratio", "ci_low", "ci high", "first", "last", "value", "delta", "effect", "low_b",
+                 ("ratio", "candidate"), "ci low (baseline)", "Difference", "95% CI high"):  # fmt: skip
+        assert bare_header(bare), bare
+    for named in ("candidate / baseline", "95% CI low (bytes per 1000 env steps)", "bytes at the first snapshot",
+                  "final heart.get", "baseline", "side", ("max_error", "baseline"), "effect (% of baseline mean)",
+                  "difference (candidate − baseline)", "first non-finite step"):  # fmt: skip
+        assert not bare_header(named), named
+
+
+def test_a_confidence_level_is_not_read_as_a_percentage_column() -> None:
+    import pandas as pd
+
+    from rlaudit.display import frame_html
+
+    page = frame_html(pd.DataFrame({"95% CI low (candidate / baseline)": [0.82], "share of the gap": [0.25]}))
+    assert '<td class="rl-num">0.82</td>' in page and '<td class="rl-num">25%</td>' in page

@@ -101,6 +101,18 @@ def test_the_executive_summary_of_a_search_names_the_primary_cause_and_what_fixi
     first = summary["sentences"][0]
     assert first.startswith("heart.get: baseline 6.") and "Primary cause: gae (loss) restores" in first
     assert summary["order"][:2] == ["loss", "rewards"] and "env" in summary["red_herrings"]
+    # the attribution tables say of what each interval is: "95% CI low (share of the gap)", not "share, low"
+    from rlaudit.display import bare_header, frame_html
+
+    tables = attribution_section(Investigation(result=result, causes=[], summary=summary)).tables
+    assert any(t.startswith("gap restored") for t in tables)
+    assert not [
+        (t, c) for t, frame in tables.items() for c in frame.columns if bare_header(c) or "," in str(c)
+    ]
+    gaps = frame_html(tables["gaps"])
+    assert (
+        "95% CI low (candidate worse by)" in gaps and "%</td>" not in gaps
+    )  # a gap in heart.get, not a share
 
 
 def test_an_undecided_share_and_recovery_are_stated_as_undecided_with_their_intervals() -> None:

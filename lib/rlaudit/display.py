@@ -534,7 +534,7 @@ def interactive() -> bool:
 # Tables for people
 # ----------------------------------------------------------------------------------------------------------
 
-_SHARE_COLUMN = re.compile(r"\bshare\b|\bfraction\b|%")
+_SHARE_COLUMN = re.compile(r"\bshare\b|\bfraction\b|(?<![\d.])%")  # "% of ...", not a "95% CI" level
 
 
 def _cell_html(value: Any, column: str, kilo_from: float) -> tuple[str, bool]:
@@ -579,6 +579,25 @@ def column_label(column: Any) -> str:
 
 SIDE_SUFFIXES = {"_b": "baseline", "_c": "candidate"}
 """The rooms' short column suffixes for the two sides (``std_b``), spelled out in a header."""
+
+GENERIC_HEADERS = frozenset(
+    {"ratio", "ci low", "ci high", "low", "high", "lo", "hi", "first", "last", "value", "values", "delta",
+     "effect", "diff", "difference", "change"}
+)  # fmt: skip
+"""Headers that name no quantity, unit or direction of their own: ratio of what to what, the interval of which
+statistic at what level, the first and last of what, in what unit. A table spells them out (``candidate /
+baseline``, ``95% CI low (bytes per 1000 env steps)``, ``bytes at the first snapshot``)."""
+
+_LEVEL_WORDS = re.compile(r"^\s*\d+(?:\.\d+)?%\s*")
+_SIDE_WORDS = re.compile(r"\((?:baseline|candidate)\)|\b(?:baseline|candidate)\b|·")
+
+
+def bare_header(column: Any) -> bool:
+    """Whether a column's header (as :func:`column_label` shows it) is one of :data:`GENERIC_HEADERS` with at
+    most a side added (``ci low (baseline)``, ``ratio · candidate``): its meaning would hang on the table's
+    title or the finding instead of the header itself."""
+    label = _LEVEL_WORDS.sub("", column_label(column).lower())  # "95% ci low" is as bare as "ci low"
+    return " ".join(_SIDE_WORDS.sub(" ", label).split()) in GENERIC_HEADERS
 
 
 def frame_html(frame: pd.DataFrame, *, max_rows: int = 40, classes: str = "rl-table") -> str:

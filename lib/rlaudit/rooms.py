@@ -60,7 +60,7 @@ def load_audit(subsystem: str) -> Callable[[Any], Any] | Finding:
     return func
 
 
-def _collect(result: Any, subsystem: str) -> list[Finding]:
+def _collect(result: Any, subsystem: str, sections: list[Any] | None = None) -> list[Finding]:
     from rlaudit.notebook import Section
 
     items: Iterable[Any] = [result] if isinstance(result, Section | Finding) else (result or [])
@@ -68,6 +68,8 @@ def _collect(result: Any, subsystem: str) -> list[Finding]:
     for item in items:
         if isinstance(item, Section):
             findings.extend(item.findings)
+            if sections is not None:
+                sections.append(item)
         elif isinstance(item, Finding):
             findings.append(item)
         else:
@@ -78,7 +80,11 @@ def _collect(result: Any, subsystem: str) -> list[Finding]:
 
 
 def run_audits(
-    wb: Any, subsystems: Sequence[str] | None = None, *, progress: Callable[[str], None] | None = None
+    wb: Any,
+    subsystems: Sequence[str] | None = None,
+    *,
+    progress: Callable[[str], None] | None = None,
+    sections: list[Any] | None = None,
 ) -> list[Finding]:
     """Run every audit of the given subsystems on one workbench and return all findings.
 
@@ -86,6 +92,7 @@ def run_audits(
         wb: The workbench (``rlaudit.engine.workbench.Workbench``) of the pair under investigation.
         subsystems: Which rooms to run, in order (default: all fourteen).
         progress: Called with one line of text after each room (e.g. ``print``).
+        sections: When given, receives every room's Sections (their tables and figures), in order.
 
     Returns:
         The findings of all rooms, each tagged with its notebook name (``07_optimizer``); a room that is
@@ -105,7 +112,7 @@ def run_audits(
             found = [audit]
         else:
             try:
-                found = _collect(audit(wb), subsystem)
+                found = _collect(audit(wb), subsystem, sections)
             except Exception as exc:
                 error = Finding.error(
                     f"{subsystem}/audit-failed",

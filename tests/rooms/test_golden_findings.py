@@ -18,7 +18,7 @@ def _compare(name: str) -> None:
     expected = golden.load()
     assert name in expected, f"{name} is not in {golden.GOLDEN}; record it with tests/support/golden.py"
     baseline, candidate = golden.pairs()[name]
-    findings = golden.audit_findings(baseline, candidate)
+    findings, _ = golden.audit_run(baseline, candidate)
     lines = golden.differences(expected[name], golden.verdicts(findings))
     assert not lines, f"{name}: verdicts changed from the golden file\n" + "\n".join(lines)
     # every check on every pair: no clearance of a quantity one side did not measure
@@ -27,6 +27,28 @@ def _compare(name: str) -> None:
 
 def test_builtin_pair_matches_the_golden_findings(audit_cache: str) -> None:
     _compare("builtin")
+
+
+def test_every_table_of_the_builtin_pair_names_its_units(audit_cache: str) -> None:
+    # "ratio", "ci low", "first", "value" ... mean something only with the table's title or the finding beside
+    # them: every header a room shows must say of what, in what unit, which way (rlaudit.display.bare_header)
+    import pandas as pd
+
+    from rlaudit.display import bare_header, column_label
+
+    _, sections = golden.audit_run(*golden.pairs()["builtin"])
+    assert sections, "the built-in pair's audits returned no sections"
+    bare = []
+    for section in sections:
+        for name, table in section.tables.items():
+            frame = table if isinstance(table, pd.DataFrame) else None
+            if frame is None and isinstance(table, list | dict):
+                frame = pd.DataFrame(table)
+            if frame is None:
+                continue
+            columns = [*(n for n in frame.index.names if n is not None), *frame.columns]
+            bare += [f"{section.title} / {name}: {column_label(c)!r}" for c in columns if bare_header(c)]
+    assert not bare, "headers with no unit or meaning of their own:\n" + "\n".join(bare)
 
 
 def test_the_golden_file_covers_the_whole_catalog() -> None:

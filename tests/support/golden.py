@@ -49,16 +49,29 @@ def audit_pair(baseline: str, candidate: str) -> list[list[str]]:
     return verdicts(audit_findings(baseline, candidate))
 
 
-def audit_findings(baseline: str, candidate: str) -> list[Any]:
-    """Every finding of every audit on one pair at the smoke profile (in this process's cache)."""
+def audit_findings(baseline: str, candidate: str, sections: list[Any] | None = None) -> list[Any]:
+    """Every finding of every audit on one pair at the smoke profile (in this process's cache); ``sections``,
+    when given, receives the rooms' Sections (their tables)."""
     from rlaudit.engine.workbench import Workbench
     from rlaudit.rooms import run_audits
 
     wb = Workbench(baseline, candidate, profile="smoke")
     try:
-        return list(run_audits(wb))
+        return list(run_audits(wb, sections=sections))
     finally:
         wb.close()
+
+
+_RUNS: dict[tuple[str, str], tuple[list[Any], list[Any]]] = {}
+
+
+def audit_run(baseline: str, candidate: str) -> tuple[list[Any], list[Any]]:
+    """``(findings, sections)`` of every audit on one pair, run once per test process (the golden comparison
+    and the tables' headers read the same run)."""
+    if (baseline, candidate) not in _RUNS:
+        sections: list[Any] = []
+        _RUNS[(baseline, candidate)] = (audit_findings(baseline, candidate, sections), sections)
+    return _RUNS[(baseline, candidate)]
 
 
 def load() -> dict[str, list[list[str]]]:

@@ -142,8 +142,14 @@ def architecture(c: Check, pair: Pair) -> Section:
     return c.section(
         findings,
         tables={
-            "aligned modules": cmp["table"],
-            "parameters per block": counts,
+            "aligned modules": cmp["table"].rename(columns={"change": "how it changed"}),
+            "parameters per block": counts.rename(
+                columns={
+                    "baseline": "baseline parameters",
+                    "candidate": "candidate parameters",
+                    "ratio": "candidate / baseline",
+                }
+            ),
             "module settings (baseline)": tr.module_table(cmp["a"]),
             "module settings (candidate)": tr.module_table(cmp["b"]),
         },

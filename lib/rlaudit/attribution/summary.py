@@ -344,8 +344,8 @@ def attribution_section(inv: Investigation, delta: float = DEFAULT_DELTA) -> Sec
                     "baseline (mean over seeds)": g.get("baseline"),
                     "candidate (mean over seeds)": g.get("candidate"),
                     "candidate worse by": g.get("worse_by"),
-                    "95% CI low": g.get("low"),
-                    "95% CI high": g.get("high"),
+                    "95% CI low (candidate worse by)": g.get("low"),
+                    "95% CI high (candidate worse by)": g.get("high"),
                     "attributed": bool(g.get("measurable")),
                 }
                 for m, g in result.gaps.items()
@@ -360,8 +360,8 @@ def attribution_section(inv: Investigation, delta: float = DEFAULT_DELTA) -> Sec
                     "subsystems": ", ".join(r.get("subsystems") or []),
                     "verdict": r["verdict"],
                     "share of the gap restored": r["point"],
-                    "share, low": r["low"],
-                    "share, high": r["high"],
+                    "95% CI low (share of the gap)": r["low"],
+                    "95% CI high (share of the gap)": r["high"],
                     "seeds": r.get("n"),
                     "seeds that would decide": r.get("needed") if r["verdict"] == "undecided" else None,
                 }
@@ -387,8 +387,8 @@ def attribution_section(inv: Investigation, delta: float = DEFAULT_DELTA) -> Sec
                     "suspect": name,
                     "metric": m,
                     "share of the gap reproduced": e.point,
-                    "share, low": e.low,
-                    "share, high": e.high,
+                    "95% CI low (share of the gap)": e.low,
+                    "95% CI high (share of the gap)": e.high,
                     "seeds": e.n,
                 }
                 for name, per in result.injected.items()

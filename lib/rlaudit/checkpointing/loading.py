@@ -178,7 +178,14 @@ def loading(c: Check, fid: Fidelity, trust: bool = False) -> Section:
     table = pd.concat([_tensor_frame(res[s]).assign(side=s) for s in SIDES], ignore_index=True)
     return c.section(
         findings,
-        tables={"tensors after load_checkpoint": table},
+        tables={
+            "tensors after load_checkpoint": table.rename(
+                columns={
+                    "diff_saved": "max |loaded − saved|",
+                    "diff_init": "max |loaded − fresh init|",
+                }
+            )
+        },
         notes=[
             "Each side's newest checkpoint, loaded by its own load_checkpoint under torch seed 0; every tensor is "
             "compared with the one saved in the file (read safely) and with a fresh make_policy under the same "

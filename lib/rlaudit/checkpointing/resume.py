@@ -224,7 +224,14 @@ def resume(c: Check, res: Resumes, trust: bool = False) -> Section:
     params = dedicated_params(c.wb)["baseline"]
     return c.section(
         finding,
-        tables={"metrics after the resume point": table},
+        tables={
+            "metrics after the resume point": table.rename(
+                columns={
+                    "abs_diff": "|resumed − uninterrupted|",
+                    "rel_diff": "|resumed − uninterrupted| / scale",
+                }
+            )
+        },
         figures={"resume continuity": plots.resume_figure(table)} if not table.empty else {},
         notes=[
             f"Dedicated run per side ({params['steps']:,} steps, seed 0"

@@ -70,9 +70,9 @@ def selection_row(side: str, s: dict[str, Any]) -> dict[str, Any]:
         "side": side,
         "checkpoints": len(picks),
         "picked as latest": picks[0] if picks else None,
-        "step": s["steps"][0] if picks else None,
-        "highest step": picks[highest] if highest is not None else None,
-        "step ": s["steps"][highest] if highest is not None else None,
+        "its step": s["steps"][0] if picks else None,
+        "highest-step checkpoint": picks[highest] if highest is not None else None,
+        "highest step": s["steps"][highest] if highest is not None else None,
         "9 vs 10 test": dt.get("picked") if dt.get("tested") else "not testable",
         "9 vs 10 correct": dt.get("correct"),
     }
@@ -143,7 +143,7 @@ def selection(c: Check, sel: Selections, trust: bool = False) -> Section:
             )
         )
     if not wrong:
-        picked = " | ".join(f"{r['picked as latest']}, step {step(r['step'])}" for r in rows)
+        picked = " | ".join(f"{r['picked as latest']}, step {step(r['its step'])}" for r in rows)
         if gaps:
             findings.append(
                 c.finding(

@@ -141,6 +141,13 @@ def values(c: Check, pair: Pair) -> Section:
     shown.insert(2, "room", [notebook_name(s) for s in shown["subsystem"]])
     return c.section(
         findings,
-        tables={"config diff": shown},
+        tables={
+            "config diff": shown.rename(
+                columns={
+                    "change": "how it changed",
+                    "relative": "relative change (candidate − baseline) / |baseline|",
+                }
+            )
+        },
         notes=[f"{len(diff.table)} keys compared; {len(shown)} differ."],
     )

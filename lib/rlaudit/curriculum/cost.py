@@ -282,7 +282,15 @@ def scaling(c: Check, pair: Pair, *, seed: int = 0) -> Section:
     sz = sizes(c.profile)
     return c.section(
         finding,
-        tables={"cost exponents": table},
+        tables={
+            "cost exponents": table.rename(
+                columns={
+                    "slope": "exponent (log-log slope of µs/call on pool size)",
+                    "ci_low": "95% CI low (exponent)",
+                    "ci_high": "95% CI high (exponent)",
+                }
+            )
+        },
         figures={
             "cost scaling": plots.scaling(long_df, {(s, k): tuple(fits[s][k]) for s in SIDES for k in CALLS})
         },

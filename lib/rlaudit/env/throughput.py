@@ -178,7 +178,15 @@ def throughput(c: Check, pair: Pair, *, seed: int = 0) -> Section:
             },
             figures=["throughput"],
         ),
-        tables={"throughput by num_envs": ratios},
+        tables={
+            "throughput by num_envs": ratios.rename(
+                columns={
+                    "ratio": "candidate / baseline (median normalized sps)",
+                    "ci_low": "95% CI low (candidate / baseline)",
+                    "ci_high": "95% CI high (candidate / baseline)",
+                }
+            )
+        },
         figures={"throughput": plots.throughput_curves(table)},
         notes=f"{sz.timing_repeats} interleaved blocks of ~{sz.block_seconds} s per size and side, timed with each "
         "worker's CPU clock (other processes on a busy machine do not stretch it); each block is followed by a "

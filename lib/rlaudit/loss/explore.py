@@ -8,7 +8,10 @@ compares them): on the diagonal where the subject computes that variant. Top rig
 side departs most from the variant, step by step, with its episode ends and truncations. Below, the picked probe
 environment: each side's learned value on every probe state against its target, and the probability of the
 rewarded action against the pass line. It reads the cached runs of ``loss/advantages`` and ``loss/probe-envs``;
-the variants are computed once when the picker is built, so a control change only indexes prepared arrays.
+the variants are computed once when the picker is built, so a control change only indexes prepared arrays, and
+it redoes only the panels of the control that moved (the variant and input: the top row; the probe: the bottom).
+The redraw is mostly text (tick labels, titles, legends), so titles sit at a fixed height, ticks are few and
+one legend names the variant lines of both sides.
 """
 
 from __future__ import annotations
@@ -34,6 +37,12 @@ INPUTS = {
 }
 """The picker's staged-input options: ``"<staged input>:<quantity>"`` -> label."""
 DESCRIPTIONS = {v.name: v.description for v in VARIANTS}
+TITLE_Y = 1.02
+"""Every panel's title at a fixed height above its axes: an automatic one is placed anew at each draw."""
+TICKS = 3
+"""At most this many intervals between numbered ticks: every tick label is text drawn anew at each change."""
+PASS_LINE = 0.9
+"""The probe ladder's pass line on the probability of the rewarded action."""
 
 
 @dataclass
@@ -207,6 +216,9 @@ def variant_picker(ev: LossEvidence | None) -> Any:
     )
 
     def setup(fig: Any, values: dict[str, Any]) -> Any:
+        from matplotlib.lines import Line2D
+        from matplotlib.ticker import MaxNLocator
+
         grid = fig.add_gridspec(2, 7, height_ratios=[1.15, 1], hspace=0.6, wspace=1.6)
         fig.subplots_adjust(left=0.06, right=0.99, bottom=0.07, top=0.9)
         axes = [fig.add_subplot(grid[0, 0:2]), fig.add_subplot(grid[0, 2:4]), fig.add_subplot(grid[0, 4:7])]
@@ -219,14 +231,14 @@ def variant_picker(ev: LossEvidence | None) -> Any:
             art["note"][side] = ax.text(0.5, 0.5, "", transform=ax.transAxes, ha="center", va="center",
                                         fontsize=8, color="grey")  # fmt: skip
             ax.grid(alpha=0.3)
+            ax.xaxis.set_major_locator(MaxNLocator(TICKS))
+            ax.yaxis.set_major_locator(MaxNLocator(TICKS))
         ax_t = art["ax_t"]
         art["subject"] = {
             s: ax_t.plot([], [], color=SIDE_COLORS[s], linewidth=1.6, label=s)[0] for s in SIDES
         }
         art["variant"] = {
-            s: ax_t.plot(
-                [], [], color=SIDE_COLORS[s], linestyle=":", linewidth=1.6, label=f"variant ({s}'s γ, λ)"
-            )[0]
+            s: ax_t.plot([], [], color=SIDE_COLORS[s], linestyle=":", linewidth=1.6, label="_variant")[0]
             for s in SIDES
         }
         art["ends"] = ax_t.vlines([], 0, 1, color="grey", linewidth=0.8, label="episode end")
@@ -235,7 +247,22 @@ def variant_picker(ev: LossEvidence | None) -> Any:
         )
         ax_t.set_xlabel("step t")
         ax_t.grid(alpha=0.3)
-        ax_t.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=3, fontsize="x-small")
+        ax_t.xaxis.set_major_locator(MaxNLocator(TICKS, integer=True))
+        ax_t.yaxis.set_major_locator(MaxNLocator(TICKS))
+        # one dotted entry for both sides' variant lines (each in its side's colour)
+        dotted = Line2D(
+            [], [], color="black", linestyle=":", linewidth=1.6, label="variant (dotted; each side's γ, λ)"
+        )
+        handles = [
+            art["subject"]["baseline"],
+            art["subject"]["candidate"],
+            dotted,
+            art["ends"],
+            art["truncs"],
+        ]
+        ax_t.legend(
+            handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=3, fontsize="x-small"
+        )
         art["caption"] = fig.text(0.06, 0.955, "", fontsize=9)
         if not sides:
             for ax in axes:
@@ -258,12 +285,17 @@ def variant_picker(ev: LossEvidence | None) -> Any:
         ax_v.axhline(0, color="black", linewidth=0.6)
         ax_v.set_ylabel("learned value V(s)")
         ax_v.grid(alpha=0.3, axis="y")
+        ax_v.yaxis.set_major_locator(MaxNLocator(TICKS))
         ax_v.legend(loc="upper right", fontsize="x-small")  # a fixed place: "best" is searched at every draw
-        art["pass_line"] = ax_p.axhline(0.9, color="#2ca02c", linestyle=":", linewidth=1.2, label="pass: 0.9")
-        ax_p.set_ylim(0, 1.3)  # room above the bars for the legend
+        # the pass line is named by its tick and the title (the bars' colours are the legend's on the left)
+        art["pass_line"] = ax_p.axhline(PASS_LINE, color="#2ca02c", linestyle=":", linewidth=1.2)
+        ax_p.set_ylim(0, 1.05)
+        ax_p.set_yticks([0.0, 0.5, PASS_LINE])
         ax_p.set_ylabel("p(rewarded action)")
+        ax_p.set_title(
+            f"the rewarded action's probability (pass: {PASS_LINE:g}, dotted)", fontsize="small", y=TITLE_Y
+        )
         ax_p.grid(alpha=0.3, axis="y")
-        ax_p.legend(loc="upper center", ncol=3, fontsize="x-small")
         art["p_note"] = ax_p.text(0.5, 0.5, "", transform=ax_p.transAxes, ha="center", va="center",
                                   fontsize=8, color="grey")  # fmt: skip
         art["v_note"] = ax_v.text(0.5, 0.5, "", transform=ax_v.transAxes, ha="center", va="center",
@@ -287,7 +319,7 @@ def variant_picker(ev: LossEvidence | None) -> Any:
                 art["note"][side].set_text(
                     "not testable: this side's\ncompute_advantages gets\nno truncation flags"
                 )
-                ax.set_title(f"{side}: not testable", fontsize="small", color="black")
+                ax.set_title(f"{side}: not testable", fontsize="small", color="black", y=TITLE_Y)
                 continue
             want = ref[quantity]
             art["note"][side].set_text("")
@@ -306,6 +338,7 @@ def variant_picker(ev: LossEvidence | None) -> Any:
                 f"{side}: {'matches' if same else 'differs'} (max |diff| {worst:.3g})",
                 fontsize="small",
                 color="black" if same else "#c0392b",
+                y=TITLE_Y,
             )
             ax.set_xlabel(f"{variant}: {quantity}")
             ax.set_ylabel(f"the {side}'s {quantity}")
@@ -337,7 +370,9 @@ def variant_picker(ev: LossEvidence | None) -> Any:
         ax_t.set_ylim(lo - pad, hi + pad)
         ax_t.set_ylabel(quantity)
         ax_t.set_title(
-            f"environment {col} (the largest difference)\n{INPUTS[values['input']]}", fontsize="small"
+            f"environment {col} (the largest difference)\n{INPUTS[values['input']]}",
+            fontsize="small",
+            y=TITLE_Y,
         )
         art["caption"].set_text(f"{variant}: {DESCRIPTIONS[variant]}")
 
@@ -379,16 +414,20 @@ def variant_picker(ev: LossEvidence | None) -> Any:
             f"probe {spec.index}. {name} (a failure isolates {spec.isolates})\n" + "; ".join(verdicts),
             fontsize="small",
             color="#c0392b" if failed else "black",
+            y=TITLE_Y,
         )
         art["p_note"].set_text("" if entry["policy"] else "no action to learn on this rung")
         art["pass_line"].set_visible(entry["policy"])
-        ax_p.set_title("the rewarded action's probability", fontsize="small")
 
     def update(art: dict[str, Any], values: dict[str, Any]) -> None:
-        if sides:
+        # a panel is redone only when its own controls moved (the other keeps its artists as they are)
+        shown = art.setdefault("shown", {})
+        if sides and shown.get("variant") != (values["variant"], values["input"]):
             update_variant(art, values)
-        if probes:
+            shown["variant"] = (values["variant"], values["input"])
+        if probes and shown.get("probe") != values["probe"]:
             update_probe(art, values)
+            shown["probe"] = values["probe"]
 
     controls = []
     if sides:

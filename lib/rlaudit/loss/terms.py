@@ -657,7 +657,16 @@ def loss_terms(c: Check, shared: SharedBatch, seed: int = 0) -> Section:
             + ", ".join(f"{r['term']} {fmt(r['baseline'], 4)}" for r in core.to_dict("records"))
             + (f"; the same coefficients: {weights['baseline'].text()}" if weights and not changed else ""),
         )
-    tables: dict[str, Any] = {"loss terms": table}
+    tables: dict[str, Any] = {
+        "loss terms": table.rename(
+            columns={
+                "baseline": "baseline value on the shared batch",
+                "candidate": "candidate value on the shared batch",
+                "difference": "candidate − baseline",
+                "ratio": "candidate / baseline",
+            }
+        )
+    }
     if weights:
         tables["coefficients (solved)"] = coefficient_table(weights)
     return c.section(

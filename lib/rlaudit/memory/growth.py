@@ -125,6 +125,23 @@ GROWTH_UNITS = {
 }
 """What the first, last and per-1000-episodes columns of each growth table count (a table's name says it)."""
 
+GROWTH_UNIT = {"containers": "entries (bytes for #bytes)", "sites": "bytes", "types": "objects"}
+"""The unit of each growth table's numbers, short, for its headers."""
+
+
+def _headed(frame: pd.DataFrame, kind: str) -> pd.DataFrame:
+    """A growth table with its unit on every number's header (``first`` -> ``bytes at the first snapshot``)."""
+    unit = GROWTH_UNIT[kind]
+    return frame.rename(
+        columns={
+            "first": f"{unit} at the first snapshot",
+            "last": f"{unit} at the last snapshot",
+            "per_1000_episodes": f"{unit} per 1000 episodes",
+            "candidate per 1000 episodes": f"candidate: {unit} per 1000 episodes",
+            "baseline per 1000 episodes": f"baseline: {unit} per 1000 episodes",
+        }
+    )
+
 
 def _first(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """The first non-empty flagged table, in order of evidence strength (containers, sites, types)."""
@@ -182,11 +199,11 @@ def growth_sites(c: Check, pair: Pair) -> Section:
     if len(flagged["types"]):
         r = flagged["types"].iloc[0]
         parts.append(f"live `{r['item']}` objects +{fmt(r['candidate per 1000 episodes'])} per 1000 episodes")
-    tables = {f"flagged {k} ({GROWTH_UNITS[k]})": v for k, v in flagged.items() if len(v)}
+    tables = {f"flagged {k} ({GROWTH_UNITS[k]})": _headed(v, k) for k, v in flagged.items() if len(v)}
     for s in SIDES:
-        tables[f"fastest-growing sites in the subject's code ({s}; {GROWTH_UNITS['sites']})"] = grow[s][
-            "subject_sites"
-        ].head(8)
+        tables[f"fastest-growing sites in the subject's code ({s}; {GROWTH_UNITS['sites']})"] = _headed(
+            grow[s]["subject_sites"].head(8), "sites"
+        )
     if parts:
         confirmed = len(flagged["containers"]) and (len(flagged["sites"]) or len(flagged["types"]))
         r = _first(flagged).iloc[0]

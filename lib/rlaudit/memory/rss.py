@@ -173,8 +173,8 @@ def _slope_rows(
                 "where": where,
                 "side": s,
                 "bytes per 1000 env steps": iv.point if iv else math.nan,
-                "ci_low": iv.low if iv else math.nan,
-                "ci_high": iv.high if iv else math.nan,
+                "95% CI low (bytes per 1000 env steps)": iv.low if iv else math.nan,
+                "95% CI high (bytes per 1000 env steps)": iv.high if iv else math.nan,
                 "RSS at start (MiB)": start / 2**20,
                 "RSS at end (MiB)": end / 2**20,
             }

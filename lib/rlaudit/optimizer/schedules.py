@@ -348,12 +348,12 @@ def _endpoints(curves: pd.DataFrame) -> pd.DataFrame:
                 {
                     "coefficient": name,
                     "side": side,
-                    "first": s["first"],
-                    "last": s["last"],
-                    "min": s["min"],
-                    "max": s["max"],
+                    "at the start (mean over runs)": s["first"],
+                    "at the end (mean over runs)": s["last"],
+                    "min over training": s["min"],
+                    "max over training": s["max"],
                     "flat": s["flat"],
-                    "change": s["change"],
+                    "change, end vs start (% of start)": s["change"],
                 }
             )
     return pd.DataFrame(rows)

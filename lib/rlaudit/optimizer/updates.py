@@ -307,6 +307,16 @@ def update_ratios(c: Check, runs: TrainingRuns) -> Section:
         )
     return c.section(
         finding,
-        tables={"update ratios": table},
+        tables={
+            "update ratios": table.rename(
+                columns={
+                    "baseline": "baseline median |dw| / |w|",
+                    "candidate": "candidate median |dw| / |w|",
+                    "ratio": "candidate / baseline",
+                    "low": "95% CI low (candidate / baseline)",
+                    "high": "95% CI high (candidate / baseline)",
+                }
+            )
+        },
         figures={"update ratios": plots.update_ratio_figure(table)},
     )

@@ -333,7 +333,13 @@ def components(c: Check, pairs: list[Pair], *, seed: int = 0) -> Section:
         weights = {s: component_weights(pair[s].table("episodes"), seed=seed) for s in SIDES}
         bars += [weights[s].assign(side=s, policy=policy) for s in SIDES]
         verdicts[policy] = compare_components(weights["baseline"], weights["candidate"])
-        tables[f"components ({policy} policy)"] = verdicts[policy]
+        tables[f"components ({policy} policy)"] = verdicts[policy].rename(
+            columns={
+                "ratio": "candidate / baseline weight",
+                "difference low": "interval low (candidate − baseline weight)",
+                "difference high": "interval high (candidate − baseline weight)",
+            }
+        )
     all_bars = pd.concat(bars, ignore_index=True)
     figure = plots.component_bars(all_bars[(all_bars["policy"] == "random") & all_bars["measurable"]])
     # The random policy is the reference measurement; the heuristic confirms (it reaches later components).

@@ -143,6 +143,9 @@ def reward_range(c: Check, evidence: list[Pair]) -> Section:
         )
     return c.section(
         finding,
-        tables={"reward range": range_table(facts, w), "reward values paid": values},
+        tables={
+            "reward range": range_table(facts, w),
+            "reward values paid": values.rename(columns={"value": "reward per step"}),
+        },
         figures={"reward values": plots.value_frequencies(values)},
     )

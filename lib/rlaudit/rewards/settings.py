@@ -212,4 +212,5 @@ def settings(c: Check, pair: Pair) -> Section:
                 remediation="Nothing to do.",
             )
         )
-    return c.section(findings, tables={"reward settings": table})
+    shown = table.rename(columns={"change": "how it changed", "ratio": "candidate / baseline"})
+    return c.section(findings, tables={"reward settings": shown})

@@ -158,7 +158,10 @@ def variance(
     )
     return c.section(
         finding,
-        tables={"spread across seeds": spread, POWER_TABLE: table},
+        tables={
+            "spread across seeds": spread,
+            POWER_TABLE: table.rename(columns={"effect": f"effect ({metric.name}, difference of means)"}),
+        },
         notes=[
             f"Final value = mean of {metric.name} over the last quarter of each run's steps; the SD pools both "
             f"sides' seeds. Detect: two-sided t-test at alpha {alpha}, power {power:.0%} (noncentral t). Clear: "

@@ -248,7 +248,7 @@ def preprocessing(c: Check, evidence: list[Pair]) -> Section:
             )
     return c.section(
         finding,
-        tables={"input cost": table},
+        tables={"input cost": table.rename(columns={"ratio": "candidate / baseline"})},
         figures={"input cost": plots.cost_figure(table, *_per_call_samples(rounds))},
         notes=[
             f"Forward passes of a fresh network on a batch of real observations (the subject's num_envs), "

@@ -130,11 +130,11 @@ def observations(c: Check, pair: Pair) -> Section:
     table = pd.DataFrame(
         {
             "feature": [f"obs[{i}]" for i in order],
-            "mean b": ma["mean"][order],
-            "mean c": mb["mean"][order],
-            "std b": np.sqrt(ma["var"][order]),
-            "std c": np.sqrt(mb["var"][order]),
-            "smd": smd[order],
+            "mean (baseline)": ma["mean"][order],
+            "mean (candidate)": mb["mean"][order],
+            "std (baseline)": np.sqrt(ma["var"][order]),
+            "std (candidate)": np.sqrt(mb["var"][order]),
+            "standardized mean difference (candidate − baseline)": smd[order],
             "shifted": shifted[order],
         }
     )

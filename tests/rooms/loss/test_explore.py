@@ -155,6 +155,34 @@ def test_both_pickers_share_one_figure() -> None:
     assert heights(ex._artists["v_bars"]["candidate"]) == pytest.approx([1.9, 1.0])
 
 
+def test_a_change_redoes_only_its_own_panels_and_any_sequence_ends_in_sync(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sides = {"baseline": answers("correct"), "candidate": answers("bootstrap_current")}
+    ex = loss_explore.variant_picker(loss_explore.LossEvidence(answers=sides, probes=probe_runs()))
+    ex.figure()
+    art = ex._artists
+    redone: list[str] = []
+    for panel in ("variant", "probe"):  # count calls of each panel's update through the axes it retitles
+        axis = art["axes"]["baseline"] if panel == "variant" else art["ax_v"]
+        original = axis.set_title
+        monkeypatch.setattr(
+            axis, "set_title", lambda *a, _o=original, _p=panel, **k: (redone.append(_p), _o(*a, **k))
+        )
+    ex.set(probe="discount")
+    assert redone == ["probe"]  # the 1,024 scatter points and the step panel are left as they are
+    ex.set(input="impulse:returns")
+    assert redone == ["probe", "variant"]
+    ex.set(variant="correct", probe="action")
+    ex.set(probe="observation")
+    ex.set(variant="lambda_one")
+    # the figure shows what the controls say, whatever order they moved in
+    assert ex.drawn == {"variant": "lambda_one", "input": "impulse:returns", "probe": "observation"}
+    assert "lambda_one" in art["caption"].get_text() and art["ax_t"].get_ylabel() == "returns"
+    assert "observation" in art["ax_v"].get_title()
+    assert heights(art["v_bars"]["baseline"]) == pytest.approx([-0.98, 1.01])
+
+
 def test_no_evidence_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "No variant or probe picker" in repr(loss_explore.variant_picker(None))
     monkeypatch.setattr(loss_explore, "evidence", lambda wb, seed=0: loss_explore.LossEvidence())
