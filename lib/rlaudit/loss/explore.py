@@ -1,5 +1,6 @@
-"""The variant and probe picker of 09_loss: each subject's ``compute_advantages`` against one advantage
-estimator of :data:`rlaudit.loss.gae.VARIANTS` (the reference GAE or a known mistake), and what each subject
+"""The variant and probe picker of 09_loss: each subject's ``compute_advantages`` (or the advantages read from
+its ``compute_lambda_returns``) against one advantage estimator of :data:`rlaudit.loss.gae.VARIANTS` (the
+reference GAE or a known mistake), and what each subject
 learned on one probe environment of the ladder, both sides.
 
 Top left and middle, each side's answer on a staged input (the random inputs or the impulse; advantages or
@@ -171,8 +172,8 @@ def variant_picker(ev: LossEvidence | None) -> Any:
     probes = ev.probes if ev is not None else {}
     if sides is None and not probes:
         text = (
-            "No variant or probe picker: compute_advantages gave no answers and no probe environment ran on "
-            "both sides (see loss/advantages and loss/probe-envs)."
+            "No variant or probe picker: no side's compute_advantages or compute_lambda_returns gave answers, and "
+            "no probe environment ran on both sides (see loss/advantages and loss/probe-envs)."
         )
         return nothing_to_explore(text)
     computed = {side: variant_answers(sides[side]) for side in SIDES} if sides else {}
@@ -316,9 +317,7 @@ def variant_picker(ev: LossEvidence | None) -> Any:
             if ref is None:
                 art["scatter"][side].set_offsets(np.empty((0, 2)))
                 art["diagonal"][side].set_data([], [])
-                art["note"][side].set_text(
-                    "not testable: this side's\ncompute_advantages gets\nno truncation flags"
-                )
+                art["note"][side].set_text("not testable: this side's\nestimator gets\nno truncation flags")
                 ax.set_title(f"{side}: not testable", fontsize="small", color="black", y=TITLE_Y)
                 continue
             want = ref[quantity]
@@ -439,7 +438,7 @@ def variant_picker(ev: LossEvidence | None) -> Any:
         options = [(f"{PROBES[n].index}. {n}", n) for n in probes]
         controls.append(choice("probe", options, value=first_probe, label="probe environment"))
     return Explorer(
-        title="Variant and probe picker: compute_advantages against an estimator, and the probe environments",
+        title="Variant and probe picker: each side's advantages against an estimator, and the probe environments",
         controls=controls,
         setup=setup,
         update=update,
