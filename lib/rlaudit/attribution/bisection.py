@@ -177,6 +177,11 @@ class Bisection:
             self.engine.invalidate()
         return name
 
+    def rests_on(self, name: str) -> list[Arm]:
+        """The arms a view's contrast is measured on besides the baseline and candidate (its top and bottom)."""
+        top, bottom = self._all_views().get(name, (name, "candidate"))
+        return [self.engine.arms[a] for a in (top, bottom) if a in self.engine.arms and a not in SIDES]
+
     def _all_views(self) -> dict[str, tuple[str, str]]:
         out = dict(self.views)
         for name, arm in self.engine.arms.items():
