@@ -158,3 +158,57 @@ def test_loads_are_not_attributed_as_a_metric():
     result = LoadedSearch(1.2, 1.4).run()
     assert LOAD not in result.metrics and set(result.ranking) <= {"heart.get", SPS}
     assert np.allclose(result.arms[0].values(LOAD), 1.2)
+
+
+def _engine_with(sides: float, **arms: tuple[float, float]):
+    """An engine whose two sides ran 2 seeds at load ``sides`` (58k and 33.5k steps per CPU-second), and arms
+    ``name=(steps per CPU-second, load)``."""
+    from rlaudit.attribution.engine import Engine
+
+    engine = Engine(None, runner=lambda calls: [], metric="heart.get", max_seeds=2)
+    b, c = engine.base_arms()
+    for arm, sps in ((b, 58_000.0), (c, 33_500.0)):
+        for s in range(2):
+            arm.add(None, {"heart.get": 1.0, SPS: sps + 100.0 * s, LOAD: sides})
+    for name, (sps, load) in arms.items():
+        engine.arms[name] = Arm(name, name)
+        for s in range(2):
+            engine.arms[name].add(None, {"heart.get": 1.0, SPS: sps + 100.0 * s, LOAD: load})
+    return engine
+
+
+def _sps_values(engine, *names):
+    from rlaudit.attribution.arms import attribution_scale
+
+    return {n: attribution_scale(SPS, engine.arms[n].values(SPS)) for n in names}
+
+
+def test_the_engine_marks_each_share_by_the_arms_it_rests_on():
+    engine = _engine_with(1.2, quiet=(55_000.0, 1.3), busy=(55_000.0, 4.6))
+    effects = engine.pooled(SPS, _sps_values(engine, "quiet", "busy"))
+    assert effects["quiet"].incomparable == "" and effects["quiet"].verdict(0.2) == "cause"
+    assert effects["busy"].incomparable.startswith(REASON) and effects["busy"].verdict(0.2) == "undecided"
+    # the primary metric is not a timing: its shares never depend on the load
+    assert all(not e.incomparable for e in engine.pooled("heart.get", {"busy": np.ones(2)}).values())
+    # a share measured on other arms than its name (a reverse check, a contrast) names them
+    effects = engine.pooled(
+        SPS, {"inject": _sps_values(engine, "quiet")["quiet"]}, {"inject": [engine.arms["busy"]]}
+    )
+    assert effects["inject"].incomparable.startswith(REASON)
+
+    class Contrast:  # a strategy whose family member "quiet - busy" rests on both arms
+        def rests_on(self, name):
+            return [engine.arms["quiet"], engine.arms["busy"]]
+
+    engine.strategy = Contrast()  # type: ignore[assignment]
+    effects = engine.pooled(SPS, {"quiet - busy": _sps_values(engine, "quiet")["quiet"]})
+    assert "its arms were timed at load 1.3..4.6 per core" in effects["quiet - busy"].incomparable
+
+
+def test_an_incomparable_share_is_never_ruled_out():
+    from rlaudit.attribution.explore import label_at
+
+    low = Effect(point=-1.0, low=-4.3, high=-0.9, n=1)
+    assert low.below(0.2) and label_at(low, 0.2) == "no effect"
+    low.incomparable = REASON
+    assert not low.below(0.2) and label_at(low, 0.2) == "undecided"

@@ -250,6 +250,10 @@ class Effect:
     def decided(self, delta: float) -> bool:
         return not self.incomparable and (self.low > delta or self.high < delta)
 
+    def below(self, delta: float) -> bool:
+        """Surely restores less than ``delta``: it can be ruled out (never when :attr:`incomparable`)."""
+        return not self.incomparable and self.high < delta
+
     def matters(self, delta: float) -> bool:
         return not self.incomparable and self.low > 0.0 and self.point >= delta
 
@@ -279,7 +283,7 @@ class Effect:
             return "undecided"
         if self.matters(delta):
             return "cause"
-        if self.high < delta:
+        if self.below(delta):
             return "minor" if self.contributes(delta) else "no effect"
         return "undecided"
 

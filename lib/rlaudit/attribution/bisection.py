@@ -204,7 +204,7 @@ class Bisection:
             return "unresolved"
         if any(e.matters(self.engine.delta) for e in effects):
             return "matters"
-        if all(e.high < self.engine.delta for e in effects):
+        if all(e.below(self.engine.delta) for e in effects):
             return "cleared"
         if all(e.decided(self.engine.delta) or self.engine.futile(e) for e in effects):
             return "unclear"

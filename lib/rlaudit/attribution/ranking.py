@@ -373,7 +373,7 @@ def attribution_findings(result: Attribution, delta: float = DEFAULT_DELTA) -> l
                 f"({e.ci_text()} {e.low:.0%}..{e.high:.0%}, {seeds})"
             )
             matters |= e.matters(delta)
-            none &= e.high < delta
+            none &= e.below(delta)
             some |= e.contributes(delta)
             if not e.decided(delta) and (n := e.seeds_to_decide(delta)):
                 needed.append(n)

@@ -141,7 +141,7 @@ class Screening:
     def _cleared(self, arm: Arm) -> bool:
         """Measurably no share of any gap: a group that can be dropped whole."""
         effects = [self.effect(arm, m) for m in self.engine.active_metrics]
-        return all(e is not None and e.high < self.engine.delta for e in effects)
+        return all(e is not None and e.below(self.engine.delta) for e in effects)
 
     def _fixes(self) -> list[Suspect]:
         """The composable singles worth restoring together: the causes, and the smaller contributors
