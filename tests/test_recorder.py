@@ -361,3 +361,37 @@ def test_columns_give_the_tables_without_reading_files(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="unknown recorder table 'rewards'"):
         rec.columns("rewards")
     rec.close()
+
+
+def test_summary_records_the_load_per_core_the_steady_state_was_timed_at(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a 2-core machine whose one-minute load average is 2.0 at the first update and 6.0 at the close
+    loads = iter([1.0, 2.0, 6.0])  # at construction (no update yet), at the first update, at the close
+    monkeypatch.setattr("os.getloadavg", lambda: (next(loads), 0.0, 0.0))
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    model = nn.Linear(2, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    rec = Recorder(tmp_path)
+    rec.watch(model, opt)
+    for step in (100, 200):
+        rec.log(step, x=1.0)
+        _step_once(model, opt)
+    rec.close()
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["load_per_core"] == pytest.approx(0.5 * (2.0 + 6.0) / 2)  # the warm-up's load left out
+
+    def no_load_average() -> tuple[float, float, float]:
+        raise OSError("no load average on this platform")
+
+    monkeypatch.setattr("os.getloadavg", no_load_average)
+    rec = Recorder(tmp_path / "unknown")
+    rec.log(10, x=1.0)
+    rec.close()
+    assert json.loads((tmp_path / "unknown" / "summary.json").read_text())["load_per_core"] is None
+
+
+def _step_once(model: nn.Module, opt: torch.optim.Optimizer) -> None:
+    opt.zero_grad()
+    model(torch.ones(1, 2)).sum().backward()
+    opt.step()

@@ -119,6 +119,15 @@ def rss_bytes() -> int:
         return int(peak if os.uname().sysname == "Darwin" else peak * 1024)
 
 
+def load_per_core() -> float | None:
+    """The machine's one-minute load average per CPU core (``os.getloadavg``), or None where the platform has
+    no load average. Above 1, runnable threads share cores, and a run's steps per CPU-second fall with it."""
+    try:
+        return os.getloadavg()[0] / (os.cpu_count() or 1)
+    except (AttributeError, OSError):
+        return None
+
+
 class _Phase:
     """Context manager timing one named phase; one object per name, reused, to keep the hot loop cheap."""
 
@@ -188,6 +197,7 @@ class Recorder:
         self._cpu0 = time.process_time()  # CPU time of this process: robust to other load on the machine
         self._warm: tuple[float, int] | None = None  # (CPU time net of flushes, step) at the first update
         self._warm_wall = 0.0  # wall time net of flushes at the first update
+        self._load0 = load_per_core()  # the machine's load when the steady-state timing starts
         self._flush_cpu = 0.0
         self._flush_wall = 0.0
         # set by watch() for a policy on CUDA: waits for the GPU, so that phases and totals time its work
@@ -568,6 +578,7 @@ class Recorder:
         # a second or more in every worker of a subject that never does.
         torch = sys.modules.get("torch")
         torch_threads = torch.get_num_threads() if torch is not None else None
+        load_end = load_per_core()
         summary = {
             "steps": self._max_step,
             "seconds": seconds,
@@ -581,6 +592,11 @@ class Recorder:
             "episodes": len(self._episodes),
             "torch_threads": torch_threads,
             "nonfinite": self._nonfinite,
+            # the machine's load while the steady state was timed (its start and the close, averaged): steps
+            # per CPU-second compare fairly only between runs timed at a similar load
+            "load_per_core": None
+            if self._load0 is None or load_end is None
+            else 0.5 * (self._load0 + load_end),
         }
         if self._gradient_steps:
             summary["gradient_steps"] = self._gradient_steps
@@ -677,6 +693,7 @@ class Recorder:
                 self._sync()
             self._warm = (time.process_time() - self._flush_cpu, self._step)
             self._warm_wall = time.perf_counter() - self._flush_wall
+            self._load0 = load_per_core()
         pending = self._pending or {"pre": float("nan"), "post": float("nan"), "layers": None}
         self._pending = None
         for gi, group in enumerate(optimizer.param_groups):

@@ -210,3 +210,31 @@ def test_a_run_that_timed_out_is_run_again_before_its_arm_counts_as_unresolved(e
     assert first["done"] and any(line.startswith("ran again after a timeout") for line in result.log)
     assert not any(u["kind"] == "commit" for u in result.unresolved)
     assert search.engine.runs_used == oracle.calls and result.culprits[0].commit is cs.commits[2]
+
+
+def test_throughput_shares_of_checkouts_timed_at_another_load_decide_nothing(example, tmp_cache):
+    cs = _history(example)
+    oracle = sc.oracle_for_history(cs)
+
+    def loaded(calls):  # the two sides timed on a quiet machine, every checkout and hybrid on a busy one
+        runs = oracle(calls)
+        for (arm, _), (_, row) in zip(calls, runs, strict=True):
+            row["load"] = 1.2 if arm.name in ("baseline", "candidate") else 4.6
+        return runs
+
+    result = _search(cs, loaded).run()
+    c3 = cs.commits[2]
+    first = result.culprits[0]
+    assert first.commit is c3 and first.effects["return"].low > 0.8  # the learning culprit still found
+    for culprit in result.culprits:
+        sps = culprit.effects.get("sps")
+        assert sps is None or sps.incomparable.startswith("not comparable: ")
+        assert sps is None or sps.verdict(0.2) == "undecided"
+        # a culprit is named for the learning gap alone: c4's throughput regression is left undecided
+        assert culprit.effects["return"].matters(0.2), culprit
+    # a commit whose throughput share is not comparable is never cleared of the throughput gap
+    assert "cleared" not in {row["verdict"] for row in result.commits}
+    from rlaudit.attribution.culprit_report import summary_sentences
+
+    said = [s for s in summary_sentences(result) if "undecided, whatever their intervals" in s]
+    assert len(said) == 1 and "timed at load 4.6 per core, the baseline and candidate at 1.2" in said[0]

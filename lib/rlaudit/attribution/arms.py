@@ -9,6 +9,7 @@ undone, or for the change search a commit's checkout or a hybrid with hunks reve
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,17 @@ SPS = "sps"
 """The throughput metric every search attributes beside the primary metric: steps per CPU-second."""
 DEFAULT_DELTA = 0.2
 """A restore "matters" when it closes at least this fraction of a gap (20%)."""
+LOAD_RATIO = 1.3
+"""Runs compare on steps per CPU-second only when timed at a similar load: their contention,
+``max(1, load per core)``, within this factor of each other (:func:`sps_incomparable`).
+
+CPU time excludes the time a run waits for a core, but not what sharing one costs: with more runnable threads
+than cores, every switch evicts caches and memory bandwidth is split, so the same code takes more CPU time per
+step. Below one runnable thread per core each run has a core of its own and little contention, hence the floor
+at 1. Two smoke reports of the same code on a 2-core machine, one at about 1.2..3.5 per core and one at
+3.4..4.6, saw arms run ~1.8x slower per CPU-second than the candidate timed earlier and gave opposite verdicts
+(one share 104% in one, -11% in the other). 1.3 is a judgment, not a fit: it lets through the few tenths a
+one-minute load average moves by as runs start and finish, and refuses differences like those."""
 OVERLAP_MARGIN = 0.2
 """Single restores "add up to well over" a gap when their sum passes 100% by more than this (20 points): they
 overlap, and the joint restore, not their sum, is the total."""
@@ -46,7 +58,9 @@ class Arm:
         injects: Names of the suspects this arm injects into the baseline (the reverse experiment).
         results: One probe result per seed, in seed order (None where the runs came from elsewhere).
         measured: Per seed, what its run measured: ``{primary metric name: final value, "sps": steps per
-            CPU-second}`` (NaN where the run failed or never reported it).
+            CPU-second}`` (NaN where the run failed or never reported it), and ``"load"``: the machine's load per
+            core while it was timed (:func:`run_load`; NaN where unknown), not a metric, only what says
+            whether its steps per CPU-second compare with another run's (:func:`sps_incomparable`).
         outcomes: Per seed, how its run ended (:class:`rlaudit.trainer.outcomes.RunOutcome`; None where the
             runs came from elsewhere): a run that failed is a failure of this arm, not a missing value.
         unresolved: Why its subject could not be built or its runs failed, so that no share is read from it
@@ -145,10 +159,52 @@ def attribution_scale(metric: str, values: np.ndarray) -> np.ndarray:
 
 
 def run_sps(run: RunData) -> float:
-    """Steps per CPU-second of the training process when the recorder measured it (other load on the machine
-    barely moves it, so two arms trained at different moments compare fairly), else wall-clock steps/s."""
+    """Steps per CPU-second of the training process when the recorder measured it (waiting for a core does not
+    count, but sharing one does: compare runs timed at a similar load, :func:`sps_incomparable`), else
+    wall-clock steps/s."""
     value = run.summary.get("sps_cpu") or run.sps
     return float(value) if value else math.nan
+
+
+LOAD = "load"
+"""The key of a run's load per core in :attr:`Arm.measured` (never attributed as a metric)."""
+
+
+def run_load(run: RunData) -> float:
+    """The machine's load per core while the run was timed (the recorder's ``load_per_core``); NaN for a run
+    recorded without it (an older cache, a platform with no load average)."""
+    value = run.summary.get("load_per_core")
+    try:
+        return float(value) if value is not None else math.nan
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _loads_text(loads: np.ndarray) -> str:
+    low, high = float(loads.min()), float(loads.max())
+    return f"{low:.1f}" if f"{low:.1f}" == f"{high:.1f}" else f"{low:.1f}..{high:.1f}"
+
+
+def sps_incomparable(arms: Sequence[Arm], base: Sequence[Arm]) -> str:
+    """Why a throughput share resting on ``arms`` (beside the baseline and candidate, ``base``) is no verdict:
+    their runs were timed at loads whose contention, ``max(1, load per core)``, differs by more than
+    :data:`LOAD_RATIO` (steps per CPU-second drift with it between batches, and the share's interval only knows
+    the seed-to-seed spread within one). ``""`` when they compare, or when the load of either side's runs is
+    unknown (runs recorded without it are compared as before)."""
+    arm_loads = np.concatenate([a.values(LOAD) for a in arms]) if arms else np.array([])
+    base_loads = np.concatenate([a.values(LOAD) for a in base]) if base else np.array([])
+    arm_loads, base_loads = arm_loads[np.isfinite(arm_loads)], base_loads[np.isfinite(base_loads)]
+    if not arm_loads.size or not base_loads.size:
+        return ""
+    contention = np.maximum(1.0, np.concatenate([arm_loads, base_loads]))
+    if contention.max() <= LOAD_RATIO * contention.min():
+        return ""
+    who = "the arm was" if len(arms) == 1 else "its arms were"
+    return (
+        f"not comparable: {who} timed at load {_loads_text(arm_loads)} per core, the baseline and candidate at "
+        f"{_loads_text(base_loads)}; rerun when the machine is quieter, so that every run is timed at a similar "
+        "load"
+    )
 
 
 def ci_label(family: int | None) -> str:
@@ -174,6 +230,8 @@ class Effect:
         n: Seeds the arm rests on.
         level: Coverage of this arm's own interval (0.95 for a family of one).
         family: Arms the decision accounts for (1: this arm alone).
+        incomparable: Why the share is no verdict whatever its interval (its runs were timed at too different
+            loads, :func:`sps_incomparable`); ``""`` when it is one.
     """
 
     point: float
@@ -182,6 +240,7 @@ class Effect:
     n: int
     level: float = 0.95
     family: int = 1
+    incomparable: str = ""
 
     def ci_text(self) -> str:
         """How the interval is named in a sentence: ``95% CI``, or ``95% CI over 6 arms (Holm)`` when it
@@ -189,20 +248,26 @@ class Effect:
         return ci_label(self.family)
 
     def decided(self, delta: float) -> bool:
-        return self.low > delta or self.high < delta
+        return not self.incomparable and (self.low > delta or self.high < delta)
+
+    def below(self, delta: float) -> bool:
+        """Surely restores less than ``delta``: it can be ruled out (never when :attr:`incomparable`)."""
+        return not self.incomparable and self.high < delta
 
     def matters(self, delta: float) -> bool:
-        return self.low > 0.0 and self.point >= delta
+        return not self.incomparable and self.low > 0.0 and self.point >= delta
 
     def contributes(self, delta: float) -> bool:
         """Surely restores more than a quarter of ``delta`` (5% of the gap by default). Below that floor,
         throughput shares are within what separate batches of runs on one busy machine differ by."""
-        return self.low > minor_floor(delta)
+        return not self.incomparable and self.low > minor_floor(delta)
 
     def seeds_to_decide(self, delta: float) -> int | None:
         """Seeds at which the interval would likely leave ``delta`` outside (:meth:`decided`): its half-width
         shrinks as 1/sqrt(seeds), so about ``n * (half-width / |point - delta|)^2``. None when the estimate
-        sits on ``delta`` (no number of seeds decides it)."""
+        sits on ``delta``, or when the share is :attr:`incomparable` (no number of seeds decides it)."""
+        if self.incomparable:
+            return None
         distance = abs(self.point - delta)
         if distance == 0.0:
             return None
@@ -212,10 +277,13 @@ class Effect:
     def verdict(self, delta: float) -> str:
         """``cause`` (a meaningful share), ``minor`` (surely above :func:`minor_floor`, surely below
         ``delta``), ``no effect`` (surely below ``delta``, not surely above the floor), or ``undecided`` (the
-        interval, which accounts for every arm of the search, decides none of these)."""
+        interval, which accounts for every arm of the search, decides none of these, or the share is
+        :attr:`incomparable`)."""
+        if self.incomparable:
+            return "undecided"
         if self.matters(delta):
             return "cause"
-        if self.high < delta:
+        if self.below(delta):
             return "minor" if self.contributes(delta) else "no effect"
         return "undecided"
 

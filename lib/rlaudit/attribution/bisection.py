@@ -177,6 +177,11 @@ class Bisection:
             self.engine.invalidate()
         return name
 
+    def rests_on(self, name: str) -> list[Arm]:
+        """The arms a view's contrast is measured on besides the baseline and candidate (its top and bottom)."""
+        top, bottom = self._all_views().get(name, (name, "candidate"))
+        return [self.engine.arms[a] for a in (top, bottom) if a in self.engine.arms and a not in SIDES]
+
     def _all_views(self) -> dict[str, tuple[str, str]]:
         out = dict(self.views)
         for name, arm in self.engine.arms.items():
@@ -199,7 +204,7 @@ class Bisection:
             return "unresolved"
         if any(e.matters(self.engine.delta) for e in effects):
             return "matters"
-        if all(e.high < self.engine.delta for e in effects):
+        if all(e.below(self.engine.delta) for e in effects):
             return "cleared"
         if all(e.decided(self.engine.delta) or self.engine.futile(e) for e in effects):
             return "unclear"

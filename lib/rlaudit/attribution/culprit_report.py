@@ -145,7 +145,22 @@ def summary_sentences(result: ChangeResult | None) -> list[str]:
         out.extend(_undecided_sentences(result))
     if not out:
         out.append("Code changes: no commit or hunk restores a meaningful share of a gap on its own.")
+    out.extend(_incomparable_sentences(result))
     out.append(cost_sentence(result))
+    return out
+
+
+def _incomparable_sentences(result: ChangeResult) -> list[str]:
+    """One sentence per metric whose shares the search could not decide because their runs were timed at too
+    different loads (``incomparable``): how many arms, and why, with both loads."""
+    out = []
+    for m in result.active:
+        reasons = [r for a in result.arms if (r := (a.get("effects", {}).get(m) or {}).get("incomparable"))]
+        if reasons:
+            out.append(
+                f"Code changes, {METRIC_WORDS.get(m, f'the {m} gap')}: {len(reasons)} "
+                f"share{'s' if len(reasons) != 1 else ''} undecided, whatever their intervals: {reasons[0]}."
+            )
     return out
 
 

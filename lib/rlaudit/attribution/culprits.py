@@ -157,10 +157,12 @@ def first_line(error: Any) -> str:
 
 
 def effects_text(effects: dict[str, dict[str, float]]) -> str:
-    """Shares as a sentence: ``metric: 40% (10%..70%, 3 seeds); ...``."""
+    """Shares as a sentence: ``metric: 40% (10%..70%, 3 seeds); ...``, and why a share is no verdict where its
+    runs were timed at too different loads (``incomparable``)."""
     if not effects:
         return "no share measured"
     return "; ".join(
         f"{m}: {e['point']:.0%} ({e['low']:.0%}..{e['high']:.0%}, {int(e['n'])} seed{'s' if e['n'] != 1 else ''})"
+        + (f", {e['incomparable']}" if e.get("incomparable") else "")
         for m, e in effects.items()
     )

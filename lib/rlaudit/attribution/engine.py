@@ -39,7 +39,18 @@ import numpy as np
 from scipy.stats import t as scipy_t
 
 from rlaudit import stats
-from rlaudit.attribution.arms import DEFAULT_DELTA, SIDES, SPS, Arm, Effect, attribution_scale, run_sps
+from rlaudit.attribution.arms import (
+    DEFAULT_DELTA,
+    LOAD,
+    SIDES,
+    SPS,
+    Arm,
+    Effect,
+    attribution_scale,
+    run_load,
+    run_sps,
+    sps_incomparable,
+)
 from rlaudit.engine.workbench import ProbeResult, Workbench
 from rlaudit.evidence import fmt
 from rlaudit.metrics import DEFAULT as DEFAULT_PRIMARY
@@ -75,6 +86,9 @@ class Strategy(Protocol):
     def checked(self, calls: Sequence[tuple[Arm, int]], runs: Runs) -> Runs:
         """The runs as the search keeps them (it may run some again, or note arms whose runs failed)."""
         ...
+
+    # Optional: ``rests_on(name) -> list[Arm]``, the arms a family member other than an arm of that name is
+    # measured on (a contrast); the engine reads it to tell whether a throughput share compares (Engine.rests_on).
 
 
 class Engine:
@@ -162,7 +176,8 @@ class Engine:
 
         Returns:
             Per call: the probe result (kept for learning curves) and ``{primary metric name: final value,
-            "sps": steps per CPU-second}`` (NaN for a failed run, or a metric the run never reported).
+            "sps": steps per CPU-second, "load": the machine's load per core while it was timed}`` (NaN for a
+            failed run, or a value the run never reported).
         """
         if self.runner is not None:
             return self.runner(calls)
@@ -178,7 +193,11 @@ class Engine:
             row = {m: math.nan for m in self.metrics}
             if res.ok:
                 run = RunData.from_result(res, arm.name)
-                row = {self.metric.name: run.final(self.metric, self.tail), SPS: run_sps(run)}
+                row = {
+                    self.metric.name: run.final(self.metric, self.tail),
+                    SPS: run_sps(run),
+                    LOAD: run_load(run),
+                }
             out.append((res, row))
         return out
 
@@ -364,11 +383,26 @@ class Engine:
 
     # -- pooled intervals ------------------------------------------------------------------------------
 
-    def pooled(self, metric: str, values: dict[str, np.ndarray]) -> dict[str, Effect]:
+    def rests_on(self, name: str) -> list[Arm]:
+        """The arms whose runs the family member ``name`` is measured on besides the baseline and candidate:
+        the strategy's answer (``Strategy.rests_on``, for a contrast between two arms), else the arm of that
+        name, else none."""
+        own = getattr(self.strategy, "rests_on", None)
+        if own is not None:
+            return list(own(name))
+        return [self.arms[name]] if name in self.arms and name not in SIDES else []
+
+    def pooled(
+        self, metric: str, values: dict[str, np.ndarray], arms: dict[str, Sequence[Arm]] | None = None
+    ) -> dict[str, Effect]:
         """The share of ``metric``'s gap each entry of ``values`` restores (per seed, on the attribution scale,
         paired with the candidate), computed together: they share the pooled noise, and they are one family,
         so each interval accounts for every entry (Holm, :func:`rlaudit.stats.fractions_restored_holm`):
-        among several arms, one interval that barely excludes zero is what chance alone produces."""
+        among several arms, one interval that barely excludes zero is what chance alone produces.
+
+        A throughput share whose runs (``arms[name]``, else :meth:`rests_on`, and both sides') were timed at
+        too different loads is marked :attr:`Effect.incomparable`: its verdict is undecided, whatever its
+        interval (:func:`~rlaudit.attribution.arms.sps_incomparable`)."""
         if not values:
             return {}
         b, c = self.base_arms()
@@ -381,7 +415,12 @@ class Engine:
             )
         except ValueError:
             return {}
-        return {k: family_effect(i, int((~np.isnan(values[k])).sum())) for k, i in iv.items()}
+        out = {k: family_effect(i, int((~np.isnan(values[k])).sum())) for k, i in iv.items()}
+        if metric == SPS:
+            for k, e in out.items():
+                on = arms[k] if arms is not None and k in arms else self.rests_on(k)
+                e.incomparable = sps_incomparable(on, (b, c))
+        return out
 
     def effects(self, metric: str) -> dict[str, Effect]:
         """The strategy's family of shares on ``metric`` (:meth:`Strategy.values`), cached until the next

@@ -30,9 +30,12 @@ def arm_kind(result: Attribution, arm: Any) -> str:
 def label_at(effect: Any, threshold: float) -> str:
     """An arm's verdict at a threshold (the share of the gap that counts as meaningful), as the ranking decides
     it at ``delta``: a cause when its interval excludes zero and its share reaches the threshold; a minor
-    contributor when it surely restores a quarter of it but surely less than it; no effect when surely less."""
+    contributor when it surely restores a quarter of it but surely less than it; no effect when surely less;
+    undecided whatever its interval when its runs were timed at too different loads (``incomparable``)."""
     if effect is None or not np.isfinite(effect.point):
         return "not measured"
+    if getattr(effect, "incomparable", ""):
+        return "undecided"
     if effect.low > 0 and effect.point >= threshold:
         return "cause"
     if effect.low > minor_floor(threshold) and effect.high < threshold:

@@ -20,6 +20,9 @@ LABEL_WIDTH = 34
 """Characters per line of an arm's name on an axis (longer names wrap onto more lines, never cut)."""
 
 _VERDICT_COLOR = {"cause": "#c0392b", "minor": "#d98880", "no effect": "#7f8c8d", "undecided": "#e67e22"}
+INCOMPARABLE_COLOR = "#bdc3c7"
+"""A share whose runs were timed at too different loads (no verdict): light grey, an open marker."""
+INCOMPARABLE_LABEL = "not comparable: timed at too different loads"
 
 
 def wrap(text: str, width: int = LABEL_WIDTH) -> str:
@@ -57,7 +60,9 @@ def _why_no_gap(result: Attribution) -> str:
 
 
 def forest_plot(result: Attribution, delta: float = DEFAULT_DELTA):  # -> Figure
-    """Fraction of each gap restored by each arm, with 95% intervals (one panel per metric with a gap)."""
+    """Fraction of each gap restored by each arm, with 95% intervals (one panel per metric with a gap). A share
+    whose runs were timed at too different loads (``incomparable``) is drawn light grey with an open marker and
+    named so in the legend: a number, never a verdict."""
     import matplotlib.pyplot as plt
 
     metrics = [m for m in result.metrics if result.gaps.get(m, {}).get("measurable")]
@@ -80,15 +85,22 @@ def forest_plot(result: Attribution, delta: float = DEFAULT_DELTA):  # -> Figure
             _empty(ax, f"{result.label(m)}: no arm was measured (no suspect, or the budget ran out)")
             continue
         y = np.arange(len(rows))[::-1]
+        grey = False
         for yi, r in zip(y, rows, strict=True):
+            incomparable = bool(r.get("incomparable"))
+            first, grey = incomparable and not grey, grey or incomparable
             ax.errorbar(
                 r["point"],
                 yi,
                 xerr=[[r["point"] - r["low"]], [r["high"] - r["point"]]],
                 fmt="o",
-                color=_VERDICT_COLOR.get(r["verdict"], "#34495e"),
+                color=INCOMPARABLE_COLOR if incomparable else _VERDICT_COLOR.get(r["verdict"], "#34495e"),
+                markerfacecolor="white" if incomparable else None,
                 capsize=3,
+                label=INCOMPARABLE_LABEL if first else None,
             )
+        if grey:
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.25), fontsize="small", frameon=False)
         ax.set_yticks(y, labels[m])
         for x, style in ((0, "-"), (delta, ":"), (1, "--")):
             ax.axvline(x, color="black", linestyle=style, linewidth=0.8)
@@ -270,6 +282,11 @@ def sps_waterfall(result: Attribution):  # -> Figure
     base, cand = gap.get("baseline"), gap.get("candidate")
     rows = [r for r in result.ranking.get(SPS, []) if r["single"] and r["verdict"] in ("cause", "minor")]
     overlapping = overlap(result, SPS)
+    joint = "was not measured"
+    if overlapping is not None and (overlapping["together"] or {}).get("incomparable"):
+        overlapping = {**overlapping, "together": None}  # timed at too different loads: not drawn as decided
+        joint = "was timed at too different loads"
+    left_out = [r for r in result.ranking.get(SPS, []) if r["single"] and r.get("incomparable")]
     stacked = True
     if overlapping is not None and overlapping["together"] is not None:
         rows = [
@@ -312,7 +329,7 @@ def sps_waterfall(result: Attribution):  # -> Figure
     if remainder is None:
         starts.append(0.0)
         widths.append(0.0)
-        shares.append("not established: the singles overlap and their joint restore was not measured")
+        shares.append(f"not established: the singles overlap and their joint restore {joint}")
         colors.append("#bdc3c7")
         hatches.append("")
     elif level <= base:
@@ -359,6 +376,8 @@ def sps_waterfall(result: Attribution):  # -> Figure
         )
     if not gap.get("measurable"):
         title += "\n(no measurable throughput gap: nothing attributed)"
+    if left_out:
+        title += f"\n({len(left_out)} undecided, not drawn: {INCOMPARABLE_LABEL})"
     ax.set_title(title)
     fig.tight_layout()
     return fig

@@ -259,7 +259,7 @@ class Cause:
     strength: Strength = Strength()
 
 
-_SHARE_KEYS = ("point", "low", "high", "n", "family")
+_SHARE_KEYS = ("point", "low", "high", "n", "family", "incomparable")
 
 
 def _measured(result: Attribution) -> dict[str, dict[str, dict[str, float]]]:
@@ -311,15 +311,21 @@ def rank_causes(
         st = strength.get(sub, Strength())
         evidence = st.score
         eff = measured.get(sub, {})
-        best = max((e["point"] for e in eff.values() if e["low"] > 0), default=None)
+        # a share timed at too different loads decides nothing (Effect.incomparable): never a cause, never clears
+        decided = {m: e for m, e in eff.items() if not e.get("incomparable")}
+        best = max((e["point"] for e in decided.values() if e["low"] > 0), default=None)
         if best is not None and best >= delta:
             verdict, score = "primary" if best >= 0.5 else "secondary", 10.0 + best
-        elif any(e["low"] > minor_floor(delta) for e in eff.values()) and all(
-            e["high"] < delta for e in eff.values()
+        elif (
+            decided == eff
+            and any(e["low"] > minor_floor(delta) for e in eff.values())
+            and all(e["high"] < delta for e in eff.values())
         ):
             # a small share that is surely there: real, below what counts as meaningful, never a red herring
             verdict, score = "minor", evidence / (1.0 + evidence) + (best or 0.0)
-        elif eff and set(eff) >= every_gap and all(e["high"] < delta for e in eff.values()):
+        elif (
+            eff and decided == eff and set(eff) >= every_gap and all(e["high"] < delta for e in eff.values())
+        ):
             # measurably no share of any gap there is; with a gap too small to measure (a learning gap at the
             # smoke profile), "no effect on SPS" does not clear a subsystem flagged for correctness
             verdict, score = "red herring", -1.0 + 0.01 * evidence
@@ -356,19 +362,26 @@ def attribution_findings(result: Attribution, delta: float = DEFAULT_DELTA) -> l
             if not result.gaps.get(m, {}).get("measurable"):
                 continue
             seeds = "1 seed" if e.n == 1 else f"{e.n} seeds"
+            if e.incomparable:  # timed at too different loads: a number, never a verdict
+                parts.append(
+                    f"{result.label(m)}: {e.point:.0%} of {gap_label(m)} measured but {e.incomparable}"
+                )
+                none = False
+                continue
             parts.append(
                 f"{result.label(m)}: restores {e.point:.0%} of {gap_label(m)} "
                 f"({e.ci_text()} {e.low:.0%}..{e.high:.0%}, {seeds})"
             )
             matters |= e.matters(delta)
-            none &= e.high < delta
+            none &= e.below(delta)
             some |= e.contributes(delta)
             if not e.decided(delta) and (n := e.seeds_to_decide(delta)):
                 needed.append(n)
         if not parts:
             continue
         status = Status.CONFIRMED if matters else (Status.NOTED if none else Status.SUSPECT)
-        best = max(per.values(), key=lambda e: e.point)
+        comparable = [e for e in per.values() if not e.incomparable] or list(per.values())
+        best = max(comparable, key=lambda e: e.point)
         out.append(
             Finding(
                 id=f"summary/attribution-{s.name.replace(' ', '-')}",

@@ -128,8 +128,12 @@ class Screening:
         """Per injected suspect: the share of ``metric``'s gap its change reproduces in the baseline alone,
         ``(baseline - injected) / (baseline - candidate)``: one minus the share it "restores"."""
         return {
-            n: Effect(1.0 - e.point, 1.0 - e.high, 1.0 - e.low, e.n, e.level, e.family)
-            for n, e in self.engine.pooled(metric, self._scaled(metric, self.injections)).items()
+            n: Effect(1.0 - e.point, 1.0 - e.high, 1.0 - e.low, e.n, e.level, e.family, e.incomparable)
+            for n, e in self.engine.pooled(
+                metric,
+                self._scaled(metric, self.injections),
+                {k: [a] for k, a in self.injections.items()},
+            ).items()
         }
 
     # -- the search ------------------------------------------------------------------------------------
@@ -137,7 +141,7 @@ class Screening:
     def _cleared(self, arm: Arm) -> bool:
         """Measurably no share of any gap: a group that can be dropped whole."""
         effects = [self.effect(arm, m) for m in self.engine.active_metrics]
-        return all(e is not None and e.high < self.engine.delta for e in effects)
+        return all(e is not None and e.below(self.engine.delta) for e in effects)
 
     def _fixes(self) -> list[Suspect]:
         """The composable singles worth restoring together: the causes, and the smaller contributors
@@ -404,6 +408,8 @@ class Screening:
                         "verdict": "fails" if failed else e.verdict(self.engine.delta),
                         "needed": e.seeds_to_decide(self.engine.delta),
                         "failed": failed,
+                        # why the share is no verdict: its runs were timed at too different loads
+                        "incomparable": e.incomparable,
                     }
                 )
             # singles first (they name a cause), then by effect
@@ -493,6 +499,8 @@ class Screening:
         effects = {m: asdict(e) for m in self.engine.active_metrics if (e := self.effect(arm, m)) is not None}
         notes = []
         for m, e in effects.items():
+            if e["incomparable"]:  # timed at too different loads: no total to read from it
+                continue
             singles = sum(
                 r["point"] for r in ranking.get(m, []) if r["single"] and r["suspects"][0] in causes
             )

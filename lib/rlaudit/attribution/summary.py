@@ -44,7 +44,8 @@ def _ci(e: dict[str, Any]) -> str:
 
 
 def _effect_text(e: dict[str, Any]) -> str:
-    return f"{_pct(e['point'])} ({_ci(e)}, {_seeds(int(e['n']))})"
+    text = f"{_pct(e['point'])} ({_ci(e)}, {_seeds(int(e['n']))})"
+    return f"{text}, {e['incomparable']}" if e.get("incomparable") else text
 
 
 def _value(x: float | None) -> str:
@@ -95,6 +96,7 @@ def _recovery(result: Attribution) -> dict[str, dict[str, Any]]:
                 "high": e.high,
                 "n": e.n,
                 "family": e.family,
+                "incomparable": e.incomparable,
                 "arm": "every suspect restored together",
             }
     return recovery
@@ -137,7 +139,11 @@ def _gap_sentence(result: Attribution, metric: str, recovery: dict[str, dict[str
     head = f"{label}: baseline {_value(gap.get('baseline'))}, candidate {_value(gap.get('candidate'))}."
     ranking = result.ranking.get(metric, [])
     singles = [r for r in ranking if r["single"] and r["verdict"] == "cause"]
-    undecided = [r for r in ranking if r["single"] and r["verdict"] == "undecided"]
+    # a share timed at too different loads is undecided for a reason more seeds do not settle: said apart
+    incomparable = [r for r in ranking if r["single"] and r.get("incomparable")]
+    undecided = [
+        r for r in ranking if r["single"] and r["verdict"] == "undecided" and not r.get("incomparable")
+    ]
     if singles:
         top = singles[0]
         head += (
@@ -178,15 +184,25 @@ def _gap_sentence(result: Attribution, metric: str, recovery: dict[str, dict[str
                 + _seeds_to_decide(undecided[:3])
                 + "."
             )
-        else:
+        elif not incomparable:
             head += " No single change restores a meaningful share on its own."
+    if incomparable:
+        head += (
+            f" Undecided, so not named as causes: {len(incomparable)} "
+            f"{'share' if len(incomparable) == 1 else 'shares'} ("
+            + ", ".join(f"{r['arm']} {_pct(r['point'])}" for r in incomparable[:3])
+            + (", ..." if len(incomparable) > 3 else "")
+            + f") measured but {incomparable[0]['incomparable']}."
+        )
     head += _overlap_sentence(result, metric)
     if metric in recovery:
         r = recovery[metric]
         where = f"{_pct(r['point'])} of it ({_ci(r)})"
         if r["point"] > 1.0:  # more than the gap is seed noise or overlap: the whole gap, not more
             where = f"all of it (measured {_pct(r['point'])}, {_ci(r)}; more than the gap is within noise)"
-        if r["low"] > 0.0:
+        if r.get("incomparable"):
+            head += f" What fixing them all recovers is not established: {_pct(r['point'])} measured, {r['incomparable']}."
+        elif r["low"] > 0.0:
             head += f" Fixing them all is expected to recover {where}."
         else:
             head += f" What fixing them all recovers is not established: {where}."
@@ -364,6 +380,7 @@ def attribution_section(inv: Investigation, delta: float = DEFAULT_DELTA) -> Sec
                     "95% CI high (share of the gap)": r["high"],
                     "seeds": r.get("n"),
                     "seeds that would decide": r.get("needed") if r["verdict"] == "undecided" else None,
+                    "not comparable": r.get("incomparable") or "",
                 }
                 for r in rows
             ]
