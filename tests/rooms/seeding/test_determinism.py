@@ -41,7 +41,7 @@ TOY_SUBJECT = textwrap.dedent(
         return {{"env": {{"size": 1}}}}
 
     def make_env(config, seed):
-        drift = (hash("rlaudit") % 1000) / 1000 if HASH_SALT else 0.0
+        drift = (hash("rlaudit") % 1_000_003) / 1_000_003 if HASH_SALT else 0.0
         return Walk(drift)
     """
 )
@@ -71,5 +71,5 @@ def test_fresh_processes_catch_hash_randomization(tmp_path: Path, monkeypatch: p
         )
     clean, hashed = reports["clean"], reports["hashed"]
     assert clean["fresh"]["identical"] and clean["warm"]["identical"] and not clean["insensitive"]
-    # hash("rlaudit") differs between two fresh interpreters (a 1-in-1000 chance of a collision)
+    # hash("rlaudit") differs between two fresh interpreters (about a 1-in-a-million chance of a collision)
     assert hashed["fresh"]["env_step"] == 1 and not hashed["fresh"]["identical"]
