@@ -174,6 +174,9 @@ class Recorder:
             that reports anything; None samples only on :meth:`sample_memory` (and at close).
         target_networks: ``fn(policy) -> {target prefix: online prefix}`` (the subject's ``target_networks``
             with its config bound): :meth:`watch` then measures target-network updates (module docstring).
+        write_tables: False keeps the tables in memory only (read them with :meth:`columns`): for a caller
+            that never reads the files, where the first write would import pandas and pyarrow for nothing.
+            ``summary.json`` is written either way.
     """
 
     def __init__(
@@ -183,6 +186,7 @@ class Recorder:
         flush_seconds: float = 10.0,
         memory_seconds: float | None = 0.5,
         target_networks: Any = None,
+        write_tables: bool = True,
     ) -> None:
         if sample_every < 1:
             raise ValueError(f"sample_every must be >= 1 (every k-th optimizer step), got {sample_every}")
@@ -193,6 +197,7 @@ class Recorder:
         self.run_dir = Path(run_dir)
         self.sample_every = int(sample_every)
         self.flush_seconds = float(flush_seconds)
+        self.write_tables = bool(write_tables)
         self._t0 = time.perf_counter()
         self._cpu0 = time.process_time()  # CPU time of this process: robust to other load on the machine
         self._warm: tuple[float, int] | None = None  # (CPU time net of flushes, step) at the first update
@@ -535,8 +540,10 @@ class Recorder:
         return {k: (int(v[0]), float(v[1])) for k, v in self._phase_totals.items()}
 
     def flush(self) -> None:
-        """Rewrite every table now (atomically)."""
+        """Rewrite every table now (atomically); nothing to write when the tables stay in memory."""
         self._last_flush = time.monotonic()
+        if not self.write_tables:
+            return
         cpu, wall = time.process_time(), time.perf_counter()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         for name in _TABLES:

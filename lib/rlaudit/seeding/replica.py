@@ -72,26 +72,16 @@ def env_replica(subject: Any, config: dict[str, Any], seed: int, steps: int) -> 
     return {"digests": digests, "final": digest(np.array(digests))}
 
 
-def _memory_recorder(run_dir: Path) -> Any:
-    """A :class:`rlaudit.recorder.Recorder` whose tables stay in memory: a replica reads them with
-    ``columns()`` and its run directory is deleted afterwards, so writing them (whose first write imports
-    pandas and pyarrow, about a CPU-second in a fresh process) would be work for nothing."""
-    from rlaudit.recorder import Recorder
-
-    class MemoryRecorder(Recorder):
-        def flush(self) -> None:
-            self._last_flush = time.monotonic()
-
-    return MemoryRecorder(run_dir, sample_every=1_000_000, flush_seconds=3600.0)
-
-
 class _CaptureRecorder:
     """Wraps the rlaudit Recorder: digests the weights when ``watch`` is called (the initial weights) and
     remembers the parameters for the final digest; everything else is delegated. Its tables are read from
-    memory (``columns``), never written (:func:`_memory_recorder`)."""
+    memory (``columns``), never written: the run directory is deleted afterwards, and a first write would import
+    pandas and pyarrow, about a CPU-second in a fresh process."""
 
     def __init__(self, run_dir: Path) -> None:
-        self._rec = _memory_recorder(run_dir)
+        from rlaudit.recorder import Recorder
+
+        self._rec = Recorder(run_dir, sample_every=1_000_000, flush_seconds=3600.0, write_tables=False)
         self.run_dir = self._rec.run_dir
         self.init: str | None = None
         self.init_tensors: dict[str, str] = {}
