@@ -264,11 +264,8 @@ def advantages(ctx: ProbeContext, *, inputs: str) -> dict:
     if trunc_name and final_name:
         mode = "kwargs"
         kwargs = {trunc_name: arrays["truncated"], final_name: arrays["final_values"]}
-    elif discount["gamma"] is not None:
-        mode = "folded"
-        rewards = fold_truncation(rewards, arrays["truncated"], arrays["final_values"], discount["gamma"])
     else:
-        mode = "terminations"
+        rewards, mode = _without_truncation_flags(arrays, discount)
     adv, ret = fn(ctx.config, rewards, arrays["values"], arrays["dones"], arrays["next_value"], **kwargs)
     adv_np, ret_np = to_numpy(adv).astype(np.float64), to_numpy(ret).astype(np.float64)
     passed = {
@@ -280,14 +277,32 @@ def advantages(ctx: ProbeContext, *, inputs: str) -> dict:
     if mode == "kwargs":
         passed.update(truncated=arrays["truncated"], final_values=arrays["final_values"])
     ctx.write_npz("advantages", advantages=adv_np, returns=ret_np, **passed)
+    return _estimator_result(mode, discount, adv_np, adv)
+
+
+def _without_truncation_flags(arrays: dict[str, Any], discount: dict[str, Any]) -> tuple[np.ndarray, str]:
+    """The rewards for an estimator that takes no truncation flags, and how truncations reach it: ``folded``
+    (the bootstrap ``gamma * V(final_obs)`` added to the rewards with the config's gamma) or ``terminations``
+    (no gamma in the config: truncations are plain episode ends)."""
+    if discount["gamma"] is None:
+        return arrays["rewards"], "terminations"
+    folded = fold_truncation(
+        arrays["rewards"], arrays["truncated"], arrays["final_values"], discount["gamma"]
+    )
+    return folded, "folded"
+
+
+def _estimator_result(mode: str, discount: dict[str, Any], answer: np.ndarray, returned: Any) -> dict:
+    """What the advantage probes return: how truncations were passed, the discount found, the answer's shape
+    and the type the subject returned."""
     return {
         "mode": mode,
         "gamma": discount["gamma"],
         "gamma_key": discount["gamma_key"],
         "gae_lambda": discount["gae_lambda"],
         "lambda_key": discount["lambda_key"],
-        "shape": list(adv_np.shape),
-        "returned_type": type(adv).__module__ + "." + type(adv).__name__,
+        "shape": list(answer.shape),
+        "returned_type": type(returned).__module__ + "." + type(returned).__name__,
     }
 
 
@@ -311,12 +326,7 @@ def lambda_returns(ctx: ProbeContext, *, inputs: str) -> dict:
     """
     arrays = staged.load(inputs)
     discount = find_discount(ctx.config)
-    rewards = arrays["rewards"]
-    if discount["gamma"] is not None:
-        mode = "folded"
-        rewards = fold_truncation(rewards, arrays["truncated"], arrays["final_values"], discount["gamma"])
-    else:
-        mode = "terminations"
+    rewards, mode = _without_truncation_flags(arrays, discount)
     continues = (1.0 - np.asarray(arrays["dones"], dtype=np.float32)).astype(np.float32)
     ret = ctx.subject.compute_lambda_returns(
         ctx.config, rewards, arrays["values"], continues, arrays["next_value"]
@@ -339,16 +349,7 @@ def lambda_returns(ctx: ProbeContext, *, inputs: str) -> dict:
         dones=arrays["dones"],
         next_value=arrays["next_value"],
     )
-    return {
-        "mode": mode,
-        "capability": "compute_lambda_returns",
-        "gamma": discount["gamma"],
-        "gamma_key": discount["gamma_key"],
-        "gae_lambda": discount["gae_lambda"],
-        "lambda_key": discount["lambda_key"],
-        "shape": list(ret_np.shape),
-        "returned_type": type(ret).__module__ + "." + type(ret).__name__,
-    }
+    return {**_estimator_result(mode, discount, ret_np, ret), "capability": "compute_lambda_returns"}
 
 
 # -------------------------------------------------------------------------------------------------------------
