@@ -332,6 +332,17 @@ def test_dqn_example_pair_differs_only_in_the_target_update_interval() -> None:
     assert (a["train_freq"], a["gradient_steps"], a["batch_size"], a["n_timesteps"]) == (256, 128, 64, 50_000)
 
 
+@pytest.mark.parametrize("key", ["target_update_interval", "tau", "target_entropy", "exploration_fraction"])
+def test_target_network_and_exploration_keys_are_filed_under_the_optimizer(key: str) -> None:
+    """The optimizer room measures the target network, ε and α at runtime, so a change to their keys is
+    filed there (and restored by the optimizer's attribution arm), not under loss or trainer."""
+    from rlaudit.config.diff import diff_configs
+
+    subject = SB3Subject(EXAMPLES / "dqn_cartpole.yaml")
+    table = diff_configs({key: 1}, {key: 2}, subject.config_keys()).table
+    assert table.set_index("key").loc[key, "subsystem"] == "optimizer"
+
+
 def test_the_td_target_probe_reads_sac_and_td3_as_clipped_double_q_and_sac_entropy(tmp_path: Path) -> None:
     from rlaudit.engine.io import read_table
     from rlaudit.engine.subjects import capabilities

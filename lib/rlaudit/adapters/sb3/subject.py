@@ -97,6 +97,11 @@ class SB3Subject:
                 "policy_kwargs.optimizer_*",
                 "rms_prop_eps",
                 "use_rms_prop",
+                # The target network and exploration, as the optimizer room measures them at runtime.
+                "tau",
+                "target_update_interval",
+                "target_entropy",
+                "exploration_*",
             ],
             "loss": [
                 "gamma",
@@ -106,9 +111,6 @@ class SB3Subject:
                 "vf_coef",
                 "normalize_advantage",
                 "target_kl",
-                "tau",
-                "target_update_interval",
-                "target_entropy",
             ],
             "trainer": [
                 "n_steps",
@@ -118,7 +120,6 @@ class SB3Subject:
                 "train_freq",
                 "gradient_steps",
                 "learning_starts",
-                "exploration_*",
                 "use_sde",
                 "sde_sample_freq",
             ],
