@@ -4,6 +4,10 @@ An exploration schedule lives in the config as a start, an end and a fraction of
 it from a progress that a refactor can freeze, rescale or reset. So the schedule is read from the recorder's
 ``exploration`` table (``recorder.exploration(step, epsilon=, alpha=, target_entropy=)``) at the same fractions
 of each run, side by side, and SAC's target entropy with it.
+
+An α tuned automatically (both sides record a target entropy) is not a schedule: it follows what the policy
+learns, so two setups that learn differently run different α paths towards the same target. Such a difference
+is SUSPECT, as an effect to explain; a changed ε, target entropy or fixed α is a changed schedule, CONFIRMED.
 """
 
 from __future__ import annotations
@@ -80,7 +84,9 @@ def exploration(c: Check, runs: TrainingRuns) -> Section:
         )
     rows = []
     changed: list[str] = []
+    learned: list[str] = []  # an automatically tuned α that ran differently towards the same target entropy
     names = [n for n in SERIES if n in per["baseline"] or n in per["candidate"]]
+    tuned = all("target_entropy" in per[s] for s in SIDES)
     for name in names:
         b, k = per["baseline"].get(name), per["candidate"].get(name)
         for i, f in enumerate(FRACTIONS):
@@ -102,9 +108,8 @@ def exploration(c: Check, runs: TrainingRuns) -> Section:
         ]
         if diffs:
             f, x, y = max(diffs, key=lambda d: abs(d[1] - d[2]))
-            changed.append(
-                f"{NAMES[name]} at {f:.0%} of the run {fmt(x)} → {fmt(y)} (end of run {fmt(b[-1])} → {fmt(k[-1])})"
-            )
+            text = f"{NAMES[name]} at {f:.0%} of the run {fmt(x)} → {fmt(y)} (end of run {fmt(b[-1])} → {fmt(k[-1])})"
+            (learned if name == "alpha" and tuned else changed).append(text)
     table = pd.DataFrame(rows)
     measured = {
         s: {
@@ -123,6 +128,20 @@ def exploration(c: Check, runs: TrainingRuns) -> Section:
             summary="the exploration schedule changed: " + "; ".join(changed),
             remediation="Compute ε (α) from the run's progress as the baseline does; check the start, end and "
             "decay fraction reach the schedule in code.",
+            details=details,
+        )
+    elif learned:
+        target = per["baseline"]["target_entropy"][-1]
+        finding = c.finding(
+            Status.SUSPECT,
+            Severity.MEDIUM,
+            values={s: {NAMES[n]: v for n, v in per[s].items()} for s in SIDES},
+            summary=f"the automatically tuned α ran differently towards the same target entropy ({fmt(target)}): "
+            + "; ".join(learned)
+            + ". α follows what the policy learns, so this is an effect of another change unless α's own loss "
+            "or learning rate changed",
+            remediation="Look for the change that moved the policy's entropy (the actor, its learning rate, the "
+            "critic's targets); compare α's loss and optimizer in code if nothing else differs.",
             details=details,
         )
     else:

@@ -17,11 +17,26 @@ STEPS = 10_000
 
 def _epsilon(tmp: Path, *, end: float = 0.05, decay: float = 0.5, seed: int = 0, alpha: bool = False):
     """A run whose ε falls linearly from 1 to ``end`` over the first ``decay`` of its ``STEPS`` steps."""
+    return _run(tmp, end=end, decay=decay, seed=seed, alpha=0.2 if alpha else None)
+
+
+def _run(
+    tmp: Path,
+    *,
+    end: float = 0.05,
+    decay: float = 0.5,
+    seed: int = 0,
+    alpha: float | None = None,
+    target_entropy: float | None = None,
+):
+    """A run with that ε schedule, and α (falling from 1 to ``alpha``) and a target entropy where given."""
     steps = np.arange(0, STEPS + 1, 100)
     eps = np.maximum(end, 1.0 - (1.0 - end) * steps / (decay * STEPS))
     columns = {"step": steps, "epsilon": eps}
-    if alpha:
-        columns["alpha"] = np.full(len(steps), 0.2)
+    if alpha is not None:
+        columns["alpha"] = np.geomspace(1.0, alpha, len(steps))
+    if target_entropy is not None:
+        columns["target_entropy"] = np.full(len(steps), target_entropy)
     return fake_run(tmp, seed=seed, summary={"steps": STEPS, "seconds": 1.0}, tables={"exploration": columns})
 
 
@@ -58,3 +73,31 @@ def test_a_side_without_the_table_is_skipped_naming_the_call_that_writes_it(tmp_
     (finding,) = exploration(bench(), given=evidence([_epsilon(tmp_path)], [fake_run(tmp_path)])).findings
     assert finding.status is Status.SKIPPED, finding.headline
     assert "recorder.exploration(step, epsilon=" in finding.remediation
+
+
+def test_an_automatically_tuned_alpha_that_ran_differently_is_suspect_not_a_changed_schedule(
+    tmp_path: Path,
+) -> None:
+    """Same target entropy, different α paths: α followed learning, which another change moved."""
+    runs = evidence(
+        [_run(tmp_path, alpha=0.05, target_entropy=-1.0)], [_run(tmp_path, alpha=0.5, target_entropy=-1.0)]
+    )
+    (finding,) = exploration(bench(), given=runs).findings
+    assert finding.status is Status.SUSPECT, finding.headline
+    assert "towards the same target entropy (-1)" in finding.evidence.summary
+    assert "(end of run 0.05 → 0.5)" in finding.evidence.summary
+
+
+def test_a_changed_target_entropy_is_a_changed_schedule(tmp_path: Path) -> None:
+    runs = evidence(
+        [_run(tmp_path, alpha=0.05, target_entropy=-1.0)], [_run(tmp_path, alpha=5.0, target_entropy=1.0)]
+    )
+    (finding,) = exploration(bench(), given=runs).findings
+    assert finding.status is Status.CONFIRMED, finding.headline
+    assert "target entropy at 0% of the run -1 → 1" in finding.evidence.summary
+
+
+def test_a_fixed_alpha_that_changed_is_a_changed_schedule(tmp_path: Path) -> None:
+    runs = evidence([_run(tmp_path, alpha=0.05)], [_run(tmp_path, alpha=0.5)])
+    (finding,) = exploration(bench(), given=runs).findings
+    assert finding.status is Status.CONFIRMED, finding.headline
