@@ -332,6 +332,19 @@ def test_dqn_example_pair_differs_only_in_the_target_update_interval() -> None:
     assert (a["train_freq"], a["gradient_steps"], a["batch_size"], a["n_timesteps"]) == (256, 128, 64, 50_000)
 
 
+def test_sac_example_pair_differs_only_in_the_target_entropy() -> None:
+    a = SB3Subject(EXAMPLES / "sac_pendulum.yaml").config()
+    b = SB3Subject(EXAMPLES / "sac_pendulum_regressed.yaml").config()
+    assert {k for k in a if a[k] != b[k]} == {"target_entropy"}
+    assert (a["target_entropy"], b["target_entropy"]) == ("auto", 0.68)
+    assert (a["algo"], a["env_id"], a["n_timesteps"], a["learning_rate"]) == (
+        "sac",
+        "Pendulum-v1",
+        10_000,
+        1e-3,
+    )
+
+
 @pytest.mark.parametrize("key", ["target_update_interval", "tau", "target_entropy", "exploration_fraction"])
 def test_target_network_and_exploration_keys_are_filed_under_the_optimizer(key: str) -> None:
     """The optimizer room measures the target network, ε and α at runtime, so a change to their keys is
