@@ -52,6 +52,23 @@ def test_hybrids_train_in_workers_and_unresolved_ones_fail_cleanly(tmp_path, tmp
     assert "tinyrl/train.py::collect" in executed["baseline"]
 
 
+def test_a_td_target_hunk_is_filed_under_loss_by_the_trace_of_the_td_target_probe(
+    tmp_path, tmp_cache, monkeypatch
+):
+    """The single-file DQN's regression lives in ``bellman_backup``, which ``td_targets`` calls: the loss room's
+    TD-target probe runs it, so the hunk belongs to loss (not to the trainer, as a hunk only training reaches)."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    example = Path(__file__).resolve().parents[2] / "data" / "examples" / "dqn_single"
+    with Workbench(
+        str(example / "v1" / "subject.py"), str(example / "v2" / "subject.py"), profile=TINY
+    ) as wb:
+        cs, notes = search.prepare(wb)
+    assert cs is not None, notes
+    backup = sc.find(cs.diff, "def bellman_backup(")
+    assert backup.subsystem == "loss", backup.to_dict()
+    assert any("loss" in reason for reason in backup.reasons), backup.reasons
+
+
 @pytest.fixture(autouse=True)
 def _composers(monkeypatch):
     """Registering the change composer is global: undo it after each test (None is a placeholder the test's own

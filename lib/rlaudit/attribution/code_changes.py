@@ -81,6 +81,18 @@ TRACED: tuple[dict[str, Any], ...] = (
         "params": {"steps": 64},
     },
     {
+        "label": "td-targets",
+        "subsystem": "loss",
+        "probe": "rlaudit.loss.probes:td_targets",
+        "params": {"batch_size": 16},
+    },
+    {
+        "label": "td-loss",
+        "subsystem": "loss",
+        "probe": "rlaudit.loss.probes:td_loss",
+        "params": {"batch_size": 16},
+    },
+    {
         "label": "curriculum",
         "subsystem": "curriculum",
         "probe": "rlaudit.curriculum.probes:sampling",
@@ -95,8 +107,9 @@ TRACED: tuple[dict[str, Any], ...] = (
     },
 )
 """The probes traced in each side's process (small sizes: the trace needs which functions run, not numbers):
-one per subsystem whose room reads the subject's code, and a short training run (``"training"``: whether code
-runs at all, not a subsystem)."""
+one per subsystem whose room reads the subject's code (for loss, the on-policy loss and the off-policy TD
+targets and TD loss; a probe whose capability the subject lacks is skipped), and a short training run
+(``"training"``: whether code runs at all, not a subsystem)."""
 
 
 @dataclass
