@@ -4,6 +4,8 @@ The ranking is tested in tests/attribution/test_ranking.py."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -255,9 +257,38 @@ def test_a_small_measurable_share_is_minor_and_restored_with_the_causes_not_a_re
 
 def test_an_effect_on_the_threshold_stops_gaining_seeds():
     engine = Engine(None, max_seeds=5, delta=0.2)
-    assert engine.futile(Effect(0.19, 0.10, 0.28, 1))  # 5 seeds would still straddle 20%
-    assert not engine.futile(Effect(0.35, 0.05, 0.65, 1))  # 5 seeds could settle it
+    assert engine.futile(Effect(0.19, 0.10, 0.28, 2))  # 5 seeds would still straddle 20%
+    assert not engine.futile(Effect(0.35, 0.15, 0.55, 2))  # 4 seeds could settle it
     assert engine.futile(Effect(0.35, 0.05, 0.65, 5))  # no seeds left
+
+
+def test_one_seed_is_not_enough_to_give_up_where_the_profile_allows_more():
+    """The SB3 DQN example's arm: one weak seed, 52% (-33%..151%), projected to need 9 seeds. A second seed
+    is measured before futility is judged; at smoke (2 seeds at most) one seed still decides it, as before."""
+    arm = Effect(0.52, -0.33, 1.51, 1)
+    assert arm.seeds_to_decide(0.25) > 5
+    assert not Engine(None, max_seeds=5, delta=0.25).futile(arm)
+    assert Engine(None, max_seeds=5, delta=0.25).futile(dataclasses.replace(arm, n=2))
+    assert Engine(None, max_seeds=2, delta=0.25).futile(Effect(0.19, 0.10, 0.28, 1))
+    assert Engine(None, max_seeds=5, delta=0.2).futile(Effect(0.2, 0.0, 0.4, 1))  # on delta: never decided
+
+
+def test_a_noisy_single_cause_gains_seeds_until_its_share_is_decided():
+    """One suspect that restores the whole gap, with seed-to-seed noise about half the gap: the search grows it
+    past one seed and decides it a cause. (Judged futile from its first seed, it stayed undecided at 1 seed.)"""
+    search = SimSearch(
+        fixes([("interval", "optimizer", 4.0)]),
+        heart={"interval": 1.0},
+        sps={},
+        noise=(3.0, 800.0),
+        budget=60,
+        max_seeds=5,
+    )
+    search.ends["sps"] = (58_000.0, 58_000.0)
+    result = search.run()
+    arm = search.arms["interval"]
+    assert arm.n >= 2
+    assert {r["arm"]: r["verdict"] for r in result.ranking["heart.get"]} == {"interval": "cause"}
 
 
 def test_group_testing_isolates_two_causes_among_many_suspects_without_audit_evidence():
