@@ -120,11 +120,12 @@ def exploration(c: Check, runs: TrainingRuns) -> Section:
         for s in SIDES
     }
     details: dict[str, Any] = {"table": table.to_dict("records")}
+    values = {s: {NAMES[n]: v for n, v in per[s].items()} for s in SIDES}  # as each side ran them
     if changed:
         finding = c.finding(
             Status.CONFIRMED,
             Severity.HIGH,
-            values={s: {NAMES[n]: v for n, v in per[s].items()} for s in SIDES},
+            values=values,
             summary="the exploration schedule changed: " + "; ".join(changed),
             remediation="Compute ε (α) from the run's progress as the baseline does; check the start, end and "
             "decay fraction reach the schedule in code.",
@@ -135,7 +136,7 @@ def exploration(c: Check, runs: TrainingRuns) -> Section:
         finding = c.finding(
             Status.SUSPECT,
             Severity.MEDIUM,
-            values={s: {NAMES[n]: v for n, v in per[s].items()} for s in SIDES},
+            values=values,
             summary=f"the automatically tuned α ran differently towards the same target entropy ({fmt(target)}): "
             + "; ".join(learned)
             + ". α follows what the policy learns, so this is an effect of another change unless α's own loss "
