@@ -217,6 +217,31 @@ def test_a_builtin_policy_follows_the_config_device() -> None:
             ppo.make_policy(config, *spaces)
 
 
+def test_the_builtin_dqn_follows_the_config_device() -> None:
+    from rlaudit.bench.gpu_check import cpu
+    from rlaudit.demo import dqn
+
+    config = cpu.dqn.config()
+    assert config["trainer"]["device"] == "cpu" == dqn.default_config()["trainer"]["device"]
+    assert cpu.dqn_regressed.config(["trainer.device=auto"])["trainer"]["device"] == "auto"
+    env = cpu.dqn.make_env(config, 0)
+    try:
+        spaces = (env.single_observation_space, env.single_action_space)
+        obs = np.asarray(env.reset(seed=0)[0], dtype=np.float32)
+    finally:
+        env.close()
+    policy = cpu.dqn.make_policy(config, *spaces)
+    assert module_device(policy).type == "cpu" and module_device(policy.q_net_target).type == "cpu"
+    batch = {"obs": obs, "next_obs": obs, "rewards": np.ones(len(obs)), "terminated": np.ones(len(obs))}
+    out = cpu.dqn.compute_td_targets(config, policy, batch)
+    assert isinstance(out["targets"], np.ndarray) and np.allclose(out["targets"], 1.0)  # terminal: r alone
+    assert out["bootstrap"].shape == (len(obs),)
+    if not torch.cuda.is_available():
+        config["trainer"]["device"] = "cuda"
+        with pytest.raises(ValueError, match="asks for device 'cuda'"):
+            dqn.make_policy(config, *spaces)
+
+
 # -- no probe feeds a module a tensor it made on the CPU ---------------------------------------------------------
 
 MAKERS = {"as_tensor", "tensor", "from_numpy", "zeros", "ones", "full", "arange", "empty", "randn", "rand"}
@@ -389,6 +414,10 @@ def test_the_gpu_checks_subjects_load_as_specs(tmp_path: Path) -> None:
     assert capabilities(subject) == capabilities(load_subject(parse_spec("builtin:reference")))
     with pytest.raises(ValueError, match="device cpu or cuda"):
         gpu_check.builtin_specs("cuda:1")
+    base, cand = (load_subject(parse_spec(s)) for s in gpu_check.pair_specs("dqn", "cuda", tmp_path))
+    assert base.builtin == "dqn" and base.config()["trainer"]["device"] == "cuda"
+    assert [f.id for f in cand.faults] == list(gpu_check.DQN_FAULTS)
+    assert capabilities(base) == capabilities(load_subject(parse_spec("builtin:dqn")))
     specs = gpu_check.sb3_setups("cuda:1", tmp_path)
     for spec in specs:
         path = Path(spec.removeprefix("sb3:"))
@@ -401,8 +430,17 @@ def test_the_gpu_checks_subjects_load_as_specs(tmp_path: Path) -> None:
         assert path.parent == tmp_path / "sb3dqn" and path.name.startswith(Path(name).stem)
         setup = resolve_setup(read_setup(path), path.parent)
         assert setup["device"] == "cuda" and setup["algo"].lower() == "dqn"
-    with pytest.raises(ValueError, match="expected builtin, sb3 or sb3dqn"):
+    short = gpu_check.pair_specs("sb3dqn", "cuda", tmp_path / "short", timesteps=12_000)
+    assert all(resolve_setup(read_setup(p), p.parent)["n_timesteps"] == 12_000 for p in _paths(short))
+    assert all(resolve_setup(read_setup(p), p.parent)["n_timesteps"] == 50_000 for p in _paths(dqn))
+    with pytest.raises(ValueError, match="timesteps must be a whole number"):
+        gpu_check.sb3_setups("cuda", tmp_path / "zero", timesteps=0)
+    with pytest.raises(ValueError, match="expected builtin, dqn, sb3 or sb3dqn"):
         gpu_check.pair_specs("sac", "cuda", tmp_path)
+
+
+def _paths(specs: tuple[str, str]) -> list[Path]:
+    return [Path(spec.removeprefix("sb3:")) for spec in specs]
 
 
 def test_the_gpu_check_judges_findings() -> None:

@@ -1,4 +1,5 @@
-"""Subjects on a CUDA device: the built-in pair and the SB3 PPO pair, audited at smoke with ``device="cuda"``.
+"""Subjects on a CUDA device: the built-in PPO and DQN pairs and the SB3 PPO pair, audited at smoke with
+``device="cuda"``.
 
 Marked ``gpu``: skipped where torch sees no CUDA device (tests/conftest.py says why), run where it does. The
 pairs are judged by :mod:`rlaudit.bench.gpu_check`, the script that runs the same checks on a GPU machine
@@ -26,7 +27,7 @@ def gpu_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize("pair", ["builtin", "sb3"])
+@pytest.mark.parametrize("pair", ["builtin", "dqn", "sb3"])
 def test_a_pair_on_cuda_finds_what_it_finds_on_the_cpu(pair: str, gpu_env: Path) -> None:
     """Every audit runs (no ERROR: no probe fed a CPU tensor to the GPU network, read a GPU tensor as numpy or
     loaded a checkpoint onto the wrong device), and the pair's known findings come out flagged."""
@@ -86,3 +87,21 @@ def test_the_fingerprint_names_this_machines_gpu() -> None:
 
     details = fingerprint_details(parse_spec("builtin:reference"))
     assert details.get("device", {}).get("gpus"), "a CUDA machine's fingerprint must list its GPUs"
+
+
+def test_the_builtin_dqn_repeats_a_seed_on_cuda(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The off-policy trainer on the card: replay batches moved to it, targets and copies made on it, and the
+    same seed giving the same run."""
+    from rlaudit.bench.gpu_check import cuda
+    from rlaudit.recorder import Recorder
+
+    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    config = cuda.dqn.config(["trainer.learning_starts=200", "trainer.target_update_interval=20"])
+    outs = []
+    for run in ("a", "b"):
+        with Recorder(tmp_path / run) as rec:
+            out = cuda.dqn.train(config, 2_000, 0, rec)
+        summary = json.loads((tmp_path / run / "summary.json").read_text())
+        assert summary["device"].startswith("cuda:")
+        outs.append({k: v for k, v in out.items() if k != "sps"})
+    assert outs[0] == outs[1] and outs[0]["updates"] > 0

@@ -1,9 +1,11 @@
-"""GPU subjects checked end to end: the built-in pair and the SB3 PPO pair, trained and probed on a CUDA device.
+"""GPU subjects checked end to end: the built-in PPO and DQN pairs and the SB3 PPO pair, trained and probed on a
+CUDA device.
 
 On a machine with a GPU::
 
-    python -m rlaudit.bench.gpu_check                 # both pairs on cuda at the smoke profile
+    python -m rlaudit.bench.gpu_check                 # the three pairs on cuda at the smoke profile
     python -m rlaudit.bench.gpu_check --only sb3 --json gpu.json
+    python -m rlaudit.bench.gpu_check --only sb3dqn --timesteps 12000
 
 Each pair runs every audit at the smoke profile in a fresh cache (workers train, probe and load checkpoints on
 the device), then the summary says, per pair, how many findings there were, which checks ERRORed (none may),
@@ -15,9 +17,13 @@ The subjects:
 
 - the built-in pair with ``trainer.device`` set: the module specs ``rlaudit.bench.gpu_check:cuda.reference``
   and ``rlaudit.bench.gpu_check:cuda.regressed`` (``cpu.`` for the CPU), :class:`OnDevice`;
+- the built-in off-policy pair the same way (``cuda.dqn`` and ``cuda.dqn_regressed``): ``builtin:dqn``
+  against it with :data:`DQN_FAULTS`, its Q-network, target network and gradient steps on the device;
 - the SB3 PPO CartPole pair of ``data/examples/sb3/`` with ``device:`` set, copied by :func:`sb3_setups`;
-- on request (``--only sb3dqn``), the SB3 DQN CartPole pair of the same folder: an off-policy learner, its
-  gradient steps, replay buffer and target network on the device.
+- on request (``--only sb3dqn``), the SB3 DQN CartPole pair of the same folder: SB3's off-policy learner, its
+  gradient steps, replay buffer and target network on the device. Its 50k steps make it the costliest;
+  ``--timesteps`` shortens the copies (the target-network finding needs more than the regressed side's
+  10,000-step copy interval: 12,000 does).
 """
 
 from __future__ import annotations
@@ -45,6 +51,8 @@ EXPECTED: dict[str, tuple[str, ...]] = {
         "optimizer/lr-schedule",
         "rewards/component-vanished",
     ),
+    # the built-in DQN's faults of DQN_FAULTS, each caught by its own room's runtime check
+    "dqn": ("loss/td-targets", "optimizer/target-network"),
     # data/examples/sb3/README.md: the two slips in the config and the lost schedule at runtime
     "sb3": ("config/changed-loss", "config/changed-optimizer", "optimizer/lr-schedule"),
     # data/examples/sb3/README.md, DQN: the target network copied every 10,000 env steps instead of every 10
@@ -58,6 +66,11 @@ SB3_PAIRS: dict[str, tuple[str, str]] = {
 }
 """The SB3 pairs of ``data/examples/sb3``: PPO, and DQN (off-policy, several times PPO's cost; not a default)."""
 SB3_EXAMPLES = SB3_PAIRS["sb3"]
+DEFAULT_PAIRS = ("builtin", "dqn", "sb3")
+"""What the script and the ``gpu`` tests run unless told otherwise."""
+DQN_FAULTS = ("loss.done_mask_dropped", "optimizer.target_never_updated")
+"""The built-in DQN's faults on the candidate side of the ``dqn`` pair: the TD target computed on the device,
+and a target network whose copies (made on the device) stopped."""
 
 
 class OnDevice:
@@ -89,17 +102,29 @@ class OnDevice:
         return getattr(self._inner, name)
 
 
-cuda = SimpleNamespace(reference=OnDevice("reference", "cuda"), regressed=OnDevice("regressed", "cuda"))
-"""The built-in pair on the first CUDA device (module specs ``rlaudit.bench.gpu_check:cuda.reference``, ...)."""
-cpu = SimpleNamespace(reference=OnDevice("reference", "cpu"), regressed=OnDevice("regressed", "cpu"))
-"""The built-in pair on the CPU, through the same wrapper."""
+def _builtins(device: str) -> SimpleNamespace:
+    return SimpleNamespace(
+        reference=OnDevice("reference", device),
+        regressed=OnDevice("regressed", device),
+        dqn=OnDevice("dqn", device),
+        dqn_regressed=OnDevice("dqn+" + ",".join(DQN_FAULTS), device),
+    )
 
 
-def builtin_specs(device: str) -> tuple[str, str]:
-    """The module specs of the built-in pair on ``device`` (``"cpu"`` or ``"cuda"``)."""
+cuda = _builtins("cuda")
+"""The built-in pairs on the first CUDA device (module specs ``rlaudit.bench.gpu_check:cuda.reference``,
+``cuda.regressed``, ``cuda.dqn``, ``cuda.dqn_regressed``)."""
+cpu = _builtins("cpu")
+"""The built-in pairs on the CPU, through the same wrapper."""
+
+
+def builtin_specs(device: str, off_policy: bool = False) -> tuple[str, str]:
+    """The module specs of the built-in PPO pair (the DQN pair with ``off_policy``) on ``device`` (``"cpu"`` or
+    ``"cuda"``)."""
     if device not in ("cpu", "cuda"):
-        raise ValueError(f"the built-in pair is declared for device cpu or cuda, got {device!r}")
-    return (f"rlaudit.bench.gpu_check:{device}.reference", f"rlaudit.bench.gpu_check:{device}.regressed")
+        raise ValueError(f"the built-in pairs are declared for device cpu or cuda, got {device!r}")
+    names = ("dqn", "dqn_regressed") if off_policy else ("reference", "regressed")
+    return (f"rlaudit.bench.gpu_check:{device}.{names[0]}", f"rlaudit.bench.gpu_check:{device}.{names[1]}")
 
 
 def sb3_setups(
@@ -107,15 +132,19 @@ def sb3_setups(
     directory: str | Path,
     examples: str | Path | None = None,
     names: Sequence[str] = SB3_EXAMPLES,
+    timesteps: int | None = None,
 ) -> tuple[str, str]:
     """Copies of an SB3 CartPole pair (``data/examples/sb3``; PPO unless ``names`` says otherwise) with
-    ``device: <device>``, as ``sb3:`` specs.
+    ``device: <device>`` (and ``n_timesteps: <timesteps>`` when given), as ``sb3:`` specs.
 
     Raises:
+        ValueError: ``timesteps`` below 1.
         FileNotFoundError: The example files are not there (a checkout without ``data/examples``).
     """
     from rlaudit.engine.paths import home
 
+    if timesteps is not None and int(timesteps) < 1:
+        raise ValueError(f"timesteps must be a whole number of environment steps >= 1, got {timesteps!r}")
     source = Path(examples) if examples is not None else home() / "data" / "examples" / "sb3"
     target = Path(directory)
     target.mkdir(parents=True, exist_ok=True)
@@ -128,9 +157,13 @@ def sb3_setups(
                 "(or --examples) pointing at a directory holding " + " and ".join(names)
             )
         text = path.read_text()
-        lines = [line for line in text.splitlines() if not line.startswith("device:")]
+        replaced = ("device:", "n_timesteps:") if timesteps is not None else ("device:",)
+        lines = [line for line in text.splitlines() if not line.startswith(replaced)]
+        lines.append(f"device: {device}")
+        if timesteps is not None:
+            lines.append(f"n_timesteps: {int(timesteps)}")
         out = target / f"{path.stem}_{device.replace(':', '')}.yaml"
-        out.write_text("\n".join([*lines, f"device: {device}", ""]))
+        out.write_text("\n".join([*lines, ""]))
         specs.append(f"sb3:{out}")
     return specs[0], specs[1]
 
@@ -199,10 +232,11 @@ def device_line(device: str) -> str:
 
 def check(
     device: str = "cuda",
-    only: Sequence[str] = ("builtin", "sb3"),
+    only: Sequence[str] = DEFAULT_PAIRS,
     profile: str = "smoke",
     workdir: str | Path | None = None,
     examples: str | Path | None = None,
+    timesteps: int | None = None,
 ) -> list[PairResult]:
     """Run the pairs named in ``only`` on ``device`` in a fresh cache under ``workdir`` (a temporary directory
     by default). Workers inherit this process's environment: ``RLAUDIT_CACHE`` is set to that cache,
@@ -212,19 +246,23 @@ def check(
     os.environ["RLAUDIT_CACHE"] = str(root / "cache")
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     os.environ.pop("RLAUDIT_WORKER_MEMORY_MB", None)
-    return [run_pair(pair, *pair_specs(pair, device, root, examples), profile) for pair in only]
+    return [run_pair(pair, *pair_specs(pair, device, root, examples, timesteps), profile) for pair in only]
 
 
 def pair_specs(
-    pair: str, device: str, root: str | Path, examples: str | Path | None = None
+    pair: str,
+    device: str,
+    root: str | Path,
+    examples: str | Path | None = None,
+    timesteps: int | None = None,
 ) -> tuple[str, str]:
-    """The specs of ``pair`` (``builtin``, ``sb3`` or ``sb3dqn``) on ``device``; the SB3 copies go under
-    ``root/<pair>``."""
-    if pair == "builtin":
-        return builtin_specs(device.split(":")[0])
+    """The specs of ``pair`` (``builtin``, ``dqn``, ``sb3`` or ``sb3dqn``) on ``device``; the SB3 copies go under
+    ``root/<pair>``, with ``n_timesteps`` set to ``timesteps`` when given (the built-in pairs keep theirs)."""
+    if pair in ("builtin", "dqn"):
+        return builtin_specs(device.split(":")[0], off_policy=pair == "dqn")
     if pair in SB3_PAIRS:
-        return sb3_setups(device, Path(root) / pair, examples, SB3_PAIRS[pair])
-    raise ValueError(f"unknown pair {pair!r}; expected builtin, {' or '.join(SB3_PAIRS)}")
+        return sb3_setups(device, Path(root) / pair, examples, SB3_PAIRS[pair], timesteps)
+    raise ValueError(f"unknown pair {pair!r}; expected builtin, dqn, {' or '.join(SB3_PAIRS)}")
 
 
 def summary(results: Sequence[PairResult], device: str) -> str:
@@ -249,8 +287,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--device", default="cuda", help="torch device of both pairs (default cuda)")
     parser.add_argument(
         "--only",
-        default="builtin,sb3",
-        help="comma-separated pairs: builtin, sb3, sb3dqn (default builtin,sb3)",
+        default=",".join(DEFAULT_PAIRS),
+        help=f"comma-separated pairs: builtin, dqn, sb3, sb3dqn (default {','.join(DEFAULT_PAIRS)})",
+    )
+    parser.add_argument(
+        "--timesteps", type=int, default=None, help="n_timesteps of the SB3 copies (default: each file's own)"
     )
     parser.add_argument("--profile", default="smoke")
     parser.add_argument("--workdir", default=None, help="cache and SB3 copies go here (default: a temp dir)")
@@ -262,7 +303,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"device {args.device}: {line}", file=sys.stderr)
         return 2
     only = [p.strip() for p in args.only.split(",") if p.strip()]
-    results = check(args.device, only, args.profile, args.workdir, args.examples)
+    results = check(args.device, only, args.profile, args.workdir, args.examples, args.timesteps)
     print(summary(results, args.device), flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps([{**asdict(r), "passed": r.passed} for r in results], indent=2))

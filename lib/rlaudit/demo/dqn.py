@@ -13,6 +13,9 @@ updated, replay sampling biased to the newest transitions, ε stuck at its start
 code). The config is untouched by them, so only runtime behaviour and the subject's own ``compute_td_targets``
 and ``compute_td_loss`` give them away.
 
+``trainer.device`` puts the networks and the gradient steps on a device (``cpu``, ``cuda``, ``cuda:N``, ``auto``);
+the environments and the replay buffer stay in host memory, and each sampled batch moves to the device.
+
 Everything the training loop reports goes through the recorder: episodes, optimizer steps (``watch``),
 gradient steps against env steps (``update``), target-network copies (``target_update``), ε
 (``exploration``) and the replay buffer with the ages of sampled transitions (``replay``).
@@ -21,6 +24,7 @@ gradient steps against env steps (``update``), target-network copies (``target_u
 from __future__ import annotations
 
 import copy
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -30,6 +34,8 @@ import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
+
+from rlaudit.devices import is_cuda, module_device, resolve_device, to_device, to_numpy
 
 # -- configuration ---------------------------------------------------------------------------------------------
 
@@ -60,6 +66,7 @@ def default_config() -> dict[str, Any]:
             "exploration_fraction": 0.4,  # share of the run over which ε decays linearly
             "max_grad_norm": 10.0,
             "torch_threads": 1,
+            "device": "cpu",  # torch device of the networks and the gradient steps: cpu, cuda, cuda:N or auto
         },
         "optimizer": {"lr": 5e-4, "eps": 1e-8},
         "logging": {"run_dir": "", "log_every": 2_000},
@@ -173,13 +180,15 @@ class DQNPolicy(nn.Module):
     @torch.no_grad()
     def act(self, obs: np.ndarray, epsilon: float, rng: np.random.Generator) -> np.ndarray:
         """ε-greedy actions for a batch of observations."""
-        greedy = self.q_net(torch.as_tensor(obs, dtype=torch.float32)).argmax(dim=1).numpy()
+        q = self.q_net(to_device(obs, module_device(self.q_net), torch.float32))
+        greedy = to_numpy(q.argmax(dim=1))
         explore = rng.random(len(obs)) < epsilon
         return np.where(explore, rng.integers(0, self.n_actions, len(obs)), greedy)
 
 
 def make_policy(config: Mapping[str, Any], observation_space: Any, action_space: Any) -> DQNPolicy:
-    """The policy for the given single-environment spaces (uses torch's global RNG for its init)."""
+    """The policy for the given single-environment spaces, on ``trainer.device`` (uses torch's global RNG for
+    its init)."""
     shape = getattr(observation_space, "shape", None)
     n = getattr(action_space, "n", None)
     if not shape or n is None:
@@ -188,7 +197,8 @@ def make_policy(config: Mapping[str, Any], observation_space: Any, action_space:
             f"and {action_space!r}"
         )
     agent = config["agent"]
-    return DQNPolicy(int(np.prod(shape)), int(n), int(agent["hidden_size"]), int(agent["num_layers"]))
+    policy = DQNPolicy(int(np.prod(shape)), int(n), int(agent["hidden_size"]), int(agent["num_layers"]))
+    return policy.to(resolve_device(config["trainer"].get("device", "cpu")))
 
 
 def make_optimizer(config: Mapping[str, Any], policy: DQNPolicy) -> torch.optim.Optimizer:
@@ -237,11 +247,13 @@ def td_targets(
 def compute_td_targets(
     config: Mapping[str, Any], policy: DQNPolicy, batch: Mapping[str, Any], *, impl: DQNImpl
 ) -> dict[str, np.ndarray]:
-    """The subject capability: the targets of :func:`td_targets` for a batch of numpy arrays."""
+    """The subject capability: the targets of :func:`td_targets` for a batch of numpy arrays (computed on the
+    policy's device, returned as numpy)."""
     trainer = config["trainer"]
+    device = module_device(policy)
 
     def tensor(name: str) -> torch.Tensor:
-        return torch.as_tensor(np.asarray(batch[name]), dtype=torch.float32)
+        return to_device(np.asarray(batch[name]), device, torch.float32)
 
     targets, bootstrap = td_targets(
         policy,
@@ -253,7 +265,7 @@ def compute_td_targets(
         bool(trainer["double_q"]),
         impl,
     )
-    return {"targets": targets.numpy(), "bootstrap": bootstrap.numpy()}
+    return {"targets": to_numpy(targets), "bootstrap": to_numpy(bootstrap)}
 
 
 # -- the loss on the TD error -----------------------------------------------------------------------------------
@@ -275,10 +287,10 @@ def compute_td_loss(
     config: Mapping[str, Any], policy: DQNPolicy, batch: Mapping[str, Any], targets: Any, *, impl: DQNImpl
 ) -> float:
     """The subject capability: the loss a gradient step minimises on ``batch`` against ``targets`` (B,)."""
-    device = next(policy.parameters()).device
-    obs = torch.as_tensor(np.asarray(batch["obs"]), dtype=torch.float32, device=device)
-    actions = torch.as_tensor(np.asarray(batch["actions"]), dtype=torch.long, device=device)
-    goal = torch.as_tensor(np.asarray(targets), dtype=torch.float32, device=device).reshape(-1)
+    device = module_device(policy)
+    obs = to_device(np.asarray(batch["obs"]), device, torch.float32)
+    actions = to_device(np.asarray(batch["actions"]), device, torch.long)
+    goal = to_device(np.asarray(targets), device, torch.float32).reshape(-1)
     with torch.no_grad():
         return float(td_loss(q_taken(policy, obs, actions), goal, impl))
 
@@ -349,13 +361,25 @@ def train(
     arena_impl: Any = None,
     env_fn: Callable[..., Any] | None = None,
 ) -> dict[str, Any]:
-    """Train for ``steps`` environment steps (all environments together) and return a summary."""
+    """Train for ``steps`` environment steps (all environments together) and return a summary.
+
+    On CUDA torch's deterministic algorithms are switched on (warn-only) for the run, with cuBLAS's workspace
+    setting, so that a seed repeats its run on the same card."""
     from rlaudit.recorder import NullRecorder
 
     tc = config["trainer"]
     rec = recorder if recorder is not None else NullRecorder()
+    device = resolve_device(tc.get("device", "cpu"))
     prev_threads = torch.get_num_threads()
+    prev_deterministic = (
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
+    )
     torch.set_num_threads(int(tc["torch_threads"]))
+    if is_cuda(device):
+        # cuBLAS reads its workspace setting when it first runs; with it, matmuls repeat bit for bit
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.use_deterministic_algorithms(True, warn_only=True)
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     envs = env_fn(int(tc["num_envs"]), seed) if env_fn is not None else make_envs(config, seed, arena_impl)
@@ -410,25 +434,25 @@ def train(
             with rec.phase("learn"):
                 for _ in range(gradient_steps):
                     idx = buffer.sample(batch_size, rng, impl)
-                    b_obs = torch.from_numpy(buffer.obs[idx])
+                    b_obs = torch.from_numpy(buffer.obs[idx]).to(device)
                     targets, _ = td_targets(
                         policy,
                         b_obs,
-                        torch.from_numpy(buffer.rewards[idx]),
-                        torch.from_numpy(buffer.next_obs[idx]),
-                        torch.from_numpy(buffer.terminated[idx]),
+                        torch.from_numpy(buffer.rewards[idx]).to(device),
+                        torch.from_numpy(buffer.next_obs[idx]).to(device),
+                        torch.from_numpy(buffer.terminated[idx]).to(device),
                         gamma,
                         double_q,
                         impl,
                     )
-                    q = q_taken(policy, b_obs, torch.from_numpy(buffer.actions[idx]))
+                    q = q_taken(policy, b_obs, torch.from_numpy(buffer.actions[idx]).to(device))
                     loss = td_loss(q, targets, impl)
                     optimizer.zero_grad()
                     loss.backward()
                     nn.utils.clip_grad_norm_(policy.q_net.parameters(), float(tc["max_grad_norm"]))
                     optimizer.step()
                     updates += 1
-                    losses.append(float(loss.detach()))
+                    losses.append(loss.detach())  # read back every few hundred steps, not at each one
                     # -- the target network
                     if impl.target_never_updated:
                         pass
@@ -450,10 +474,9 @@ def train(
                     global_step, buffer.size, buffer.capacity, buffer.nbytes, ages=ages, prioritized=False
                 )
             if updates % 250 < gradient_steps:
-                rec.log(
-                    global_step,
-                    **{"losses/td_loss": float(np.mean(losses[-250:])), "charts/epsilon": epsilon},
-                )
+                losses = losses[-250:]
+                td = float(torch.stack(losses).mean()) if losses else float("nan")
+                rec.log(global_step, **{"losses/td_loss": td, "charts/epsilon": epsilon})
         seconds = time.perf_counter() - start
         return {
             "steps": global_step,
@@ -467,6 +490,7 @@ def train(
     finally:
         envs.close()
         torch.set_num_threads(prev_threads)
+        torch.use_deterministic_algorithms(prev_deterministic[0], warn_only=prev_deterministic[1])
 
 
 def _record_episodes(rec, step, done, returns, lengths, pop_episodes) -> list[float]:
