@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -63,21 +64,30 @@ def test_probes_and_recorder_on_cuda(tmp_path: Path) -> None:
     assert summary["device"].startswith("cuda:") and summary["sps_wall"] >= 0
 
 
+def _two_runs_on_cuda(subject: Any, config: dict[str, Any], steps: int, root: Path) -> list[dict[str, Any]]:
+    """``subject.train`` twice from seed 0 under a recorder each, every run on the card; the train outputs
+    without their throughput."""
+    from rlaudit.recorder import Recorder
+
+    outs = []
+    for run in ("a", "b"):
+        with Recorder(root / run) as rec:
+            out = subject.train(config, steps, 0, rec)
+        summary = json.loads((root / run / "summary.json").read_text())
+        assert summary["device"].startswith("cuda:")
+        outs.append({k: v for k, v in out.items() if k != "sps"})
+    return outs
+
+
 def test_the_builtin_trainer_repeats_a_seed_on_cuda(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Same seed, same run, on the same card: deterministic algorithms and CUBLAS_WORKSPACE_CONFIG."""
     from rlaudit.bench.gpu_check import cuda
     from rlaudit.demo import checkpoint as ckpt
-    from rlaudit.recorder import Recorder
 
     monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     config = cuda.reference.config(["trainer.num_envs=8", "trainer.num_steps=32"])
-    weights = []
-    for run in ("a", "b"):
-        with Recorder(tmp_path / run) as rec:
-            out = cuda.reference.train(config, 512, 0, rec)
-        weights.append(ckpt.read_checkpoint(out["checkpoints"][-1])["policy"])
-        summary = json.loads((tmp_path / run / "summary.json").read_text())
-        assert summary["device"].startswith("cuda:")
+    runs = _two_runs_on_cuda(cuda.reference, config, 512, tmp_path)
+    weights = [ckpt.read_checkpoint(out["checkpoints"][-1])["policy"] for out in runs]
     assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
 
 
@@ -93,15 +103,8 @@ def test_the_builtin_dqn_repeats_a_seed_on_cuda(tmp_path: Path, monkeypatch: pyt
     """The off-policy trainer on the card: replay batches moved to it, targets and copies made on it, and the
     same seed giving the same run."""
     from rlaudit.bench.gpu_check import cuda
-    from rlaudit.recorder import Recorder
 
     monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     config = cuda.dqn.config(["trainer.learning_starts=200", "trainer.target_update_interval=20"])
-    outs = []
-    for run in ("a", "b"):
-        with Recorder(tmp_path / run) as rec:
-            out = cuda.dqn.train(config, 2_000, 0, rec)
-        summary = json.loads((tmp_path / run / "summary.json").read_text())
-        assert summary["device"].startswith("cuda:")
-        outs.append({k: v for k, v in out.items() if k != "sps"})
-    assert outs[0] == outs[1] and outs[0]["updates"] > 0
+    runs = _two_runs_on_cuda(cuda.dqn, config, 2_000, tmp_path)
+    assert runs[0] == runs[1] and runs[0]["updates"] > 0
