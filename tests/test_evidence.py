@@ -28,6 +28,11 @@ def test_judge_reads_an_interval_against_a_margin(point: float, low: float, high
 def test_inconclusive_says_how_many_seeds_would_settle_it() -> None:
     j = ev.judge(-0.459, -1.39, 0.175, 0.1, needed=23)
     assert j.status() is Status.NOTED and j.settle() == "about 23 seeds per side would settle it"
+    edge = ev.judge(-0.099, -0.2, 0.002, 0.1, needed=16_024)  # an estimate at the margin's edge
+    assert edge.settle("runs").startswith(
+        "no practical number of runs would settle it (about 16,024 per side"
+    )
+
     assert ev.judge(0.0, -0.01, 0.01, 0.1, needed=23).needed is None
 
 
@@ -81,3 +86,22 @@ def test_coverage_finds_what_one_side_or_neither_side_measured() -> None:
     nowhere = ev.coverage({"baseline": {}, "candidate": {}}, expected=("value-loss scale",))
     status, _, summary, _ = nowhere.verdict()
     assert status is Status.NOTED and summary.startswith("not measured: value-loss scale")
+
+
+def test_a_speed_ratio_at_the_margins_edge_gets_no_plan_of_thousands_of_runs() -> None:
+    """The SB3 SAC pair's standard report measured ×0.874 [0.725, 1.07] over five runs a side, on a loaded
+    machine: just inside the ±15% margin, where equivalence would take about 16,000 runs per side."""
+    import numpy as np
+
+    from rlaudit import timing
+    from rlaudit.trainer.common import seeds_to_settle, settle_text
+
+    base = np.array([0.558, 0.578, 0.585, 0.437, 0.387])
+    cand = np.array([0.560, 0.380, 0.455, 0.364, 0.466])
+    logs = np.concatenate([np.log(x) - np.log(x.mean()) for x in (base, cand)])
+    needed = seeds_to_settle(
+        ev.spread(logs), math.log(timing.PRACTICAL_RATIO), math.log(cand.mean() / base.mean())
+    )
+    assert needed > ev.IMPRACTICAL
+    assert settle_text(needed, 5, 3, "runs").startswith("no practical number of runs would settle it")
+    assert settle_text(12, 5, 3, "runs") == "about 12 runs per side would settle it"

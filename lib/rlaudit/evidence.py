@@ -156,13 +156,29 @@ class Judgement:
             return ""
         if self.needed is None:
             return f"more {what} would settle it"
-        return f"about {self.needed} {what} per side would settle it"
+        return settle_phrase(self.needed, what)
 
     def margin_text(self, ratio_scale: bool = False) -> str:
         lo, hi = self.margin
         if ratio_scale:
             return f"×{fmt(lo)} to ×{fmt(hi)}"
         return f"±{fmt(hi)}" if math.isclose(-lo, hi) else f"{fmt(lo)} to {fmt(hi)}"
+
+
+IMPRACTICAL = 1_000
+"""Above this many seeds (or repeats) per side, an estimate is not offered as a plan: it comes from an effect at
+the very edge of the practical margin, or from a spread far wider than the margin."""
+
+
+def settle_phrase(needed: int, what: str = "seeds") -> str:
+    """``"about 12 seeds per side would settle it"``; above :data:`IMPRACTICAL`, says that no practical number
+    would (an estimate at the margin's edge grows without bound, and "about 16024 runs" reads as a plan)."""
+    if needed > IMPRACTICAL:
+        return (
+            f"no practical number of {what} would settle it (about {needed:,} per side: the estimate lies at the "
+            "edge of the margin, or the spread is far wider than it)"
+        )
+    return f"about {needed} {what} per side would settle it"
 
 
 class Verdict(NamedTuple):

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from rlaudit import stats
-from rlaudit.evidence import equivalence_seeds, fmt
+from rlaudit.evidence import equivalence_seeds, fmt, settle_phrase
 from rlaudit.findings import Severity, Status
 from rlaudit.flatdiff import flatten
 from rlaudit.trainer.runs import RunData
@@ -130,7 +130,7 @@ def settle_text(needed: int | None, have: int, minimum: int, what: str = "seeds"
         return (
             f"more {what} would settle it" if have >= minimum else f"a verdict needs {minimum}+ {what} a side"
         )
-    return f"about {max(needed, minimum)} {what} per side would settle it"
+    return settle_phrase(max(needed, minimum), what)
 
 
 def stack_tables(data: Mapping[str, Sequence[RunData]], name: str) -> pd.DataFrame:
