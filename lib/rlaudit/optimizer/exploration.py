@@ -30,6 +30,15 @@ TOLERANCE = 0.05
 """Two schedule values agree within this absolute difference (ε) or relative difference (α)."""
 SERIES = ("epsilon", "alpha", "target_entropy")
 NAMES = {"epsilon": "ε", "alpha": "α", "target_entropy": "target entropy"}
+REMEDIES = {
+    "epsilon": "Compute ε from the run's progress as the baseline does; check that the start, end and decay "
+    "fraction reach the schedule in code.",
+    "alpha": "Set the entropy coefficient α (or its schedule) back to the baseline's.",
+    "target_entropy": "Set the target entropy back to the baseline's. For continuous actions SAC's automatic "
+    "setting is −dim(A) (SB3's `target_entropy: auto`); a discrete-action SAC's 0.98·log|A| is above what a "
+    "squashed Gaussian can reach, so α keeps rising.",
+}
+"""The one step to take, per series that changed."""
 
 
 def schedule(run: RunData) -> dict[str, list[float]]:
@@ -84,6 +93,7 @@ def exploration(c: Check, runs: TrainingRuns) -> Section:
         )
     rows = []
     changed: list[str] = []
+    changed_series: list[str] = []
     learned: list[str] = []  # an automatically tuned α that ran differently towards the same target entropy
     names = [n for n in SERIES if n in per["baseline"] or n in per["candidate"]]
     tuned = all("target_entropy" in per[s] for s in SIDES)
@@ -100,6 +110,7 @@ def exploration(c: Check, runs: TrainingRuns) -> Section:
             )
         if b is None or k is None:
             changed.append(f"{NAMES[name]} recorded by the {'candidate' if b is None else 'baseline'} only")
+            changed_series.append(name)
             continue
         diffs = [
             (f, x, y)
@@ -109,7 +120,11 @@ def exploration(c: Check, runs: TrainingRuns) -> Section:
         if diffs:
             f, x, y = max(diffs, key=lambda d: abs(d[1] - d[2]))
             text = f"{NAMES[name]} at {f:.0%} of the run {fmt(x)} → {fmt(y)} (end of run {fmt(b[-1])} → {fmt(k[-1])})"
-            (learned if name == "alpha" and tuned else changed).append(text)
+            if name == "alpha" and tuned:
+                learned.append(text)
+            else:
+                changed.append(text)
+                changed_series.append(name)
     table = pd.DataFrame(rows)
     measured = {
         s: {
@@ -127,8 +142,7 @@ def exploration(c: Check, runs: TrainingRuns) -> Section:
             Severity.HIGH,
             values=values,
             summary="the exploration schedule changed: " + "; ".join(changed),
-            remediation="Compute ε (α) from the run's progress as the baseline does; check the start, end and "
-            "decay fraction reach the schedule in code.",
+            remediation=" ".join(REMEDIES[n] for n in changed_series),
             details=details,
         )
     elif learned:

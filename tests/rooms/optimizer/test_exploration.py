@@ -60,6 +60,7 @@ def test_an_epsilon_that_never_decays_is_confirmed_naming_where_it_differs_most(
     (finding,) = exploration(bench(), given=runs).findings
     assert finding.status is Status.CONFIRMED, finding.headline
     assert "(end of run 0.05 → 1)" in finding.evidence.summary
+    assert finding.remediation.startswith("Compute ε from the run's progress"), finding.remediation
 
 
 def test_a_series_recorded_on_one_side_only_is_named(tmp_path: Path) -> None:
@@ -95,9 +96,15 @@ def test_a_changed_target_entropy_is_a_changed_schedule(tmp_path: Path) -> None:
     (finding,) = exploration(bench(), given=runs).findings
     assert finding.status is Status.CONFIRMED, finding.headline
     assert "target entropy at 0% of the run -1 → 1" in finding.evidence.summary
+    # the one step is about the target, not about an ε schedule or the α it drove
+    assert finding.remediation.startswith("Set the target entropy back to the baseline's"), (
+        finding.remediation
+    )
+    assert "ε" not in finding.remediation and "coefficient" not in finding.remediation
 
 
 def test_a_fixed_alpha_that_changed_is_a_changed_schedule(tmp_path: Path) -> None:
     runs = evidence([_run(tmp_path, alpha=0.05)], [_run(tmp_path, alpha=0.5)])
     (finding,) = exploration(bench(), given=runs).findings
     assert finding.status is Status.CONFIRMED, finding.headline
+    assert finding.remediation == "Set the entropy coefficient α (or its schedule) back to the baseline's."
