@@ -146,3 +146,26 @@ def test_an_undecided_share_and_recovery_are_stated_as_undecided_with_their_inte
     assert "expected to recover" not in text and "not established: -66% of it (95% CI -360%..96%)" in text
     recovery["return"] = {"point": 0.9, "low": 0.6, "high": 1.2, "n": 3}
     assert "expected to recover 90% of it (95% CI 60%..120%)" in _gap_sentence(result, "return", recovery)
+
+
+def test_the_budget_sentence_reads_as_runs_against_a_sweep() -> None:
+    """The SB3 SAC pair's standard report: one arm, five seeds a side, 10 runs from the cache."""
+    from rlaudit.attribution.summary import budget_sentence
+
+    spent = {
+        "variant_runs": 3,
+        "full_sweep_variant_runs": 5,
+        "min_sweep_variant_runs": 1,
+        "seeds_per_arm_min": 1,
+        "seeds_per_arm_max": 5,
+        "runs": 13,
+        "cached_runs": 10,
+        "full_sweep_runs": 15,
+    }
+    assert budget_sentence(spent) == (
+        "Attribution trained 3 runs on variants, where a one-factor sweep at the 5 seeds the baseline and "
+        "candidate ran would train 5 (1 at 1 seed per arm). With the baseline and candidate: 13 runs, 10 of "
+        "them reused from the audits' cache, against the sweep's 15."
+    )
+    del spent["min_sweep_variant_runs"]
+    assert "would train 5. With" in budget_sentence(spent)

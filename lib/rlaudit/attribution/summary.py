@@ -9,7 +9,7 @@ verified as correct, the order in which to fix things, and how much of the gap f
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -209,6 +209,21 @@ def _gap_sentence(result: Attribution, metric: str, recovery: dict[str, dict[str
     return head
 
 
+def budget_sentence(spent: Mapping[str, Any]) -> str:
+    """What the search trained against a one-factor sweep, in one sentence (see tests/test_summary.py)."""
+    fewest = spent.get("min_sweep_variant_runs")
+    at_least = (
+        f" ({fewest} at {_seeds(spent.get('seeds_per_arm_min', 1))} per arm)" if fewest is not None else ""
+    )
+    return (
+        f"Attribution trained {spent['variant_runs']} runs on variants, where a one-factor sweep at the "
+        f"{_seeds(spent['seeds_per_arm_max'])} the baseline and candidate ran would train "
+        f"{spent['full_sweep_variant_runs']}{at_least}. With the baseline and candidate: {spent['runs']} runs, "
+        f"{spent['cached_runs']} of them reused from the audits' cache, against the sweep's "
+        f"{spent['full_sweep_runs']}."
+    )
+
+
 def executive_summary(findings: list[Finding], result: Attribution | None, delta: float) -> dict[str, Any]:
     """The investigation's conclusions as plain data (rendered in the notebook and in reports/index.html).
 
@@ -264,13 +279,7 @@ def executive_summary(findings: list[Finding], result: Attribution | None, delta
         sentences.append("Fix in this order: " + " → ".join(dict.fromkeys(order)) + ".")
     if result is not None:
         s = result.spent
-        sentences.append(
-            f"Attribution trained {s['variant_runs']} runs on variants where a one-factor sweep at "
-            f"{s['seeds_per_arm_max']} seeds (the baseline's and candidate's) would train "
-            f"{s['full_sweep_variant_runs']}, and one at {_seeds(s.get('seeds_per_arm_min', 1))} each "
-            f"{s.get('min_sweep_variant_runs', '?')}; with the baseline and candidate, {s['runs']} runs in all "
-            f"({s['cached_runs']} of them reused from the audits' cache) against {s['full_sweep_runs']}."
-        )
+        sentences.append(budget_sentence(s))
         sentences.extend(result.notes)
         if result.together.get("note"):
             sentences.append(result.together["note"])
