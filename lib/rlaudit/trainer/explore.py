@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from rlaudit.engine.workbench import Workbench
 
 COLUMNS = ["name", "side", "seed", "step", "seconds", "value"]
+EPISODE_PREFIX = "episode/"
+"""Names the primary metric's per-episode values when no logged scalar carries it."""
 
 
 RECORDER_SERIES: dict[str, dict[str, str]] = {
@@ -31,13 +33,22 @@ RECORDER_SERIES: dict[str, dict[str, str]] = {
 target entropy as they ran, and the replay buffer's fill and the age (env steps) of what training sampled."""
 
 
-def run_series(run: RunData, side: str) -> pd.DataFrame:
+def run_series(run: RunData, side: str, metric: str = "") -> pd.DataFrame:
     """One run's logged scalars and :data:`RECORDER_SERIES` as rows ``name, side, seed, step, seconds, value``,
-    ``seconds`` interpolated from the run's own clock (:func:`rlaudit.trainer.learning.wall_clock`)."""
+    ``seconds`` interpolated from the run's own clock (:func:`rlaudit.trainer.learning.wall_clock`).
+
+    When no scalar carries the primary ``metric`` (a trainer that reports it per episode only), its per-episode
+    values come as ``episode/<metric>``."""
     frames = []
     scalars = run.table("scalars")
     if not scalars.empty:
         frames.append(scalars[["name", "step", "value"]])
+    names = scalars["name"].astype(str) if not scalars.empty else pd.Series(dtype=str)
+    episodes = run.table("episodes") if metric else pd.DataFrame()
+    logged = bool(((names == metric) | names.str.endswith("/" + metric)).any()) if metric else True
+    if not logged and metric in episodes and "step" in episodes:
+        per_episode = episodes[["step", metric]].rename(columns={metric: "value"}).dropna()
+        frames.append(per_episode.assign(name=EPISODE_PREFIX + metric))
     for table_name, columns in RECORDER_SERIES.items():
         table = run.table(table_name)
         present = [c for c in columns if c in table]
@@ -65,11 +76,12 @@ def scalar_table(wb: Workbench, names: Any = CURVE_SCALARS, *, every: bool = Fal
     Returns:
         ``name, side, seed, step, seconds, value`` (see :func:`run_series`).
     """
-    frames = [run_series(run, side) for side, data in run_data(training_runs(wb)).items() for run in data]
+    metric = str(getattr(wb.metric, "name", wb.metric))
+    data = run_data(training_runs(wb))
+    frames = [run_series(run, side, metric) for side, runs in data.items() for run in runs]
     frames = [f for f in frames if not f.empty]
     if not frames:
         return pd.DataFrame(columns=COLUMNS)
-    metric = str(getattr(wb.metric, "name", wb.metric))
     return select_series(pd.concat(frames, ignore_index=True), metric, names, every=every)
 
 
@@ -79,10 +91,10 @@ def select_series(
     """The rows :func:`scalar_table` keeps from every run's series (see there), in the order they are offered."""
     label = table["name"].astype(str)
     is_metric = (label == metric) | label.str.endswith("/" + metric)
-    if not every:
-        wanted = (label.isin(list(names)) | is_metric) & ~label.isin(_recorder_names())
-        kept = table[wanted] if wanted.any() else table[~label.isin(_recorder_names())]
-        return kept[COLUMNS].reset_index(drop=True)
+    if not every:  # the logged scalars alone, as the report has always drawn them
+        logged = ~(label.isin(_recorder_names()) | label.str.startswith(EPISODE_PREFIX))
+        wanted = logged & (label.isin(list(names)) | is_metric)
+        return table[wanted if wanted.any() else logged][COLUMNS].reset_index(drop=True)
     usual = {name: i for i, name in enumerate(names)}
     recorder = set(_recorder_names())
     rank = [

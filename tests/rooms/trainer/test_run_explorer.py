@@ -82,3 +82,18 @@ def test_the_explorer_offers_every_series_metric_first_and_the_report_keeps_the_
     usual = explore.select_series(explore.scalar_table(wb, every=True), "episodic_return")
     assert set(usual["name"]) == {"charts/episodic_return"}  # what the batch report draws
     assert len(explorer.static_figure().axes) >= 1
+
+
+def test_a_metric_reported_per_episode_only_is_offered_first_from_the_episodes(tmp_path: Path) -> None:
+    """SB3's primary metric is the episode's return, which no logged scalar is named after."""
+    run = _sac_like(tmp_path, 0, 0.1)
+    rows = explore.run_series(run, "candidate", "return")
+    per_episode = rows[rows["name"] == "episode/return"]
+    assert len(per_episode) == len(run.table("episodes")) > 0
+    ordered = explore.select_series(rows, "return", every=True)
+    assert ordered["name"].iloc[0] == "episode/return"
+    # the report's figure keeps the logged scalars it always drew
+    assert set(explore.select_series(rows, "return")["name"]) == {"charts/episodic_return"}
+    assert (
+        explore.run_series(run, "candidate", "episodic_return")["name"].str.startswith("episode/").sum() == 0
+    )
