@@ -5,6 +5,7 @@ The ranking is tested in tests/attribution/test_ranking.py."""
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 import pytest
@@ -332,6 +333,10 @@ def test_no_gap_no_experiments():
     assert search.calls == 2 * search.arms["baseline"].n <= 2 * search.engine.gap_seeds
     assert (search.calls > 10) == any("unsettled at 5 seeds" in n for n in result.notes)
     assert all(g["note"].startswith("No measurable") and not g["measurable"] for g in result.gaps.values())
+    sps = result.gaps["sps"]["note"]
+    assert "e+0" not in sps and re.search(
+        r"worse by [+-]?[\d,.]+, 95% CI [+-]?[\d,.]+\.\.[+-]?[\d,.]+;", sps
+    ), sps
 
 
 def test_an_unsettled_gap_gains_seeds_on_both_sides_until_it_is_measured():

@@ -21,9 +21,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-DEVICE_KEYS = ("device",)
-"""Config keys (the last part of a dotted key) that name the device a subject trains on."""
-
 
 def module_device(module: Any) -> Any:
     """The ``torch.device`` of ``module``: its first parameter's, else its first buffer's, else its ``device``

@@ -375,7 +375,8 @@ class Engine:
             return f"{label}: the training runs did not report it on both sides; not attributed.{how}"
         sides = self.gap_summary(metric)
         means = f"mean over seeds: baseline {fmt(sides['baseline'])}, candidate {fmt(sides['candidate'])}"
-        where = f"worse by {g.point:+.3g}, 95% CI {g.low:+.3g}..{g.high:+.3g}; {means}"
+        point, low, high = (("+" if v > 0 else "") + fmt(v) for v in (g.point, g.low, g.high))
+        where = f"worse by {point}, 95% CI {low}..{high}; {means}"  # "+1,620", never "+1.62e+03"
         if g.high < 0.0:
             return f"{label}: the candidate is measurably better than the baseline ({where}); nothing to attribute."
         return f"No measurable {label} gap between baseline and candidate (the candidate is {where}); not attributed."
