@@ -44,11 +44,11 @@ def run_series(run: RunData, side: str, metric: str = "") -> pd.DataFrame:
     if not scalars.empty:
         frames.append(scalars[["name", "step", "value"]])
     names = scalars["name"].astype(str) if not scalars.empty else pd.Series(dtype=str)
-    episodes = run.table("episodes") if metric else pd.DataFrame()
-    logged = bool(((names == metric) | names.str.endswith("/" + metric)).any()) if metric else True
-    if not logged and metric in episodes and "step" in episodes:
-        per_episode = episodes[["step", metric]].rename(columns={metric: "value"}).dropna()
-        frames.append(per_episode.assign(name=EPISODE_PREFIX + metric))
+    if metric and not names_metric(names, metric).any():  # only then are the episodes read
+        episodes = run.table("episodes")
+        if metric in episodes and "step" in episodes:
+            per_episode = episodes[["step", metric]].rename(columns={metric: "value"}).dropna()
+            frames.append(per_episode.assign(name=EPISODE_PREFIX + metric))
     for table_name, columns in RECORDER_SERIES.items():
         table = run.table(table_name)
         present = [c for c in columns if c in table]
@@ -90,7 +90,7 @@ def select_series(
 ) -> pd.DataFrame:
     """The rows :func:`scalar_table` keeps from every run's series (see there), in the order they are offered."""
     label = table["name"].astype(str)
-    is_metric = (label == metric) | label.str.endswith("/" + metric)
+    is_metric = names_metric(label, metric)
     if not every:  # the logged scalars alone, as the report has always drawn them
         logged = ~(label.isin(_recorder_names()) | label.str.startswith(EPISODE_PREFIX))
         wanted = logged & (label.isin(list(names)) | is_metric)
@@ -103,6 +103,11 @@ def select_series(
     ]
     ordered = table.assign(_rank=rank, _name=label).sort_values(["_rank", "_name"], kind="stable")
     return ordered[COLUMNS].reset_index(drop=True)
+
+
+def names_metric(names: pd.Series, metric: str) -> pd.Series:
+    """Which of ``names`` carry the primary ``metric``: its own name, or one ending in ``/<metric>``."""
+    return (names == metric) | names.str.endswith("/" + metric)
 
 
 def _recorder_names() -> list[str]:
