@@ -21,6 +21,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+from papermill.translators import PythonTranslator
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 REPORT_PARAMETERS = ("baseline", "candidate", "profile", "pair_file", "fresh", "findings_dir", "metric")
@@ -113,6 +114,16 @@ def _parameter_problems(source: str) -> list[str]:
             found.append(f"parameter {name}: {annotation} holds {node.value.value!r}")
         if node.lineno not in comments:
             found.append(f"parameter {name} has no comment saying what it is")
+    # papermill's own reader (`papermill --help-notebook`, inspect_notebook) drops a line with a second "="
+    unread = [
+        n
+        for n in names
+        if n not in {p.name for p in PythonTranslator.inspect(nbformat.from_dict({"source": source}))}
+    ]
+    if unread:
+        found.append(
+            f"papermill cannot read parameter {', '.join(unread)} (a second '=' on its line, e.g. in the comment)"
+        )
     missing = [p for p in REPORT_PARAMETERS if p not in names]
     if missing:
         found.append(
@@ -182,6 +193,10 @@ def test_indexing_a_sections_tables_is_caught() -> None:
         (GOOD_PARAMETERS.replace('findings_dir: str = ""  # where findings go\n', ""), "lacks findings_dir"),
         (GOOD_PARAMETERS + "\nimport os", "is not `name: type = literal"),
         (GOOD_PARAMETERS.replace('metric: str = ""  # primary metric\n', ""), "lacks metric"),
+        (
+            GOOD_PARAMETERS + '\nlabel: str = ""  # a label ("" = none)',
+            "papermill cannot read parameter label",
+        ),
     ],
 )
 def test_bad_parameters_are_caught(parameters: str, expected: str) -> None:
