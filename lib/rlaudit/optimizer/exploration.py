@@ -141,7 +141,9 @@ def exploration(c: Check, runs: TrainingRuns) -> Section:
             Status.CONFIRMED,
             Severity.HIGH,
             values=values,
-            summary="the exploration schedule changed: " + "; ".join(changed),
+            summary="the exploration schedule changed: "
+            + "; ".join(changed)
+            + ("; with it, the automatically tuned α: " + "; ".join(learned) if learned else ""),
             remediation=" ".join(REMEDIES[n] for n in changed_series),
             details=details,
         )

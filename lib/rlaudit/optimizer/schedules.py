@@ -276,7 +276,7 @@ def _unrecorded(c: Check, which: str, lacking: Sequence[str], off_policy: bool =
     """SKIPPED for one coefficient a side does not record at runtime, saying how to record it (or, for PPO's
     clip and entropy coefficients on off-policy learners, that they do not apply)."""
     if off_policy and which != "learning rate":
-        what = f"{which}: not applicable to a value learner (optimizer/exploration reads its ε and α)"
+        what = f"{which}: not applicable to a value learner (optimizer/exploration reads its ε, and α with its target entropy)"
         how = "Nothing to do: an off-policy learner has no PPO clip or entropy coefficient."
     elif which == "learning rate":
         what = "learning rate at runtime (no optimizer steps recorded)"
@@ -307,15 +307,21 @@ def schedules(c: Check, runs: TrainingRuns) -> Section:
 
     data = runs.data
     configs = {s: data[s][0].config for s in SIDES}
+    off_policy = {s: learns_off_policy(data[s]) for s in SIDES}
     curves = []
     findings = []
     for which in ("learning rate", "entropy coefficient", "clip coefficient"):
+        if which != "learning rate" and all(off_policy.values()):
+            # PPO's coefficients do not apply; SAC's α, logged under the same name (train/ent_coef), is
+            # learned against a target entropy, and optimizer/exploration judges both: one fact, one finding
+            findings.append(_unrecorded(c, which, list(SIDES), off_policy=True))
+            continue
         frame = lr_curves(data) if which == "learning rate" else logged_curves(data, which)[0]
         curves.append(frame)
         summary = curve_summary(frame)
         lacking = [s for s in SIDES if s not in summary]
         if lacking:
-            findings.append(_unrecorded(c, which, lacking, all(learns_off_policy(data[s]) for s in lacking)))
+            findings.append(_unrecorded(c, which, lacking, all(off_policy[s] for s in lacking)))
             continue
         declared = {s: declared_schedule(configs[s], which) for s in SIDES}
         findings.append(judge_schedule(c, which, summary, declared))

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from types import SimpleNamespace
+
 import numpy as np
 import pandas as pd
 
 from rlaudit.findings import Status
 from rlaudit.optimizer import schedules as osch
-from support.runs import checker
+from rlaudit.profiles import get_profile
+from rlaudit.trainer.runs import RunData
+from support.runs import checker, fake_run
 
 SCHEDULES = "optimizer/schedules"
 
@@ -120,3 +125,53 @@ def test_same_schedule_at_different_rollout_sizes_agrees() -> None:
     assert (
         osch.judge_schedule(checker(SCHEDULES), "learning rate", summary, declared).status is Status.CLEARED
     )
+
+
+def _sac_like(tmp: Path, seed: int, alpha_end: float, target_entropy: float) -> RunData:
+    """A SAC run as the SB3 adapter records it: α logged by SB3 as ``train/ent_coef`` and recorded again with
+    its target entropy in ``exploration``; gradient steps against env steps (an off-policy learner)."""
+    steps = np.arange(1_000, 10_001, 1_000)
+    alpha = np.geomspace(1.0, alpha_end, len(steps))
+    return fake_run(
+        tmp,
+        seed=seed,
+        summary={"steps": 10_000, "seconds": 10.0},
+        tables={
+            "scalars": {"step": steps, "name": ["train/ent_coef"] * len(steps), "value": alpha},
+            "exploration": {
+                "step": steps,
+                "epsilon": np.full(len(steps), np.nan),
+                "alpha": alpha,
+                "target_entropy": np.full(len(steps), target_entropy),
+            },
+            "gradient_steps": {
+                "step": steps,
+                "gradient_steps": np.ones(len(steps)),
+                "batch_size": np.full(len(steps), 256),
+            },
+        },
+    )
+
+
+def test_a_learned_temperature_is_one_finding_in_exploration_not_a_second_in_the_schedules(
+    tmp_path: Path,
+) -> None:
+    """SAC's α ran away (1 → 35) because its target entropy changed: the schedules check must not judge the
+    logged ``train/ent_coef`` as an entropy schedule beside the exploration check's finding on its cause."""
+    from rlaudit.optimizer.exploration import exploration
+    from rlaudit.trainer.runs import TrainingRuns
+
+    given = TrainingRuns(
+        data={
+            "baseline": [_sac_like(tmp_path, 0, 0.1, -1.0)],
+            "candidate": [_sac_like(tmp_path, 0, 35.0, 0.68)],
+        }
+    )
+    wb = SimpleNamespace(profile=get_profile("smoke"), metric=None, short_train_steps=10_000)
+    found = {f.id: f for f in osch.schedules(wb, given=given).findings}
+    for coefficient in ("optimizer/ent-schedule", "optimizer/clip-schedule"):
+        assert found[coefficient].status is Status.SKIPPED, found[coefficient].headline
+        assert "optimizer/exploration reads" in found[coefficient].evidence.summary
+    (cause,) = exploration(wb, given=given).findings
+    assert cause.status is Status.CONFIRMED and "target entropy" in cause.evidence.summary, cause.headline
+    assert "with it, the automatically tuned α" in cause.evidence.summary  # α's path, told once, here
