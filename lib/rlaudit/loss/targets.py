@@ -267,7 +267,7 @@ def _missing(value: Any) -> bool:
 
 def _show(name: str, value: Any, ent_coef: float | None = None) -> str:
     if name == "entropy term" and "α" in str(value) and ent_coef is not None:
-        return f"{value} (α={fmt(ent_coef)})"
+        return f"{value} (α={fmt(ent_coef)} as built)"  # the probe's fresh learner, not the run's α
     if isinstance(value, str):
         return value
     if name.endswith("kept"):
@@ -342,7 +342,12 @@ def td_targets(c: Check, pair: Pair) -> Section:
 
     table = pd.DataFrame(
         [{"quantity": name, **{s: show(s, name) for s in SIDES}} for name in QUANTITIES]
-        + [{"quantity": "entropy coefficient α (reported)", **{s: fmt(q[s]["ent_coef"]) for s in SIDES}}]
+        + [
+            {
+                "quantity": "entropy coefficient α (reported by the freshly built learner)",
+                **{s: fmt(q[s]["ent_coef"]) for s in SIDES},
+            }
+        ]
         + [
             {"quantity": f"targets move with {k} (share)", **{s: fmt(q[s]["moves"][k]) for s in SIDES}}
             for k in ("next_obs", "obs", "target", "online")

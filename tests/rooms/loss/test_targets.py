@@ -207,14 +207,17 @@ def test_the_check_names_a_dropped_entropy_term_and_a_single_critic(tmp_path: Pa
     assert finding.status is Status.CONFIRMED, finding.headline
     summary = finding.evidence.summary
     assert "twin-critic reduction: min over 2 critics → critic 0 only" in summary
-    assert "entropy term: −α·log π (α=0.1) → missing" in summary
+    assert "entropy term: −α·log π (α=0.1 as built) → missing" in summary
     assert "gamma" not in summary and "bootstrap state" not in summary
     flipped = _pair(
         tmp_path / "f", {"baseline": _artifacts("min", -1.0), "candidate": _artifacts("min", 1.0)}
     )
     (finding,) = td_targets(bench(), given=flipped).findings
     assert finding.status is Status.CONFIRMED
-    assert "entropy term: −α·log π (α=0.1) → +α·log π (sign flipped) (α=0.1)" in finding.evidence.summary
+    assert (
+        "entropy term: −α·log π (α=0.1 as built) → +α·log π (sign flipped) (α=0.1 as built)"
+        in finding.evidence.summary
+    )
     assert "penalty on entropy" in finding.evidence.summary
 
 
@@ -226,7 +229,7 @@ def test_the_check_clears_the_same_terms_and_leaves_out_an_unreported_one(tmp_pa
     # a temperature twice as high is the same entropy term: α's schedule is the optimizer room's
     assert finding.status is Status.CLEARED, finding.headline
     assert (
-        "twin-critic reduction: min over 2 critics; entropy term: −α·log π (α=0.1)"
+        "twin-critic reduction: min over 2 critics; entropy term: −α·log π (α=0.1 as built)"
         in finding.evidence.summary
     )
     assert {"twin-critic reduction", "entropy term"} <= set(finding.evidence.details["compared"])
