@@ -33,7 +33,7 @@ gradient_steps step, gradient_steps, batch_size[, actor_updates]: :meth:`Recorde
                not given)
 targets        step, gradient_step, tau, source: a target-network update, ``reported`` by the trainer through
                :meth:`Recorder.target_update`, or ``measured`` by the recorder itself (see below)
-exploration    step, epsilon, alpha, target_entropy: :meth:`Recorder.exploration` (NaN where not given)
+exploration    step, epsilon, alpha, target_entropy, action_noise: :meth:`Recorder.exploration` (NaN where not given)
 replay         step, size, capacity, nbytes, age_p10, age_p50, age_p90, age_mean, age_n, prioritized:
                :meth:`Recorder.replay`, the buffer's fill and the ages of a sampled batch's transitions
 =============  ==============================================================================================
@@ -378,12 +378,19 @@ class Recorder:
         epsilon: float | None = None,
         alpha: float | None = None,
         target_entropy: float | None = None,
+        action_noise: float | None = None,
     ) -> None:
         """Record the exploration parameters in force at env step ``step``: ε (ε-greedy), α (the entropy
-        temperature of SAC-style learners) and the target entropy α is tuned towards (None: not used)."""
+        temperature of SAC-style learners), the target entropy α is tuned towards, and the standard deviation
+        of the noise added to continuous actions (TD3, DDPG; its mean over action dimensions). None: not used."""
         self._see_step(step)
         row = {"step": int(step)}
-        for key, value in (("epsilon", epsilon), ("alpha", alpha), ("target_entropy", target_entropy)):
+        for key, value in (
+            ("epsilon", epsilon),
+            ("alpha", alpha),
+            ("target_entropy", target_entropy),
+            ("action_noise", action_noise),
+        ):
             row[key] = math.nan if value is None else float(value.item() if hasattr(value, "item") else value)
         self._off["exploration"].append(row)
         self._maybe_flush()
@@ -865,6 +872,7 @@ class NullRecorder:
         epsilon: float | None = None,
         alpha: float | None = None,
         target_entropy: float | None = None,
+        action_noise: float | None = None,
     ) -> None:
         pass
 

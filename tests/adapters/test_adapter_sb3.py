@@ -91,6 +91,16 @@ def test_unknown_keys_are_listed_with_the_known_ones(tmp_path: Path) -> None:
         ),
         ("algo: ppo\nenv_id: CartPole-v1\npolicy: TransformerPolicy\n", "not one of PPO's"),
         ("- a\n- b\n", "must be a mapping"),
+        # rl-zoo's action noise: both keys, a known kind, for an algorithm that takes noise
+        ("algo: td3\nenv_id: Pendulum-v1\nnoise_type: gaussian\nnoise_std: 0.1\n", "must be normal or orn"),
+        ("algo: td3\nenv_id: Pendulum-v1\nnoise_type: normal\n", "needs noise_std"),
+        ("algo: td3\nenv_id: Pendulum-v1\nnoise_std: 0.1\n", "without noise_type: add noise_type"),
+        ("algo: td3\nenv_id: Pendulum-v1\nnoise_type: normal\nnoise_std: -1\n", "at least 0, got -1"),
+        ("algo: ppo\nenv_id: Pendulum-v1\nnoise_type: normal\nnoise_std: 0.1\n", "PPO takes none"),
+        (
+            "algo: td3\nenv_id: Pendulum-v1\naction_noise: NormalActionNoise(mean=0, sigma=0.1)\n",
+            "cannot build .* noise_type: normal",
+        ),
     ],
 )
 def test_bad_setup_files(tmp_path: Path, text: str, match: str) -> None:

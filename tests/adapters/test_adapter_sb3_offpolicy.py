@@ -57,6 +57,9 @@ TD3 = (
 )
 
 
+DDPG = "algo: ddpg\nenv_id: Pendulum-v1\npolicy_kwargs: {net_arch: [16]}\n"
+
+
 def test_target_networks_name_each_target_and_its_online_module(tmp_path: Path) -> None:
     for text, expected in (
         (DQN, {"q_net_target": "q_net"}),
@@ -297,6 +300,46 @@ def test_td3_records_one_target_update_per_delayed_actor_step(tmp_path: Path) ->
     assert updates and all(kw["actor_updates"] == kw["gradient_steps"] for _, kw in updates)
 
 
+def test_td3_and_ddpg_record_the_sigma_of_the_noise_they_explore_by(tmp_path: Path) -> None:
+    """rl-zoo's noise_type and noise_std build SB3's action noise; the run records its σ, and a learner
+    without noise records σ 0 (its actions are the actor's own)."""
+    short = "learning_starts: 50\nbatch_size: 8\nbuffer_size: 500\n"
+    sigmas = {}
+    for name, text in (
+        ("normal", TD3 + short + "noise_type: normal\nnoise_std: 0.3\n"),
+        ("ou", DDPG + short + "noise_type: ornstein-uhlenbeck\nnoise_std: 0.2\n"),
+        ("none", TD3 + short),
+    ):
+        (tmp_path / name).mkdir()
+        subject, cfg = _setup(tmp_path / name, text)
+        model = subject.build_model(cfg, 0)
+        spy = SpyRecorder(tmp_path / name / "run")
+        subject.train(cfg, 80, 0, spy)
+        recorded = [kw["action_noise"] for _, kw in spy.calls["exploration"]]
+        assert recorded, name
+        sigmas[name] = (sorted({round(s, 9) for s in recorded}), type(model.action_noise).__name__)
+    assert sigmas == {
+        "normal": ([0.3], "NormalActionNoise"),
+        "ou": ([0.2], "OrnsteinUhlenbeckActionNoise"),
+        "none": ([0.0], "NoneType"),
+    }
+
+
+def test_action_noise_on_discrete_actions_is_a_clear_error(tmp_path: Path) -> None:
+    from rlaudit.adapters.sb3 import SB3SetupError
+    from rlaudit.adapters.sb3.runtime import action_noise_of
+
+    subject, cfg = _setup(
+        tmp_path, SAC.replace("Pendulum-v1", "CartPole-v1") + "noise_type: normal\nnoise_std: 0.1\n"
+    )
+    env = subject.make_env(cfg, 0)
+    try:
+        with pytest.raises(SB3SetupError, match="continuous actions, but CartPole-v1 has Discrete"):
+            action_noise_of(cfg, env.single_action_space)
+    finally:
+        env.close()
+
+
 def test_a_real_recorder_times_collection_and_training(tmp_path: Path) -> None:
     subject, cfg = _setup(
         tmp_path, DQN + "learning_starts: 100\ntrain_freq: 50\ngradient_steps: 4\nbatch_size: 8\n"
@@ -345,15 +388,30 @@ def test_sac_example_pair_differs_only_in_the_target_entropy() -> None:
     )
 
 
-@pytest.mark.parametrize("key", ["target_update_interval", "tau", "target_entropy", "exploration_fraction"])
-def test_target_network_and_exploration_keys_are_filed_under_the_optimizer(key: str) -> None:
-    """The optimizer room measures the target network, ε and α at runtime, so a change to their keys is
-    filed there (and restored by the optimizer's attribution arm), not under loss or trainer."""
+@pytest.mark.parametrize(
+    ("setup", "key", "room"),
+    [
+        ("dqn_cartpole.yaml", "target_update_interval", "optimizer"),
+        ("dqn_cartpole.yaml", "tau", "optimizer"),
+        ("dqn_cartpole.yaml", "target_entropy", "optimizer"),
+        ("dqn_cartpole.yaml", "exploration_fraction", "optimizer"),
+        ("dqn_cartpole.yaml", "noise_std", "optimizer"),
+        ("dqn_cartpole.yaml", "noise_type", "optimizer"),
+        ("sac_pendulum.yaml", "ent_coef", "optimizer"),  # SAC's α
+        ("ppo_cartpole.yaml", "ent_coef", "loss"),  # PPO's entropy bonus
+        ("dqn_cartpole.yaml", "policy_delay", "trainer"),
+        ("dqn_cartpole.yaml", "target_policy_noise", "loss"),
+    ],
+)
+def test_off_policy_keys_are_filed_where_they_are_measured(setup: str, key: str, room: str) -> None:
+    """The optimizer room measures the target network, ε, α and the action noise at runtime, the trainer
+    room TD3's delayed actor updates, the loss room the TD target TD3 smooths: a change to their keys is filed
+    there (and restored by that room's attribution arm)."""
     from rlaudit.config.diff import diff_configs
 
-    subject = SB3Subject(EXAMPLES / "dqn_cartpole.yaml")
+    subject = SB3Subject(EXAMPLES / setup)
     table = diff_configs({key: 1}, {key: 2}, subject.config_keys()).table
-    assert table.set_index("key").loc[key, "subsystem"] == "optimizer"
+    assert table.set_index("key").loc[key, "subsystem"] == room
 
 
 def test_the_td_target_probe_reads_sac_and_td3_as_clipped_double_q_and_sac_entropy(tmp_path: Path) -> None:

@@ -1,13 +1,15 @@
-"""Optimizer audit, exploration: the ε (ε-greedy) and α (entropy temperature) schedules as they ran.
+"""Optimizer audit, exploration: the ε (ε-greedy), α (entropy temperature) and action-noise schedules as they ran.
 
 An exploration schedule lives in the config as a start, an end and a fraction of the run; the code computes
 it from a progress that a refactor can freeze, rescale or reset. So the schedule is read from the recorder's
-``exploration`` table (``recorder.exploration(step, epsilon=, alpha=, target_entropy=)``) at the same fractions
-of each run, side by side, and SAC's target entropy with it.
+``exploration`` table (``recorder.exploration(step, epsilon=, alpha=, target_entropy=, action_noise=)``) at the
+same fractions of each run, side by side, and SAC's target entropy with it. TD3 and DDPG explore through the
+noise they add to the actor's actions, so its σ is read the same way.
 
 An α tuned automatically (both sides record a target entropy) is not a schedule: it follows what the policy
 learns, so two setups that learn differently run different α paths towards the same target. Such a difference
-is SUSPECT, as an effect to explain; a changed ε, target entropy or fixed α is a changed schedule, CONFIRMED.
+is SUSPECT, as an effect to explain; a changed ε, target entropy, fixed α or action-noise σ is a changed
+schedule, CONFIRMED.
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ FRACTIONS = (0.0, 0.1, 0.25, 0.5, 0.75, 1.0)
 """Where in each run (share of its env steps) the schedules are compared."""
 TOLERANCE = 0.05
 """Two schedule values agree within this absolute difference (ε) or relative difference (α)."""
-SERIES = ("epsilon", "alpha", "target_entropy")
-NAMES = {"epsilon": "ε", "alpha": "α", "target_entropy": "target entropy"}
+SERIES = ("epsilon", "alpha", "target_entropy", "action_noise")
+NAMES = {"epsilon": "ε", "alpha": "α", "target_entropy": "target entropy", "action_noise": "action noise σ"}
 REMEDIES = {
     "epsilon": "Compute ε from the run's progress as the baseline does; check that the start, end and decay "
     "fraction reach the schedule in code.",
@@ -37,6 +39,8 @@ REMEDIES = {
     "target_entropy": "Set the target entropy back to the baseline's. For continuous actions SAC's automatic "
     "setting is −dim(A) (SB3's `target_entropy: auto`); a discrete-action SAC's 0.98·log|A| is above what a "
     "squashed Gaussian can reach, so α keeps rising.",
+    "action_noise": "Give the candidate the baseline's exploration noise on actions (its kind and σ: rl-zoo's "
+    "`noise_type` and `noise_std`, SB3's `action_noise`); TD3 and DDPG explore through nothing else.",
 }
 """The one step to take, per series that changed."""
 
@@ -71,7 +75,8 @@ def _median(lists: list[list[float]]) -> list[float]:
     reads=("trainer",),
 )
 def exploration(c: Check, runs: TrainingRuns) -> Section:
-    """ε and α follow the same schedule, and α the same target entropy, on both sides.
+    """ε and α follow the same schedule, α the same target entropy, and TD3's or DDPG's action noise the same
+    σ, on both sides.
 
     From the recorder's ``exploration`` table of the short runs, read at the same fractions of each run.
     """
@@ -87,7 +92,8 @@ def exploration(c: Check, runs: TrainingRuns) -> Section:
     if lacking:
         c.missing(
             "exploration schedule (the recorder's `exploration` table)",
-            "Call recorder.exploration(step, epsilon=..., alpha=..., target_entropy=...) in train() where the "
+            "Call recorder.exploration(step, epsilon=..., alpha=..., target_entropy=..., action_noise=...) in "
+            "train() where the "
             "trainer computes them; an on-policy learner exploring through its policy's entropy has none.",
             lacking,
         )

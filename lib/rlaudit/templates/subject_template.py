@@ -251,8 +251,9 @@ from __future__ import annotations
 #         recorder.target_update(step, gradient_step, tau=1.0)
 #                                                    each target-network update (1.0: hard copy); with
 #                                                    target_networks the recorder measures them itself
-#         recorder.exploration(step, epsilon=e, alpha=a, target_entropy=h)
-#                                                    the exploration parameters in force (any of them)
+#         recorder.exploration(step, epsilon=e, alpha=a, target_entropy=h, action_noise=s)
+#                                                    the exploration parameters in force (any of them;
+#                                                    s: σ of the noise TD3 or DDPG adds to actions)
 #         recorder.replay(step, size, capacity, nbytes=n, ages=step - inserted_at[idx])
 #                                                    the replay buffer, and the ages of a sampled batch
 #     Write your own logs and checkpoints under recorder.run_dir (e.g. recorder.run_dir / "tb" and

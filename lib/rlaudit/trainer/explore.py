@@ -26,11 +26,13 @@ RECORDER_SERIES: dict[str, dict[str, str]] = {
         "epsilon": "exploration/epsilon",
         "alpha": "exploration/alpha",
         "target_entropy": "exploration/target_entropy",
+        "action_noise": "exploration/action_noise",
     },
     "replay": {"size": "replay/transitions held", "age_p50": "replay/median age of sampled transitions"},
 }
 """Columns of the recorder's off-policy tables offered as curves beside the logged scalars: ε, SAC's α and its
-target entropy as they ran, and the replay buffer's fill and the age (env steps) of what training sampled."""
+target entropy, and TD3's or DDPG's action-noise σ as they ran, and the replay buffer's fill and the age (env
+steps) of what training sampled."""
 
 
 def run_series(run: RunData, side: str, metric: str = "") -> pd.DataFrame:

@@ -108,3 +108,25 @@ def test_a_fixed_alpha_that_changed_is_a_changed_schedule(tmp_path: Path) -> Non
     (finding,) = exploration(bench(), given=runs).findings
     assert finding.status is Status.CONFIRMED, finding.headline
     assert finding.remediation == "Set the entropy coefficient α (or its schedule) back to the baseline's."
+
+
+def _noisy(tmp: Path, sigma: float, seed: int = 0):
+    """A TD3-like run: no ε or α, only the σ of the noise on its actions."""
+    steps = np.arange(0, STEPS + 1, 100)
+    columns = {
+        "step": steps,
+        "epsilon": np.full(len(steps), np.nan),
+        "action_noise": np.full(len(steps), sigma),
+    }
+    return fake_run(tmp, seed=seed, summary={"steps": STEPS, "seconds": 1.0}, tables={"exploration": columns})
+
+
+def test_a_changed_action_noise_is_a_changed_schedule_and_the_same_one_clears(tmp_path: Path) -> None:
+    (same,) = exploration(
+        bench(), given=evidence([_noisy(tmp_path, 0.1)], [_noisy(tmp_path, 0.1, 1)])
+    ).findings
+    assert same.status is Status.CLEARED and "action noise σ 0.1 → 0.1" in same.evidence.summary
+    (off,) = exploration(bench(), given=evidence([_noisy(tmp_path, 0.1)], [_noisy(tmp_path, 0.0)])).findings
+    assert off.status is Status.CONFIRMED, off.headline
+    assert "action noise σ at 0% of the run 0.1 → 0" in off.evidence.summary
+    assert off.remediation.startswith("Give the candidate the baseline's exploration noise on actions")

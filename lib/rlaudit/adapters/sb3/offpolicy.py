@@ -12,7 +12,8 @@ SB3 writes its TD targets inline in each algorithm's ``train()`` and updates its
   steps per ``train()`` call, batch size and, for SAC, TD3 and DDPG, the actor's updates among them (counted
   on the actor optimizer, ``recorder.update``), every Polyak or hard update of a target network
   (``recorder.target_update``, seen by wrapping SB3's ``polyak_update`` in the algorithm's module), epsilon,
-  the entropy coefficient and the target entropy (``recorder.exploration``), and the replay buffer's fill, size
+  the entropy coefficient, the target entropy and the σ of the noise on actions (TD3 and DDPG explore through
+  it alone; ``recorder.exploration``), and the replay buffer's fill, size
   in bytes and the ages of the transitions it sampled (``recorder.replay``, seen by wrapping the buffer's
   ``_get_samples``).
 
@@ -423,7 +424,12 @@ class OffPolicyInstruments:
                 step,
                 alpha=self._alpha(),
                 target_entropy=float(target) if isinstance(target, int | float) else None,
+                action_noise=_noise_sigma(model.action_noise),  # SAC explores by its policy; noise is extra
             )
+        elif algo in ("td3", "ddpg"):
+            # the noise on the actor's actions is all they explore by: none is σ 0, not "not recorded"
+            noise = model.action_noise
+            self._call("exploration", step, action_noise=0.0 if noise is None else _noise_sigma(noise))
         buffer = getattr(model, "replay_buffer", None)
         if buffer is not None:
             n_envs = int(buffer.n_envs)
@@ -438,3 +444,13 @@ class OffPolicyInstruments:
                 prioritized=False,  # SB3's replay buffers sample uniformly
             )
         self._ages = []
+
+
+def _noise_sigma(noise: Any) -> float | None:
+    """The mean σ of SB3's action noise (per environment: ``VectorizedActionNoise`` holds one per env); None
+    for no noise or one that does not say its σ."""
+    if noise is None:
+        return None
+    noise = getattr(noise, "base_noise", noise)
+    sigma = getattr(noise, "_sigma", None)
+    return None if sigma is None else float(np.mean(np.asarray(sigma, dtype=np.float64)))

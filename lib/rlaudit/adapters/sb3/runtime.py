@@ -13,6 +13,7 @@ from typing import Any
 
 from rlaudit.adapters.sb3.setup import (
     POLICY_NOT_KWARGS,
+    SB3SetupError,
     algo_class,
     hyperparameter_defaults,
     plain_value,
@@ -84,6 +85,30 @@ def policy_kwargs_of(config: dict[str, Any]) -> dict[str, Any]:
             value = resolve_class(value, what=f"policy_kwargs.{key}")
         out[key] = copy.deepcopy(value)
     return out
+
+
+def action_noise_of(config: dict[str, Any], action_space: Any) -> Any:
+    """SB3's exploration noise for the setup's ``noise_type`` and ``noise_std`` (rl-zoo's keys): the same σ on
+    every dimension of the Box ``action_space``, mean 0; None without ``noise_type``.
+
+    Raises:
+        SB3SetupError: The environment's actions are not continuous (a Box).
+    """
+    kind = config.get("noise_type")
+    if not kind:
+        return None
+    import numpy as np
+    from gymnasium import spaces
+    from stable_baselines3.common.noise import NormalActionNoise, OrnsteinUhlenbeckActionNoise
+
+    if not isinstance(action_space, spaces.Box):
+        raise SB3SetupError(
+            f"noise_type: {kind} adds noise to continuous actions, but {config['env_id']} has {action_space}: "
+            "remove noise_type and noise_std"
+        )
+    n_actions = int(np.prod(action_space.shape))
+    noise = NormalActionNoise if kind == "normal" else OrnsteinUhlenbeckActionNoise
+    return noise(mean=np.zeros(n_actions), sigma=float(config["noise_std"]) * np.ones(n_actions))
 
 
 def hyperparameters_of(config: dict[str, Any]) -> dict[str, Any]:

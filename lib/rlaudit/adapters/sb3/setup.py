@@ -28,6 +28,10 @@ ALGORITHMS: dict[str, str] = {
 ON_POLICY = frozenset({"ppo", "a2c"})
 
 
+NOISE_TYPES = ("normal", "ornstein-uhlenbeck")
+"""rl-zoo's ``noise_type`` values: SB3's NormalActionNoise and OrnsteinUhlenbeckActionNoise."""
+
+
 def require_algorithm(config: dict[str, Any], family: frozenset[str], capability: str, kind: str) -> str:
     """The setup's algorithm, when ``capability`` covers it (one of ``family``, SB3's ``kind`` algorithms).
 
@@ -57,6 +61,9 @@ SETUP_KEYS: dict[str, str] = {
     "seed": "seed of the setup (train() takes its own)",
     "device": "torch device (default cpu)",
     "trust_pickles": "unpickle VecNormalize .pkl files next to models (runs code from them; default false)",
+    "noise_type": "exploration noise added to continuous actions (rl-zoo's; TD3, DDPG, SAC): normal or "
+    "ornstein-uhlenbeck",
+    "noise_std": "that noise's standard deviation, the same for every action dimension (with noise_type)",
 }
 """Keys of the YAML that are not keyword arguments of the algorithm, with what they mean."""
 
@@ -393,6 +400,48 @@ def policy_settings(
     return settings
 
 
+def action_noise_settings(values: dict[str, Any]) -> tuple[str | None, float | None]:
+    """The exploration noise on actions a setup asks for, as rl-zoo writes it: ``(noise_type, noise_std)``,
+    ``(None, None)`` for none. ``values`` holds ``algo`` and the setup's keys (a file's, or a resolved config).
+
+    Raises:
+        SB3SetupError: ``action_noise`` given as a value (a setup file cannot build SB3's noise object), noise
+            for an algorithm that takes none, an unknown kind, or a kind without its standard deviation.
+    """
+    algo = values["algo"]
+    if values.get("action_noise") is not None:
+        raise SB3SetupError(
+            f"action_noise is SB3's noise object, which a setup file cannot build (got {values['action_noise']!r}); "
+            "write rl-zoo's keys instead: noise_type: normal (or ornstein-uhlenbeck) and noise_std: 0.1"
+        )
+    kind, std = values.get("noise_type"), values.get("noise_std")
+    if kind is None and std is None:
+        return None, None
+    if "action_noise" not in hyperparameter_defaults(algo):
+        raise SB3SetupError(
+            f"noise_type and noise_std add exploration noise to continuous actions; {ALGORITHMS[algo]} takes none "
+            "(TD3, DDPG and SAC do): remove them"
+        )
+    if kind is None:
+        raise SB3SetupError(
+            f"noise_std: {std} is given without noise_type: add noise_type: {' or '.join(NOISE_TYPES)}"
+        )
+    kind = str(kind).strip().lower()
+    if kind not in NOISE_TYPES:
+        raise SB3SetupError(f"noise_type must be {' or '.join(NOISE_TYPES)} (rl-zoo's), got {kind!r}")
+    if std is None:
+        raise SB3SetupError(
+            f"noise_type: {kind} needs noise_std, the noise's standard deviation (rl-zoo's TD3 entries use 0.1)"
+        )
+    try:
+        sigma = float(std)
+    except (TypeError, ValueError):
+        sigma = math.nan
+    if not math.isfinite(sigma) or sigma < 0:
+        raise SB3SetupError(f"noise_std must be a number of at least 0, got {std!r}")
+    return kind, sigma
+
+
 def resolve_setup(data: dict[str, Any], base_dir: Path) -> dict[str, Any]:
     """The fully resolved config: every hyperparameter (SB3 defaults filled in), policy and normalize settings.
 
@@ -400,6 +449,7 @@ def resolve_setup(data: dict[str, Any], base_dir: Path) -> dict[str, Any]:
         SB3SetupError: A value SB3 would not accept in that place.
     """
     algo = data["algo"]
+    noise_type, noise_std = action_noise_settings(data)
     hyper = hyperparameter_defaults(algo)
     for key in hyper:
         if key in data:
@@ -428,6 +478,8 @@ def resolve_setup(data: dict[str, Any], base_dir: Path) -> dict[str, Any]:
         "normalize": normalize_settings(data.get("normalize", False), gamma),
         "policy_kwargs": policy_settings(algo, policy, data.get("policy_kwargs"), hyper),
         **hyper,
+        "noise_type": noise_type,
+        "noise_std": noise_std,
         "models": [location(m) for m in models],
         "tensorboard_log": location(data["tensorboard_log"]) if data.get("tensorboard_log") else "",
         "trust_pickles": bool(data.get("trust_pickles", False)),

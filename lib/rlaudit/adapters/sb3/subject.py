@@ -13,6 +13,7 @@ from typing import Any
 from rlaudit.adapters.sb3 import loss, offpolicy
 from rlaudit.adapters.sb3.runtime import (
     SB3VectorEnv,
+    action_noise_of,
     add_cleanrl_interface,
     as_schedule,
     hyperparameters_of,
@@ -27,6 +28,7 @@ from rlaudit.adapters.sb3.runtime import (
 )
 from rlaudit.adapters.sb3.setup import (
     ON_POLICY,
+    action_noise_settings,
     algo_class,
     check_schedule,
     normalize_settings,
@@ -81,6 +83,7 @@ class SB3Subject:
                 if config.get(key) is not None:
                     config[key] = check_schedule(config[key], key)
             config["normalize"] = normalize_settings(config["normalize"], float(config.get("gamma", 0.99)))
+            config["noise_type"], config["noise_std"] = action_noise_settings(config)
             config["policy_kwargs"] = policy_settings(
                 config["algo"], config["policy"], config["policy_kwargs"], config
             )
@@ -102,13 +105,20 @@ class SB3Subject:
                 "target_update_interval",
                 "target_entropy",
                 "exploration_*",
+                "noise_type",
+                "noise_std",
+                *(
+                    ["ent_coef"] if self._resolved["algo"] == "sac" else []
+                ),  # α, as optimizer/exploration reads it
             ],
             "loss": [
                 "gamma",
                 "gae_lambda",
                 "clip_range*",
-                "ent_coef",
+                *([] if self._resolved["algo"] == "sac" else ["ent_coef"]),  # PPO's and A2C's entropy bonus
                 "vf_coef",
+                "target_policy_noise",  # TD3's target policy smoothing, inside the TD target
+                "target_noise_clip",
                 "normalize_advantage",
                 "target_kl",
             ],
@@ -122,6 +132,7 @@ class SB3Subject:
                 "learning_starts",
                 "use_sde",
                 "sde_sample_freq",
+                "policy_delay",  # TD3's delayed actor updates, as trainer/replay-ratio counts them
             ],
             "memory": ["buffer_size", "optimize_memory_usage", "*_buffer_class", "*_buffer_kwargs*"],
             "agents": [
@@ -244,6 +255,9 @@ class SB3Subject:
         """The SB3 model for the setup on its VecEnv stack (no logger attached)."""
         cls = algo_class(config["algo"])
         venv = make_vec_env(config, seed)
+        hyper = hyperparameters_of(config)
+        if config.get("noise_type"):
+            hyper["action_noise"] = action_noise_of(config, venv.action_space)
         return cls(
             config["policy"],
             venv,
@@ -251,7 +265,7 @@ class SB3Subject:
             device=config.get("device", "cpu"),
             verbose=0,
             policy_kwargs=policy_kwargs_of(config),
-            **hyperparameters_of(config),
+            **hyper,
         )
 
     def train(
