@@ -170,15 +170,18 @@ IMPRACTICAL = 1_000
 the very edge of the practical margin, or from a spread far wider than the margin."""
 
 
-def settle_phrase(needed: int, what: str = "seeds") -> str:
+def settle_phrase(needed: int, what: str = "seeds", per: str = "side", verb: str = "settle it") -> str:
     """``"about 12 seeds per side would settle it"``; above :data:`IMPRACTICAL`, says that no practical number
-    would (an estimate at the margin's edge grows without bound, and "about 16024 runs" reads as a plan)."""
+    would (an estimate at the margin's edge grows without bound, and "about 16024 runs" reads as a plan).
+    ``per`` names what each count is for (an attribution arm), ``verb`` what it would do (``"decide it"``;
+    empty for a clause the caller ends)."""
+    tail = f" {verb}" if verb else ""
     if needed > IMPRACTICAL:
         return (
-            f"no practical number of {what} would settle it (about {needed:,} per side: the estimate lies at the "
+            f"no practical number of {what} would{tail} (about {needed:,} per {per}: the estimate lies at the "
             "edge of the margin, or the spread is far wider than it)"
         )
-    return f"about {needed} {what} per side would settle it"
+    return f"about {needed} {what} per {per} would{tail}"
 
 
 class Verdict(NamedTuple):

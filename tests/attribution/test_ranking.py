@@ -241,3 +241,26 @@ def test_an_undecided_restore_says_how_many_seeds_would_decide_it():
     (finding,) = attribution_findings(result)
     assert finding.status is Status.SUSPECT
     assert finding.evidence.summary.endswith("— undecided: about 8 seeds per arm would decide it")
+
+
+def test_an_undecided_restore_needing_thousands_of_seeds_offers_no_plan():
+    """The built-in pair's smoke report: the checkpoint interval restores 19% (-82%..132%) of the CPU time per
+    step lost, at 1 seed; the projection, about 8,398 seeds per arm, is no plan to run."""
+    from rlaudit.attribution.arms import Arm, Effect
+    from rlaudit.attribution.ranking import attribution_findings
+    from rlaudit.attribution.suspects import Suspect
+
+    suspect = Suspect(
+        "checkpointing config", "checkpointing", "config", overrides=("checkpoint_interval=25",)
+    )
+    result = replace(
+        _result({}),
+        gaps={"heart.get": {"measurable": True}},
+        arms=[Arm("restore checkpointing config", "candidate", suspects=("checkpointing config",))],
+        effects={"restore checkpointing config": {"heart.get": Effect(0.19, -0.82, 1.32, 1)}},
+        suspects=[suspect],
+    )
+    (finding,) = attribution_findings(result)
+    assert finding.status is Status.SUSPECT
+    assert "— undecided: no practical number of seeds would decide it (about " in finding.evidence.summary
+    assert " per arm: the estimate lies at the edge of the margin" in finding.evidence.summary

@@ -19,6 +19,7 @@ from typing import Any
 from rlaudit.attribution.arms import DEFAULT_DELTA, ci_label
 from rlaudit.attribution.culprits import ChangeResult, Culprit
 from rlaudit.changes.priors import hunk_table
+from rlaudit.evidence import settle_phrase
 
 METRIC_WORDS = {"sps": "the CPU time per step lost"}
 
@@ -177,7 +178,7 @@ def _undecided_sentences(result: ChangeResult) -> list[str]:
         effects = {m: e for m, e in c.effects.items() if m in words}
         shares = "; ".join(f"{_share(e)} of {words[m]}" for m, e in effects.items())
         needed = [n for e in effects.values() if (n := e.seeds_to_decide(DEFAULT_DELTA))]
-        settle = f"; about {max(needed)} seeds per arm would decide it" if needed else ""
+        settle = f"; {settle_phrase(max(needed), per='arm', verb='decide it')}" if needed else ""
         out.append(
             f"Narrowed down but undecided: {commit}{h.path}, {h.where or 'module level'}, {h.header}: reverting "
             f"it restores {shares}, an interval too wide at the seeds spent to call it a cause or rule it out"

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from rlaudit.attribution.arms import DEFAULT_DELTA, OVERLAP_MARGIN, SPS, minor_floor
+from rlaudit.evidence import settle_phrase
 from rlaudit.findings import SUBSYSTEMS, Evidence, Finding, Severity, Status
 
 if TYPE_CHECKING:
@@ -406,7 +407,11 @@ def attribution_findings(result: Attribution, delta: float = DEFAULT_DELTA) -> l
                             else " — measurably no cause"
                             if none
                             else " — undecided"
-                            + (f": about {max(needed)} seeds per arm would decide it" if needed else "")
+                            + (
+                                f": {settle_phrase(max(needed), per='arm', verb='decide it')}"
+                                if needed
+                                else ""
+                            )
                         )
                     ),
                     details={

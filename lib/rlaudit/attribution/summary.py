@@ -24,6 +24,7 @@ from rlaudit.attribution.ranking import Cause, attribution_findings, gap_label, 
 from rlaudit.display import figure_png
 from rlaudit.engine.io import atomic_write_bytes, atomic_write_json
 from rlaudit.engine.workbench import Workbench
+from rlaudit.evidence import settle_phrase
 from rlaudit.findings import SUBSYSTEMS, Finding, Status
 from rlaudit.notebook import Section
 
@@ -105,7 +106,7 @@ def _recovery(result: Attribution) -> dict[str, dict[str, Any]]:
 def _seeds_to_decide(rows: list[dict[str, Any]]) -> str:
     """``", and about 8 seeds per arm would"``: the most any of ``rows`` needs (``needed``, when known)."""
     needed = [r["needed"] for r in rows if r.get("needed")]
-    return f", and about {max(needed)} seeds per arm would" if needed else ""
+    return f", and {settle_phrase(max(needed), per='arm', verb='')}" if needed else ""
 
 
 def _overlap_sentence(result: Attribution, metric: str) -> str:
