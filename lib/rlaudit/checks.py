@@ -341,6 +341,20 @@ def _guard(evidence: Any, spec: CheckSpec, hypothesis: str, wb: Any = None) -> F
     return None
 
 
+def value_learners(wb: Any) -> bool:
+    """True when both sides expose ``compute_td_targets`` (capabilities as already known; no worker started):
+    off-policy value learners, where PPO's details (its initialization, its loss) are no part of the design."""
+    known = getattr(wb, "capabilities", None)
+    if not callable(known):
+        return False
+    try:
+        return all(
+            "compute_td_targets" in (known(side, load=False) or ()) for side in ("baseline", "candidate")
+        )
+    except Exception:  # a side the workbench does not know
+        return False
+
+
 def _not_applicable(finding: Finding, wb: Any) -> Finding:
     """Say so when a SKIPPED for want of an on-policy capability is on a value learner, where it does not apply.
 

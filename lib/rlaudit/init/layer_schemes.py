@@ -11,7 +11,7 @@ import pandas as pd
 
 from rlaudit.agents import align as al
 from rlaudit.agents import trees as tr
-from rlaudit.checks import Check, check
+from rlaudit.checks import Check, check, value_learners
 from rlaudit.engine.workbench import Pair
 from rlaudit.findings import Finding, Severity, Status
 from rlaudit.init.common import FRESH_NETWORKS, seeds_for
@@ -161,7 +161,9 @@ def schemes(c: Check, pair: Pair) -> Section:
             f"{role}: {', '.join(sorted(set(items)))} ({len(items)} tensor{'s' if len(items) != 1 else ''})"
             for role, items in by_role.items()
         ]
-        ppo_lost = bool(((table["ppo b"] == True) & (table["ppo c"] == False)).any())  # noqa: E712
+        ppo_lost = not value_learners(c.wb) and bool(
+            ((table["ppo b"] == True) & (table["ppo c"] == False)).any()  # noqa: E712
+        )
         findings.append(
             c.finding(
                 Status.SUSPECT,
@@ -202,7 +204,9 @@ def schemes(c: Check, pair: Pair) -> Section:
             )
         )
         off = table[table["ppo b"] == False]  # noqa: E712
-        if len(off):
+        if len(off) and not value_learners(
+            c.wb
+        ):  # PPO's details are no part of a DQN's, SAC's or TD3's design
             findings.append(
                 c.finding(
                     Status.NOTED,

@@ -189,6 +189,19 @@ def test_the_same_default_init_is_cleared_and_its_distance_from_ppo_noted(tmp_pa
     assert noted.evidence.baseline == noted.evidence.candidate
 
 
+def test_a_value_learner_is_not_held_to_the_ppo_initialization(tmp_path: Path) -> None:
+    """A DQN, SAC or TD3 (both sides expose compute_td_targets) has no PPO details to deviate from: an SB3 TD3
+    pair got "both sides deviate from the PPO initialization in the same way for 36 parameters"."""
+    side = _artifacts(DEFAULT, biases={"hidden": torch_default(16)})
+    wb = bench()
+    wb.capabilities = lambda side, load=True: frozenset({"train", "make_policy", "compute_td_targets"})
+    found = {f.id: f for f in schemes(wb, given=artifact_pair(tmp_path, side, side)).findings}
+    assert {k: f.status for k, f in found.items()} == {"init/schemes": Status.CLEARED}
+    wb.capabilities = lambda side, load=True: frozenset({"train", "make_policy", "compute_loss"})
+    found = {f.id: f for f in schemes(wb, given=artifact_pair(tmp_path / "ppo", side, side)).findings}
+    assert found["init/ppo-details"].status is Status.NOTED  # an actor-critic is still compared with PPO's
+
+
 def test_statistics_per_parameter_are_the_means_over_seeds() -> None:
     import pandas as pd
 
