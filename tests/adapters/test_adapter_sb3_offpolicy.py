@@ -4,6 +4,7 @@ recorder. Training here is a few hundred environment steps."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -323,6 +324,23 @@ def test_td3_and_ddpg_record_the_sigma_of_the_noise_they_explore_by(tmp_path: Pa
         "ou": ([0.2], "OrnsteinUhlenbeckActionNoise"),
         "none": ([0.0], "NoneType"),
     }
+
+
+def test_a_td3_checkpoint_round_trips_through_what_its_actor_outputs(tmp_path: Path) -> None:
+    """A TD3 policy's forward gives actions, with no policy or value head to compare: the round trip compares
+    what the forward pass outputs (an SB3 TD3 report said "round trip not comparable: baseline: ; candidate: ")."""
+    from rlaudit.checkpointing import probes
+    from support.probing import probe_context
+
+    subject, cfg = _setup(tmp_path, TD3 + "learning_starts: 50\nbatch_size: 8\nbuffer_size: 500\n")
+    subject.train(cfg, 80, 0, NullRecorder(tmp_path / "run"))
+    checkpoint = subject.checkpoints(cfg, tmp_path / "run")[0]
+    caps = ("config", "make_env", "make_policy", "load_checkpoint")
+    ctx = probe_context(subject, tmp_path / "out", caps, config=cfg)
+    assert probes.load_fidelity(ctx, path=checkpoint, rollout_steps=32, batch=8)["round_trip"] is True
+    heads = json.loads((tmp_path / "out" / "fidelity.json").read_text())["round_trip"]["heads"]
+    assert heads and all(name.startswith("output of actor.") for name in heads), heads
+    assert all(h["max_abs_diff"] == 0.0 and h["scale"] > 0 for h in heads.values())
 
 
 def test_action_noise_on_discrete_actions_is_a_clear_error(tmp_path: Path) -> None:

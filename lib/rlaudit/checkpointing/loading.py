@@ -244,7 +244,7 @@ def round_trip(c: Check, fid: Fidelity, trust: bool = False) -> Section:
                 effect_label="largest relative output difference",
                 summary=f"the {side}'s loaded policy computes different outputs than the saved weights: "
                 + "; ".join(
-                    f"{r['head']} head max |Δ| {fmt(r['max |Δ|'])} (mean |output| {fmt(r['mean |output|'])})"
+                    f"{_output_name(r['head'])} max |Δ| {fmt(r['max |Δ|'])} (mean |output| {fmt(r['mean |output|'])})"
                     for r in heads.to_dict("records")
                 )
                 + f" on {int(heads['batch'].iloc[0])} observations",
@@ -260,9 +260,15 @@ def round_trip(c: Check, fid: Fidelity, trust: bool = False) -> Section:
         notes=[
             "The saved weights are put into a fresh make_policy network by rlaudit itself (names, then "
             "order and shape) and both networks run on the same observations from a seeded random-policy "
-            "rollout; the policy and value heads are compared."
+            "rollout; the policy and value heads are compared (a network without them, such as a TD3 actor, by "
+            "what its forward pass outputs)."
         ],
     )
+
+
+def _output_name(head: str) -> str:
+    """``policy head``, or an output found without a head role (``output of actor.mu.4``) as it is."""
+    return head if head.startswith("output of ") else f"{head} head"
 
 
 def _round_trip_agrees(c: Check, table: pd.DataFrame, worst: dict[str, float | None]) -> Finding:
@@ -273,7 +279,9 @@ def _round_trip_agrees(c: Check, table: pd.DataFrame, worst: dict[str, float | N
             values=worst,
             effect=0.0,
             effect_label="largest relative output difference",
-            summary="the loaded policies reproduce the saved policies' outputs exactly (policy and value heads, "
+            summary="the loaded policies reproduce the saved policies' outputs exactly ("
+            + " and ".join(dict.fromkeys(_output_name(h) for h in table["head"] if h != "—"))
+            + ", "
             f"max |Δ| ≤ {ROUND_TRIP_RTOL:g} relative, {int(table['batch'].dropna().iloc[0])} observations)",
         )
     reasons = "; ".join(f"{r['side']}: {r['note']}" for r in table.to_dict("records") if r["head"] == "—")

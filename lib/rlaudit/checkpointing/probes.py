@@ -150,7 +150,7 @@ def extras_normalizer(extras: Any) -> dict[str, Any] | None:
     }
 
 
-@probe(requires=("load_checkpoint",), version=1)
+@probe(requires=("load_checkpoint",), version=2)
 def load_fidelity(
     ctx: ProbeContext,
     *,
@@ -311,7 +311,21 @@ def load_fidelity(
                             "max_abs_diff": float((x.double() - y.double()).abs().max()),
                             "scale": float(y.double().abs().mean()),
                         }
+            if not diffs:
+                # no policy or value head (a TD3 actor's forward gives actions only): compare what the network
+                # outputs, the leaf modules whose output nothing else consumed
+                for path in t_saved.terminal:
+                    x, y = t_loaded.outputs.get(path), t_saved.outputs.get(path)
+                    if x is not None and y is not None and tuple(x.shape) == tuple(y.shape):
+                        diffs[f"output of {path}"] = {
+                            "max_abs_diff": float((x.double() - y.double()).abs().max()),
+                            "scale": float(y.double().abs().mean()),
+                        }
             round_trip = {"comparable": bool(diffs), "heads": diffs, "batch": obs_rows(obs)}
+            if not diffs:
+                round_trip["reason"] = (
+                    "the forward pass showed no output to compare (no leaf module was called)"
+                )
         else:
             round_trip["reason"] = (
                 "the saved weights do not fit this subject's network (missing keys or shapes)"
