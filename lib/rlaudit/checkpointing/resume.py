@@ -22,7 +22,7 @@ from rlaudit.checkpointing.sources import (
     one_side,
     run_checkpoints,
 )
-from rlaudit.checks import Check, check
+from rlaudit.checks import Check, check, value_learners
 from rlaudit.engine.workbench import SIDES, Pair, ProbeResult, Workbench
 from rlaudit.evidence import Verdict, fmt, pct
 from rlaudit.findings import Finding, Severity, Status
@@ -105,8 +105,11 @@ class Resumes:
         return self.stop
 
 
-def resumes(wb: Workbench, trust: bool = False) -> Resumes:
-    """Resume each side's dedicated run from its middle checkpoint and compare with the uninterrupted run."""
+def resumes(wb: Workbench, trust: bool = False, given: Resumes | None = None) -> Resumes:
+    """Resume each side's dedicated run from its middle checkpoint and compare with the uninterrupted run
+    (``given``: these, as a test passes them)."""
+    if given is not None:
+        return given
     from rlaudit.checkpointing.sources import capabilities
     from rlaudit.trainer.probes import train_run
     from rlaudit.trainer.runs import RunData
@@ -176,6 +179,12 @@ def resume(c: Check, res: Resumes, trust: bool = False) -> Section:
         )
 
     sides = {"baseline": describe("baseline"), "candidate": describe("candidate")}
+    replay = (
+        " An off-policy learner carries its replay buffer too: a checkpoint without it resumes from an empty "
+        "buffer (SB3 saves it apart: model.save_replay_buffer and load_replay_buffer)."
+        if value_learners(c.wb)
+        else ""
+    )
     if {"unsupported", "untestable", "unknown"} & set(classes.values()):
         finding = c.finding(
             Status.SKIPPED,
@@ -192,14 +201,14 @@ def resume(c: Check, res: Resumes, trust: bool = False) -> Section:
                 f"the candidate's resumed run does not continue its own run: {sides['candidate']}; the "
                 f"baseline's continues {classes['baseline']}ly",
                 "Restore everything the run carries in resume (weights, optimizer, normalizer statistics, RNG and "
-                "step counters) and check it with a resume-equals-uninterrupted test.",
+                "step counters) and check it with a resume-equals-uninterrupted test." + replay,
             )
         elif classes["baseline"] != classes["candidate"] or "broken" in classes.values():
             decided = Verdict(
                 Status.NOTED,
                 Severity.MEDIUM if "broken" in classes.values() else Severity.LOW,
                 f"resume continuity: baseline {sides['baseline']}; candidate {sides['candidate']}",
-                "Save and restore RNG states with the checkpoint if exact resumes matter.",
+                "Save and restore RNG states with the checkpoint if exact resumes matter." + replay,
             )
         else:
             decided = Verdict(
