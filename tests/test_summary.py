@@ -169,3 +169,35 @@ def test_the_budget_sentence_reads_as_runs_against_a_sweep() -> None:
     )
     del spent["min_sweep_variant_runs"]
     assert "would train 5. With" in budget_sentence(spent)
+
+
+def test_a_subsystem_flagged_only_as_an_echo_of_a_measured_cause_is_not_sent_to_be_fixed(monkeypatch) -> None:
+    """An SB3 TD3 pair with policy_delay 2 → 8: restoring the trainer's config restored 100% of the gap, and
+    optimizer/target-network (which reads the trainer's changes) was flagged for the target updates that follow
+    the actor's. The summary said "Fix in this order: trainer → optimizer"; the optimizer has nothing to fix."""
+    from rlaudit.attribution import summary as module
+    from rlaudit.attribution.ranking import Cause, Strength
+
+    replay = f("trainer/replay-ratio", Status.CONFIRMED)
+    replay.reads = ["memory"]
+    target = f("optimizer/target-network", Status.CONFIRMED)
+    target.reads = ["trainer"]
+    share = {"return": {"point": 1.0, "low": 0.92, "high": 1.08, "n": 2}}
+    trainer = Cause("trainer", 11.0, share, [replay], "primary", Strength(score=4.5, independent=1))
+    echo = Cause("optimizer", 0.4, {}, [target], "flagged (unmeasured)", Strength(score=0.9, independent=0))
+    assert module.echo_only([trainer, echo]) == {"optimizer": (["trainer"], ["optimizer/target-network"])}
+    monkeypatch.setattr(module, "rank_causes", lambda findings, result, delta: [trainer, echo])
+    summary = executive_summary([replay, target], None, 0.2)
+    assert summary["order"] == ["trainer"]
+    assert (
+        "Optimizer is flagged only by checks that read trainer's changes (optimizer/target-network), which "
+        "attribution measured as a cause: fix trainer, then re-audit optimizer before changing it."
+    ) in summary["sentences"]
+    # with a finding of its own that reads nothing upstream, the optimizer is a cause to fix after all
+    own = Cause("optimizer", 0.6, {}, [target], "flagged (unmeasured)", Strength(score=3.0, independent=1))
+    assert module.echo_only([trainer, own]) == {}
+    # and an echo of a subsystem attribution did not measure as a cause stays in the order
+    unmeasured = Cause(
+        "trainer", 0.8, {}, [replay], "flagged (unmeasured)", Strength(score=4.5, independent=1)
+    )
+    assert module.echo_only([unmeasured, echo]) == {}

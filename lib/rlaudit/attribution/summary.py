@@ -225,6 +225,25 @@ def budget_sentence(spent: Mapping[str, Any]) -> str:
     )
 
 
+def echo_only(causes: Sequence[Cause]) -> dict[str, tuple[list[str], list[str]]]:
+    """Unmeasured subsystems whose every flagged mechanism reads a subsystem attribution measured as a cause
+    (:func:`~rlaudit.attribution.ranking.knock_on`'s echoes): ``{subsystem: (those causes, the finding ids)}``.
+
+    TD3's ``policy_delay`` moves the trainer's actor updates and, with them, the optimizer's target-network
+    updates: restoring the trainer's config restores the gap, and "fix the optimizer next" would send the user
+    after a change that is not there.
+    """
+    measured = {c.subsystem for c in causes if c.verdict in ("primary", "secondary")}
+    out = {}
+    for c in causes:
+        if c.verdict != "flagged (unmeasured)" or c.strength.independent or not c.findings:
+            continue
+        upstream = sorted({s for f in c.findings for s in f.reads if s in measured and s != c.subsystem})
+        if upstream and all(set(f.reads) & measured for f in c.findings):
+            out[c.subsystem] = (upstream, [f.id for f in c.findings])
+    return out
+
+
 def executive_summary(findings: list[Finding], result: Attribution | None, delta: float) -> dict[str, Any]:
     """The investigation's conclusions as plain data (rendered in the notebook and in reports/index.html).
 
@@ -255,8 +274,11 @@ def executive_summary(findings: list[Finding], result: Attribution | None, delta
                 "remediation": remediation,
             }
         )
+    echoes = echo_only(causes)
     order = [r["subsystem"] for r in rows if r["verdict"] in ("primary", "secondary", "minor")] + [
-        r["subsystem"] for r in rows if r["verdict"] in ("flagged (unmeasured)", "undecided")
+        r["subsystem"]
+        for r in rows
+        if r["verdict"] in ("flagged (unmeasured)", "undecided") and r["subsystem"] not in echoes
     ]
     flagged = {c.subsystem for c in causes}
     cleared = [s for s in verified(findings) if s not in flagged]
@@ -278,6 +300,12 @@ def executive_summary(findings: list[Finding], result: Attribution | None, delta
         sentences.append("Verified as correct (every check cleared): " + ", ".join(cleared) + ".")
     if order:
         sentences.append("Fix in this order: " + " → ".join(dict.fromkeys(order)) + ".")
+    for sub, (upstream, ids) in echoes.items():
+        sentences.append(
+            f"{sub.capitalize()} is flagged only by checks that read {' and '.join(upstream)}'s changes "
+            f"({', '.join(ids)}), which attribution measured as a cause: fix {' and '.join(upstream)}, then "
+            f"re-audit {sub} before changing it."
+        )
     if result is not None:
         s = result.spent
         sentences.append(budget_sentence(s))
