@@ -33,6 +33,20 @@ REPEATED_CALLS = {
 }
 
 
+def _heads_text(facts: dict[str, Any]) -> str:
+    """``policy head 3 = 3 actions; value head 1``, saying what the pass has not: continuous actions have no
+    count to match, and a TD3 or DDPG policy's forward runs the actor alone (no value head)."""
+    width, n = facts["policy_width"], facts["n_actions"]
+    if width is None and n is None:
+        policy = "continuous actions (no action count for a head to match)"
+    else:
+        policy = f"policy head {width if width is not None else 'not found'} = {n if n is not None else '?'} actions"
+    value = facts["value_width"]
+    return (
+        policy + "; " + (f"value head {value}" if value is not None else "no value head in the forward pass")
+    )
+
+
 def _io_problems(facts: dict[str, dict[str, Any]]) -> list[str]:
     """Per side, an input narrower or wider than the observation, or a policy head not as wide as the actions."""
     problems = []
@@ -110,9 +124,7 @@ def execution(c: Check, pair: Pair) -> Section:
         inputs = f"input {widths['a'] or '—'} = observation {fa['obs_size']}"
         if fa["obs_size"] != fb["obs_size"]:
             inputs += f" | {widths['b'] or '—'} = {fb['obs_size']}"
-        heads = (
-            f"policy head {fa['policy_width']} = {fa['n_actions']} actions; value head {fa['value_width']}"
-        )
+        heads = _heads_text(fa)
         findings.append(
             c.finding(
                 Status.CLEARED,

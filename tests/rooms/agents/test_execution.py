@@ -81,3 +81,17 @@ def test_a_side_without_make_env_is_skipped_naming_it(tmp_path: Path) -> None:
     (finding,) = execution(bench(), given=Pair(lacking("baseline", "make_env"), pair.candidate)).findings
     assert finding.status is Status.SKIPPED, finding.headline
     assert finding.evidence.summary == "baseline lacks `make_env`"
+
+
+def test_a_network_with_continuous_actions_and_no_value_head_says_so(tmp_path: Path) -> None:
+    """A TD3 policy's forward runs its actor alone, on continuous actions: the summary read "policy head None
+    = None actions; value head None"."""
+    tree = network_tree()
+    tree["n_actions"] = None
+    tree["heads"] = {"policy": None, "value": None}
+    (finding,) = _findings(tmp_path, tree, tree).values()
+    assert finding.status is Status.CLEARED, finding.headline
+    assert finding.evidence.summary.endswith(
+        "continuous actions (no action count for a head to match); no value head in the forward pass"
+    )
+    assert "None" not in finding.evidence.summary
