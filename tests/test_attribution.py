@@ -335,8 +335,9 @@ def test_no_gap_no_experiments():
     assert all(g["note"].startswith("No measurable") and not g["measurable"] for g in result.gaps.values())
     sps = result.gaps["sps"]["note"]
     assert "e+0" not in sps and re.search(
-        r"worse by [+-]?[\d,.]+, 95% CI [+-]?[\d,.]+\.\.[+-]?[\d,.]+;", sps
+        r"how much worse the candidate is: [+-]?[\d,.]+, 95% CI [+-]?[\d,.]+\.\.[+-]?[\d,.]+;", sps
     ), sps
+    assert "worse by -" not in sps  # an SB3 TD3 summary read "the candidate is worse by -16.5"
 
 
 def test_an_unsettled_gap_gains_seeds_on_both_sides_until_it_is_measured():

@@ -376,10 +376,11 @@ class Engine:
         sides = self.gap_summary(metric)
         means = f"mean over seeds: baseline {fmt(sides['baseline'])}, candidate {fmt(sides['candidate'])}"
         point, low, high = (("+" if v > 0 else "") + fmt(v) for v in (g.point, g.low, g.high))
-        where = f"worse by {point}, 95% CI {low}..{high}; {means}"  # "+1,620", never "+1.62e+03"
+        # "+1,620", never "+1.62e+03"; a negative shortfall named as such, never "worse by -16.5"
+        where = f"how much worse the candidate is: {point}, 95% CI {low}..{high}; {means}"
         if g.high < 0.0:
             return f"{label}: the candidate is measurably better than the baseline ({where}); nothing to attribute."
-        return f"No measurable {label} gap between baseline and candidate (the candidate is {where}); not attributed."
+        return f"No measurable {label} gap between baseline and candidate ({where}); not attributed."
 
     def spent(self, variant_runs: int) -> dict[str, Any]:
         """What the search spent so far: runs (and how many came from the cache), runs on arms other than the
