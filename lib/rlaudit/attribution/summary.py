@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from rlaudit.attribution.arms import DEFAULT_DELTA, Attribution, ci_label
+from rlaudit.attribution.echoes import Echo, echo_only, recheck
 from rlaudit.attribution.figures import curves_plot, forest_plot, sps_waterfall
 from rlaudit.attribution.pair import attribute
 from rlaudit.attribution.ranking import Cause, attribution_findings, gap_label, overlap, owner, rank_causes
@@ -225,32 +226,17 @@ def budget_sentence(spent: Mapping[str, Any]) -> str:
     )
 
 
-def echo_only(causes: Sequence[Cause]) -> dict[str, tuple[list[str], list[str]]]:
-    """Unmeasured subsystems whose every flagged mechanism reads a subsystem attribution measured as a cause
-    (:func:`~rlaudit.attribution.ranking.knock_on`'s echoes): ``{subsystem: (those causes, the finding ids)}``.
-
-    TD3's ``policy_delay`` moves the trainer's actor updates and, with them, the optimizer's target-network
-    updates: restoring the trainer's config restores the gap, and "fix the optimizer next" would send the user
-    after a change that is not there.
-    """
-    measured = {c.subsystem for c in causes if c.verdict in ("primary", "secondary")}
-    out = {}
-    for c in causes:
-        if c.verdict != "flagged (unmeasured)" or c.strength.independent or not c.findings:
-            continue
-        upstream = sorted({s for f in c.findings for s in f.reads if s in measured and s != c.subsystem})
-        if upstream and all(set(f.reads) & measured for f in c.findings):
-            out[c.subsystem] = (upstream, [f.id for f in c.findings])
-    return out
-
-
-def executive_summary(findings: list[Finding], result: Attribution | None, delta: float) -> dict[str, Any]:
+def executive_summary(
+    findings: list[Finding], result: Attribution | None, delta: float, echoes: Sequence[Echo] | None = None
+) -> dict[str, Any]:
     """The investigation's conclusions as plain data (rendered in the notebook and in reports/index.html).
 
     Args:
         findings: Every notebook's findings and attribution's own (``summary/``).
         result: The attribution experiments, or None when they did not run.
         delta: The share of a gap that counts as meaningful.
+        echoes: Subsystems flagged only as echoes of a measured cause, rechecked on the runs that restore it
+            (:func:`rlaudit.attribution.echoes.recheck`); None: found from the findings alone, not rechecked.
 
     Returns:
         ``title``, ``summary`` (the sentences joined), ``sentences``, ``causes`` (one row per ranked
@@ -274,12 +260,19 @@ def executive_summary(findings: list[Finding], result: Attribution | None, delta
                 "remediation": remediation,
             }
         )
-    echoes = echo_only(causes)
+    if echoes is None:
+        echoes = [Echo(sub, up, ids, dict.fromkeys(ids)) for sub, (up, ids) in echo_only(causes).items()]
+    set_aside = {e.subsystem for e in echoes if not e.still_flagged}  # an echo, measured or not yet rechecked
     order = [r["subsystem"] for r in rows if r["verdict"] in ("primary", "secondary", "minor")] + [
         r["subsystem"]
         for r in rows
-        if r["verdict"] in ("flagged (unmeasured)", "undecided") and r["subsystem"] not in echoes
+        if r["verdict"] in ("flagged (unmeasured)", "undecided") and r["subsystem"] not in set_aside
     ]
+    for e in echoes:  # the ranked table says what the sentences say
+        for r in rows:
+            if r["subsystem"] == e.subsystem and not e.still_flagged:
+                cause = " and ".join(e.upstream)
+                r["verdict"] = f"echo of {cause}" if e.cleared else f"flagged (echo of {cause}?)"
     flagged = {c.subsystem for c in causes}
     cleared = [s for s in verified(findings) if s not in flagged]
     recovery = _recovery(result) if result is not None else {}
@@ -300,12 +293,7 @@ def executive_summary(findings: list[Finding], result: Attribution | None, delta
         sentences.append("Verified as correct (every check cleared): " + ", ".join(cleared) + ".")
     if order:
         sentences.append("Fix in this order: " + " → ".join(dict.fromkeys(order)) + ".")
-    for sub, (upstream, ids) in echoes.items():
-        sentences.append(
-            f"{sub.capitalize()} is flagged only by checks that read {' and '.join(upstream)}'s changes "
-            f"({', '.join(ids)}), which attribution measured as a cause: fix {' and '.join(upstream)}, then "
-            f"re-audit {sub} before changing it."
-        )
+    sentences.extend(e.sentence() for e in echoes)
     if result is not None:
         s = result.spent
         sentences.append(budget_sentence(s))
@@ -351,14 +339,10 @@ def investigate(
         wb, findings, variants=variants, changes=changes, delta=delta, budget=budget or None, seed=seed
     )
     own = attribution_findings(result, delta)
-    summary = executive_summary([*findings, *own], result, delta)
+    causes = rank_causes([*findings, *own], result, delta)
+    summary = executive_summary([*findings, *own], result, delta, echoes=recheck(wb, result, causes))
     _add_code_changes(summary, wb, result)
-    return Investigation(
-        result=result,
-        causes=rank_causes([*findings, *own], result, delta),
-        summary=summary,
-        findings=own,
-    )
+    return Investigation(result=result, causes=causes, summary=summary, findings=own)
 
 
 def _add_code_changes(summary: dict[str, Any], wb: Workbench, result: Attribution) -> None:
