@@ -241,6 +241,20 @@ def test_the_benchmark_times_every_explorer_a_workbench_builds() -> None:
         assert called[notebook] == dotted, notebook
 
 
+def test_the_benchmark_times_the_off_policy_explorers_as_their_notebooks_call_them() -> None:
+    """09_loss's TD-target case picker has nothing to pick on the built-in PPO pair: the benchmark times it, and
+    the run explorer's off-policy series, on the built-in DQN pair."""
+    from rlaudit.bench.explore import OFF_POLICY_EXPLORERS, OFF_POLICY_PAIR
+    from rlaudit.demo.subject import faults_of
+
+    root = Path(__file__).resolve().parents[1]
+    for notebook, dotted, _ in OFF_POLICY_EXPLORERS:
+        module, name = dotted.split(":")
+        text = (root / "notebooks" / f"{notebook}.ipynb").read_text()
+        assert f"from {module} import {name}" in text, (notebook, dotted)
+    assert [f.subsystem for f in faults_of(OFF_POLICY_PAIR[1].removeprefix("builtin:"))] == ["loss"]
+
+
 def test_the_benchmark_names_the_explorers_when_asked_for_one_it_lacks() -> None:
     from rlaudit.bench.explore import bench_explore
 

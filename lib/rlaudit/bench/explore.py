@@ -76,6 +76,13 @@ EXPLORERS: tuple[tuple[str, str, dict[str, Any]], ...] = (
 )
 """The explorers a workbench alone builds, as their notebooks call them. 13_seeding's power calculator and
 15_summary's arm picker are built from a finished check or investigation, 14_config's is a table: not timed."""
+OFF_POLICY_PAIR = ("builtin:dqn", "builtin:dqn+loss.done_mask_dropped")
+OFF_POLICY_EXPLORERS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("02_trainer", "rlaudit.trainer.explore:run_explorer", {}),
+    ("09_loss", "rlaudit.loss.td_explore:td_explorer", {"seed": 0}),
+)
+"""The explorers that show an off-policy learner what the built-in PPO pair cannot: the run explorer's ε and
+replay series, and 09_loss's TD-target case picker; timed on :data:`OFF_POLICY_PAIR`, rows named ``.dqn``."""
 
 
 def _load(dotted: str) -> Any:
@@ -86,9 +93,10 @@ def _load(dotted: str) -> Any:
 
 
 def bench_explore(quick: bool = False, only: str = "") -> list[dict[str, Any]]:
-    """Every workbench explorer (:data:`EXPLORERS`) on the built-in pair at the profile the run options name
-    (smoke when none): per explorer, the median seconds per control change over a sequence that visits every
-    option of every control, its p90 and CPU median, and the build time; then the median over all changes.
+    """Every workbench explorer (:data:`EXPLORERS`) on the built-in pair, and the off-policy ones
+    (:data:`OFF_POLICY_EXPLORERS`) on the built-in DQN pair, at the profile the run options name (smoke when
+    none): per explorer, the median seconds per control change over a sequence that visits every option of
+    every control, its p90 and CPU median, and the build time; then the median over all changes.
 
     Args:
         quick: Visit every option once instead of three times.
@@ -104,33 +112,40 @@ def bench_explore(quick: bool = False, only: str = "") -> list[dict[str, Any]]:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     rows: list[dict[str, Any]] = []
     every: list[float] = []
-    with Workbench(baseline="builtin:reference", candidate="builtin:regressed", profile=profile) as wb:
-        for notebook, dotted, kwargs in chosen:
-            started = time.perf_counter()
-            explorer = _load(dotted)(wb, **kwargs)
-            build = time.perf_counter() - started
-            if not hasattr(explorer, "controls") or not hasattr(explorer, "figure"):
-                rows.append({"name": f"explore.{notebook}", "skipped": "no figure to explore on this pair"})
-                continue
-            cpu: list[float] = []
-            seconds = time_changes(explorer, control_changes(explorer, 1 if quick else 3), cpu)
-            every += seconds
-            median = statistics.median(seconds)
-            rows.append(
-                {
-                    "name": f"explore.{notebook}.median_change",
-                    "value": round(median, 4),
-                    "unit": "s",
-                    "goal": GOAL_SECONDS,
-                    "meets_goal": median < GOAL_SECONDS,
-                    "changes": len(seconds),
-                    "p90": round(sorted(seconds)[int(0.9 * (len(seconds) - 1))], 4),
-                    "cpu_median": round(statistics.median(cpu), 4),
-                    "build_s": round(build, 3),
-                    "profile": profile,
-                    "load_1min": round(load, 2),
-                }
-            )
+    passes = [(("builtin:reference", "builtin:regressed"), "", chosen)]
+    off_policy = [e for e in OFF_POLICY_EXPLORERS if not only or e[0] == only]
+    if off_policy:
+        passes.append((OFF_POLICY_PAIR, ".dqn", off_policy))
+    for (baseline, candidate), tag, explorers in passes:
+        with Workbench(baseline=baseline, candidate=candidate, profile=profile) as wb:
+            for notebook, dotted, kwargs in explorers:
+                started = time.perf_counter()
+                explorer = _load(dotted)(wb, **kwargs)
+                build = time.perf_counter() - started
+                name = f"explore.{notebook}{tag}"
+                if not hasattr(explorer, "controls") or not hasattr(explorer, "figure"):
+                    rows.append({"name": name, "skipped": "no figure to explore on this pair"})
+                    continue
+                cpu: list[float] = []
+                seconds = time_changes(explorer, control_changes(explorer, 1 if quick else 3), cpu)
+                every += seconds
+                median = statistics.median(seconds)
+                rows.append(
+                    {
+                        "name": f"{name}.median_change",
+                        "value": round(median, 4),
+                        "unit": "s",
+                        "goal": GOAL_SECONDS,
+                        "meets_goal": median < GOAL_SECONDS,
+                        "changes": len(seconds),
+                        "p90": round(sorted(seconds)[int(0.9 * (len(seconds) - 1))], 4),
+                        "cpu_median": round(statistics.median(cpu), 4),
+                        "build_s": round(build, 3),
+                        "profile": profile,
+                        "pair": f"{baseline} vs {candidate}",
+                        "load_1min": round(load, 2),
+                    }
+                )
     if every:
         median = statistics.median(every)
         rows.append(
