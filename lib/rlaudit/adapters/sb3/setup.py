@@ -478,8 +478,8 @@ def resolve_setup(data: dict[str, Any], base_dir: Path) -> dict[str, Any]:
         "normalize": normalize_settings(data.get("normalize", False), gamma),
         "policy_kwargs": policy_settings(algo, policy, data.get("policy_kwargs"), hyper),
         **hyper,
-        "noise_type": noise_type,
-        "noise_std": noise_std,
+        # rl-zoo's action noise, for the algorithms that take noise (PPO, A2C and DQN do not)
+        **({"noise_type": noise_type, "noise_std": noise_std} if "action_noise" in hyper else {}),
         "models": [location(m) for m in models],
         "tensorboard_log": location(data["tensorboard_log"]) if data.get("tensorboard_log") else "",
         "trust_pickles": bool(data.get("trust_pickles", False)),

@@ -83,7 +83,8 @@ class SB3Subject:
                 if config.get(key) is not None:
                     config[key] = check_schedule(config[key], key)
             config["normalize"] = normalize_settings(config["normalize"], float(config.get("gamma", 0.99)))
-            config["noise_type"], config["noise_std"] = action_noise_settings(config)
+            if "action_noise" in config:
+                config["noise_type"], config["noise_std"] = action_noise_settings(config)
             config["policy_kwargs"] = policy_settings(
                 config["algo"], config["policy"], config["policy_kwargs"], config
             )
