@@ -743,3 +743,45 @@ def test_the_index_lists_each_finding_once_and_says_what_each_view_counts(tmp_pa
     row = re.search(r"<tr>\s*<td><a href=\"04_checkpointing.html\">.*?</tr>", page, re.DOTALL).group(0)
     assert "SUSPECT" in row and "NOTED" in row  # the subsystem's verdict and its page's, side by side
     assert "Counted by subsystem" in page and "findings on the page (worst)" in page
+
+
+@pytest.mark.workbench
+@pytest.mark.parametrize("deaths", [1, 3])
+def test_a_lane_replaces_a_kernel_that_dies_as_it_starts(
+    monkeypatch: pytest.MonkeyPatch, deaths: int
+) -> None:
+    """A kernel can die as it starts: jupyter_client picks free ports, and another kernel starting at the same
+    moment may bind one first ("Address already in use"). In a `make test` run the lane then waited 180 s for the
+    dead kernel and the notebook failed ("Kernel didn't respond in 180 seconds"). The lane now sees the death at
+    once and starts a new kernel, up to three tries, then says why."""
+    import time
+
+    import jupyter_client.manager as manager
+
+    from rlaudit.report import lanes
+
+    started: list[object] = []
+
+    class DiesAtFirst(manager.AsyncKernelManager):
+        async def start_kernel(self, **kw: object) -> None:
+            await super().start_kernel(**kw)
+            started.append(self)
+            if len(started) <= deaths:
+                await self._async_kill_kernel()  # as a kernel whose port another one took
+
+    monkeypatch.setattr(manager, "AsyncKernelManager", DiesAtFirst)
+    runner = lanes._LaneRunner()
+    began = time.monotonic()
+    try:
+        if deaths < lanes.KERNEL_STARTS:
+            km = runner._kernel()
+            assert km is started[-1] and len(started) == deaths + 1 and runner._alive()
+        else:
+            with pytest.raises(
+                RuntimeError, match="no kernel started in 3 tries: the kernel died as it started"
+            ):
+                runner._kernel()
+            assert len(started) == lanes.KERNEL_STARTS
+    finally:
+        runner.close()
+    assert time.monotonic() - began < lanes.READY_SECONDS  # a dead kernel is not waited for

@@ -36,6 +36,13 @@ from rlaudit.report.execution import NO_IRI_CHECKER, NotebookRun, log_tail
 
 _LANE_MAIN = NO_IRI_CHECKER + "from rlaudit.report.lanes import lane_main; sys.exit(lane_main())"
 
+KERNEL_STARTS = 3
+"""Tries to start a lane's kernel. A kernel can die as it starts: jupyter_client picks free ports, and another
+kernel starting at the same moment (the other lanes, another report, a test suite's) may bind one of them first
+("Address already in use"). A new kernel picks new ports."""
+READY_SECONDS = 180
+"""How long a started kernel may take to answer (a busy machine); a kernel that died is given up at once."""
+
 # Run in a lane's kernel once, after it started: keep idle workers between the notebooks' workbenches.
 _LANE_SETUP = "import rlaudit.engine.jobs as _w\n_w.keep_workers(4)\ndel _w\n"
 
@@ -178,6 +185,10 @@ def _tree_cpu_seconds() -> float:
     return total
 
 
+class KernelDied(RuntimeError):
+    """A lane's kernel was no longer alive while the lane waited for it to answer."""
+
+
 class _LaneRunner:
     """Inside a lane process: one kernel (started on first use, replaced when it dies), notebooks in turn."""
 
@@ -197,19 +208,40 @@ class _LaneRunner:
         from jupyter_client.manager import AsyncKernelManager
         from jupyter_core.utils import run_sync
 
-        # The asynchronous manager, as papermill's own client uses: with it nbclient notices a kernel that died
-        # in the middle of a cell (with the synchronous one it waits forever).
-        km = AsyncKernelManager(kernel_name="python3")
-        run_sync(km.start_kernel)()  # this process's cwd and environment: the report's
-        self.km, self.ran = km, 0
-        self._run_code(_LANE_SETUP)
-        return km
+        failures = []
+        for _ in range(KERNEL_STARTS):
+            # The asynchronous manager, as papermill's own client uses: with it nbclient notices a kernel that
+            # died in the middle of a cell (with the synchronous one it waits forever).
+            km = AsyncKernelManager(kernel_name="python3")
+            run_sync(km.start_kernel)()  # this process's cwd and environment: the report's
+            self.km, self.ran = km, 0
+            try:
+                self._run_code(_LANE_SETUP)
+                return km
+            except KernelDied as exc:  # e.g. a port taken by another kernel starting at once: new ports
+                failures.append(str(exc))
+                self._stop_kernel()
+        raise RuntimeError(f"no kernel started in {KERNEL_STARTS} tries: {'; '.join(failures)}")
+
+    def _wait_ready(self, kc: Any) -> None:
+        """Wait for the kernel to answer, up to :data:`READY_SECONDS`; raise :class:`KernelDied` at once when it
+        is no longer alive (waiting for a dead kernel would cost the whole timeout)."""
+        deadline = time.monotonic() + READY_SECONDS
+        while True:
+            try:
+                kc.wait_for_ready(timeout=5)
+                return
+            except RuntimeError:
+                if not self._alive():
+                    raise KernelDied("the kernel died as it started (its log is in the lane log)") from None
+                if time.monotonic() > deadline:
+                    raise
 
     def _run_code(self, code: str) -> None:
         kc = self.km.blocking_client()
         kc.start_channels()
         try:
-            kc.wait_for_ready(timeout=180)
+            self._wait_ready(kc)
             reply = kc.execute_interactive(
                 code, store_history=False, timeout=120, output_hook=lambda msg: None
             )
