@@ -341,16 +341,15 @@ def _guard(evidence: Any, spec: CheckSpec, hypothesis: str, wb: Any = None) -> F
     return None
 
 
-def value_learners(wb: Any) -> bool:
-    """True when both sides expose ``compute_td_targets`` (capabilities as already known; no worker started):
-    off-policy value learners, where PPO's details (its initialization, its loss) are no part of the design."""
+def value_learners(wb: Any, sides: Iterable[str] = ("baseline", "candidate")) -> bool:
+    """True when every one of ``sides`` exposes ``compute_td_targets`` (capabilities as already known; no worker
+    started): off-policy value learners, where PPO's details (its initialization, its loss) are no part of the
+    design."""
     known = getattr(wb, "capabilities", None)
     if not callable(known):
         return False
     try:
-        return all(
-            "compute_td_targets" in (known(side, load=False) or ()) for side in ("baseline", "candidate")
-        )
+        return all("compute_td_targets" in (known(side, load=False) or ()) for side in sides)
     except Exception:  # a side the workbench does not know
         return False
 
@@ -363,16 +362,12 @@ def _not_applicable(finding: Finding, wb: Any) -> Finding:
     part of it, and ``loss/td-targets`` checks its targets instead.
     """
     missing = finding.evidence.details.get("missing") if finding.status is Status.SKIPPED else None
-    known = getattr(wb, "capabilities", None)
-    if not isinstance(missing, dict) or not missing or not callable(known):
+    if not isinstance(missing, dict) or not missing:
         return finding
-    for side, caps in missing.items():
-        try:
-            has = known(side, load=False)
-        except Exception:  # a side the workbench does not know: keep the plain SKIPPED
-            return finding
-        if not caps or not set(caps) <= ON_POLICY_ONLY or not has or "compute_td_targets" not in has:
-            return finding
+    if not all(caps and set(caps) <= ON_POLICY_ONLY for caps in missing.values()):
+        return finding
+    if not value_learners(wb, missing):  # a side unknown, or one without TD targets: the plain SKIPPED
+        return finding
     finding.evidence.summary += (
         " — not applicable to a value learner (it exposes `compute_td_targets`; loss/td-targets checks its "
         "targets)"

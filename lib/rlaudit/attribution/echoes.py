@@ -115,9 +115,11 @@ def reads_training_runs(finding: Finding) -> Any:
     ``TrainingRuns``, so ``given=`` hands it other runs), else None. The room's checks are imported first: the
     summary reads findings from files, not from the checks that made them."""
     from rlaudit.checks import spec_of
+    from rlaudit.findings import SUBSYSTEMS
 
-    with contextlib.suppress(ImportError):
-        importlib.import_module(f"rlaudit.{finding.subsystem}.audit")
+    if finding.subsystem in SUBSYSTEMS:  # a room's checks register as its audit module is imported
+        with contextlib.suppress(ImportError):
+            importlib.import_module(f"rlaudit.{finding.subsystem}.audit")
     spec = spec_of(finding.id)
     if spec is None or "." not in spec.qualname:
         return None

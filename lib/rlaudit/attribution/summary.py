@@ -262,17 +262,14 @@ def executive_summary(
         )
     if echoes is None:
         echoes = [Echo(sub, up, ids, dict.fromkeys(ids)) for sub, (up, ids) in echo_only(causes).items()]
-    set_aside = {e.subsystem for e in echoes if not e.still_flagged}  # an echo, measured or not yet rechecked
+    set_aside = {e.subsystem: e for e in echoes if not e.still_flagged}  # measured, or not yet rechecked
+    for r in rows:  # the ranked table says what the sentences say, and the fix order leaves them out
+        if (e := set_aside.get(r["subsystem"])) is not None:
+            cause = " and ".join(e.upstream)
+            r["verdict"] = f"echo of {cause}" if e.cleared else f"flagged (echo of {cause}?)"
     order = [r["subsystem"] for r in rows if r["verdict"] in ("primary", "secondary", "minor")] + [
-        r["subsystem"]
-        for r in rows
-        if r["verdict"] in ("flagged (unmeasured)", "undecided") and r["subsystem"] not in set_aside
+        r["subsystem"] for r in rows if r["verdict"] in ("flagged (unmeasured)", "undecided")
     ]
-    for e in echoes:  # the ranked table says what the sentences say
-        for r in rows:
-            if r["subsystem"] == e.subsystem and not e.still_flagged:
-                cause = " and ".join(e.upstream)
-                r["verdict"] = f"echo of {cause}" if e.cleared else f"flagged (echo of {cause}?)"
     flagged = {c.subsystem for c in causes}
     cleared = [s for s in verified(findings) if s not in flagged]
     recovery = _recovery(result) if result is not None else {}

@@ -301,30 +301,24 @@ def load_fidelity(
             t_saved = trace_forward(reference, obs)
             heads = find_heads(t_saved, describe_modules(reference), n_actions)
             heads_loaded = find_heads(t_loaded, records, n_actions)
+            # the policy and value heads; without them (a TD3 actor's forward gives actions only) what the
+            # network outputs, the leaf modules whose output nothing else consumed
+            pairs = {role: (heads_loaded.get(role), heads.get(role)) for role in ("policy", "value")}
+            pairs = {r: p for r, p in pairs.items() if p[0] and p[1]} or {
+                f"output of {path}": (path, path) for path in t_saved.terminal
+            }
             diffs = {}
-            for role in ("policy", "value"):
-                a, b = heads_loaded.get(role), heads.get(role)
-                if a and b and a in t_loaded.outputs and b in t_saved.outputs:
-                    x, y = t_loaded.outputs[a], t_saved.outputs[b]
-                    if tuple(x.shape) == tuple(y.shape):
-                        diffs[role] = {
-                            "max_abs_diff": float((x.double() - y.double()).abs().max()),
-                            "scale": float(y.double().abs().mean()),
-                        }
-            if not diffs:
-                # no policy or value head (a TD3 actor's forward gives actions only): compare what the network
-                # outputs, the leaf modules whose output nothing else consumed
-                for path in t_saved.terminal:
-                    x, y = t_loaded.outputs.get(path), t_saved.outputs.get(path)
-                    if x is not None and y is not None and tuple(x.shape) == tuple(y.shape):
-                        diffs[f"output of {path}"] = {
-                            "max_abs_diff": float((x.double() - y.double()).abs().max()),
-                            "scale": float(y.double().abs().mean()),
-                        }
+            for name, (a, b) in pairs.items():
+                x, y = t_loaded.outputs.get(a), t_saved.outputs.get(b)
+                if x is not None and y is not None and tuple(x.shape) == tuple(y.shape):
+                    diffs[name] = {
+                        "max_abs_diff": float((x.double() - y.double()).abs().max()),
+                        "scale": float(y.double().abs().mean()),
+                    }
             round_trip = {"comparable": bool(diffs), "heads": diffs, "batch": obs_rows(obs)}
             if not diffs:
                 round_trip["reason"] = (
-                    "the forward pass showed no output to compare (no leaf module was called)"
+                    "the loaded and saved networks' forward passes share no output of one shape"
                 )
         else:
             round_trip["reason"] = (

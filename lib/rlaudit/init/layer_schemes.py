@@ -150,6 +150,7 @@ def schemes(c: Check, pair: Pair) -> Section:
     table = compare_init(ta, tb, pa, pb)
     shown = table.drop(columns=["_scheme_b", "_scheme_c"])
     differ = table[~table["same"]]
+    ppo_applies = not value_learners(c.wb)  # PPO's details are no part of a DQN's, SAC's or TD3's design
     n_seeds = len(seeds_for(c.wb))
     sides = {"baseline": _scheme_summary(table, "scheme b"), "candidate": _scheme_summary(table, "scheme c")}
     findings: list[Finding] = []
@@ -161,9 +162,7 @@ def schemes(c: Check, pair: Pair) -> Section:
             f"{role}: {', '.join(sorted(set(items)))} ({len(items)} tensor{'s' if len(items) != 1 else ''})"
             for role, items in by_role.items()
         ]
-        ppo_lost = not value_learners(c.wb) and bool(
-            ((table["ppo b"] == True) & (table["ppo c"] == False)).any()  # noqa: E712
-        )
+        ppo_lost = ppo_applies and bool(((table["ppo b"] == True) & (table["ppo c"] == False)).any())  # noqa: E712
         findings.append(
             c.finding(
                 Status.SUSPECT,
@@ -204,9 +203,7 @@ def schemes(c: Check, pair: Pair) -> Section:
             )
         )
         off = table[table["ppo b"] == False]  # noqa: E712
-        if len(off) and not value_learners(
-            c.wb
-        ):  # PPO's details are no part of a DQN's, SAC's or TD3's design
+        if len(off) and ppo_applies:
             findings.append(
                 c.finding(
                     Status.NOTED,
