@@ -74,12 +74,33 @@ def test_worktree_made_once_and_reused(repo: Path, tmp_cache: Path) -> None:
 
 def test_concurrent_requests_make_one_worktree(repo: Path, tmp_cache: Path) -> None:
     spec = parse_spec(f"git:{repo}@dev")
+
+    def request(_: int) -> tuple[gitad.GitCheckout, bool]:
+        checkout = gitad.ensure_worktree(spec)
+        return checkout, checkout.subject_file.is_file()  # what the caller finds the moment it is told
+
     with ThreadPoolExecutor(max_workers=4) as pool:
-        results = list(pool.map(lambda _: gitad.ensure_worktree(spec), range(4)))
+        answers = list(pool.map(request, range(4)))
+    results = [checkout for checkout, _ in answers]
+    assert all(found for _, found in answers)
     assert len({r.worktree for r in results}) == 1
     worktree = results[0].worktree
     assert _git(worktree, "rev-parse", "HEAD") == _git(repo, "rev-parse", "dev")
     assert _git(repo, "worktree", "list", "--porcelain").count(str(worktree)) == 1
+
+
+def test_a_checkout_still_being_written_is_not_handed_out(repo: Path, tmp_cache: Path) -> None:
+    # `git worktree add` sets the worktree's HEAD before it writes the files: a caller that trusted the HEAD
+    # loaded a subject file that was not there yet. --no-checkout leaves a worktree in that state.
+    spec = parse_spec(f"git:{repo}@main")
+    worktree = gitad.resolve(spec).worktree
+    worktree.parent.mkdir(parents=True)
+    _git(repo, "worktree", "add", "--detach", "--no-checkout", str(worktree), "main")
+    assert _git(worktree, "rev-parse", "HEAD") == _git(repo, "rev-parse", "main")
+    assert not (worktree / "subject.py").exists()
+    checkout = gitad.ensure_worktree(spec)
+    assert checkout.subject_file.read_text() == SUBJECT.format(version=2)
+    assert (worktree / "helper.py").read_text() == "LR = 0.5\n"
 
 
 def test_worktree_rebuilt_after_the_cache_was_cleaned(repo: Path, tmp_cache: Path) -> None:

@@ -173,15 +173,24 @@ def git_fingerprint(spec: Any) -> str:
     return resolve(spec).commit
 
 
+def _ready_marker(worktree: Path) -> Path:
+    """Written beside a worktree once ``git worktree add`` has finished checking it out."""
+    return worktree.with_name(worktree.name + ".ready")
+
+
 def _worktree_ok(worktree: Path, commit: str, tries: int = 1) -> bool:
-    """True when ``worktree`` is a checkout of ``commit``.
+    """True when ``worktree`` is a finished checkout of ``commit``.
+
+    ``git worktree add`` points the worktree's HEAD at the commit before it writes the files, so a HEAD alone
+    does not say the checkout is done: another process reading the subject file then finds nothing. Only a
+    worktree with its ready marker (written after the checkout) counts.
 
     ``tries`` > 1 asks git again after a failed ``rev-parse`` before saying no: on a busy machine git can fail
     for a moment (a lock another git process holds), and a worktree wrongly judged broken is removed while
     other report lanes are reading their subject from it.
     """
     for attempt in range(tries):
-        if not (worktree / ".git").exists():
+        if not (worktree / ".git").exists() or not _ready_marker(worktree).is_file():
             return False
         proc = _git(worktree, "rev-parse", "HEAD", check=False)
         if proc.returncode == 0:
@@ -195,8 +204,8 @@ def ensure_worktree(spec: Any) -> GitCheckout:
     """Resolve ``spec`` and make sure its commit is checked out under the cache; returns the checkout.
 
     Creating is locked per repository (``git worktree add`` edits the repository's worktree list), and an
-    existing, intact worktree of the commit is reused. A half-made one (a crash during checkout) is removed
-    and made again.
+    existing, intact worktree of the commit is reused. A half-made one (a crash during checkout, or one made by
+    an earlier version without a ready marker) is removed and made again.
 
     Raises:
         GitSubjectError: As :func:`resolve`, or ``git worktree add`` failed (its message included).
@@ -210,6 +219,7 @@ def ensure_worktree(spec: Any) -> GitCheckout:
     with file_lock(worktree.parent / ".lock", what="git worktree"):
         if _worktree_ok(worktree, checkout.commit, tries=5):  # made by another process while we waited
             return checkout
+        _ready_marker(worktree).unlink(missing_ok=True)
         if worktree.exists():
             shutil.rmtree(worktree)
         # forget worktrees whose directories are gone (a cleaned cache), so the path can be registered again
@@ -231,6 +241,7 @@ def ensure_worktree(spec: Any) -> GitCheckout:
                 f"could not check out {checkout.commit[:12]} ({checkout.ref}) of {checkout.repo} into {worktree}: "
                 f"{proc.stderr.strip()}"
             )
+        _ready_marker(worktree).write_text(checkout.commit + "\n")
     return checkout
 
 
