@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import types
@@ -773,7 +774,7 @@ def test_a_lane_replaces_a_kernel_that_dies_as_it_starts(
     runner = lanes._LaneRunner()
     began = time.monotonic()
     try:
-        if deaths < lanes.KERNEL_STARTS:
+        if deaths < execution.KERNEL_STARTS:
             km = runner._kernel()
             assert km is started[-1] and len(started) == deaths + 1 and runner._alive()
         else:
@@ -781,7 +782,53 @@ def test_a_lane_replaces_a_kernel_that_dies_as_it_starts(
                 RuntimeError, match="no kernel started in 3 tries: the kernel died as it started"
             ):
                 runner._kernel()
-            assert len(started) == lanes.KERNEL_STARTS
+            assert len(started) == execution.KERNEL_STARTS
     finally:
         runner.close()
     assert time.monotonic() - began < lanes.READY_SECONDS  # a dead kernel is not waited for
+
+
+# Stands in for papermill: fails without running a cell (a kernel that died as it started) until the try named
+# by `ok_at`, then writes an executed notebook; with `ok_at` 0 a cell runs and raises.
+_FAKE_PAPERMILL = """
+import json, sys
+from pathlib import Path
+output, tries, ok_at = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
+n = int(tries.read_text()) + 1 if tries.exists() else 1
+tries.write_text(str(n))
+cell = {"cell_type": "code", "id": "c1", "metadata": {}, "source": "x = 1", "execution_count": None, "outputs": []}
+if ok_at and n < ok_at:
+    output.write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    print("RuntimeError: Kernel died before replying to kernel_info")
+    sys.exit(1)
+cell["execution_count"] = 1
+if not ok_at:
+    cell["outputs"] = [{"output_type": "error", "ename": "ValueError", "evalue": "bad", "traceback": []}]
+output.write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+sys.exit(0 if ok_at else 1)
+"""
+
+
+@pytest.mark.workbench  # its stand-in papermill is a process
+@pytest.mark.parametrize(("ok_at", "tries", "returncode"), [(3, 3, 0), (4, 3, 1), (0, 1, 1)])
+def test_fresh_papermill_starts_again_only_when_no_cell_ran(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ok_at: int, tries: int, returncode: int
+) -> None:
+    """With fresh kernels (`RLAUDIT_REPORT_KERNELS=fresh`) papermill starts its own kernel, which can die as it
+    starts as a lane's can. A failure before any cell ran is tried again with a new kernel, up to three times; a
+    notebook whose cell failed is not run twice."""
+    script, counter = tmp_path / "fake_papermill.py", tmp_path / "tries"
+    script.write_text(_FAKE_PAPERMILL)
+    run = _run(tmp_path, "01_agents", -1)
+    monkeypatch.setattr(
+        execution,
+        "papermill_command",
+        lambda run, parameters, cwd: [sys.executable, str(script), str(run.output), str(counter), str(ok_at)],
+    )
+    execution.execute(run, {}, tmp_path, dict(os.environ))
+    assert int(counter.read_text()) == tries
+    assert run.returncode == returncode
+    log = run.log.read_text()
+    assert log.count("$ ") == tries
+    assert ("try 2 of 3" in log) == (tries > 1)
+    assert execution.no_cell_ran(run.output) == (ok_at > 3)

@@ -28,6 +28,12 @@ if TYPE_CHECKING:
     from rlaudit.options import RunOptions
     from rlaudit.report.lanes import Lanes
 
+KERNEL_STARTS = 3
+"""Tries to start a notebook's kernel (a lane's, or papermill's own with fresh kernels). A kernel can die as it
+starts: jupyter_client picks free ports, and another kernel starting at the same moment (the other lanes,
+another report, a test suite's) may bind one of them first ("Address already in use"). A new kernel picks new
+ports."""
+
 _NOTEBOOK_RE = re.compile(r"^(\d\d)_([A-Za-z0-9_]+)\.ipynb$")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -175,32 +181,61 @@ def execute(
     With ``lanes`` (what :func:`rlaudit.report.commands.run_report` passes with shared kernels, the default;
     :attr:`rlaudit.options.RunOptions.report_kernels`) the notebook runs on a free lane: a kernel that ran
     earlier notebooks of the report, namespace reset, its subjects' workers still running. Otherwise
-    papermill runs in a subprocess of its own with a fresh kernel.
+    papermill runs in a subprocess of its own with a fresh kernel; when it fails before any cell ran (its
+    kernel died as it started), papermill runs again with a new kernel, up to :data:`KERNEL_STARTS` times.
     """
     if lanes is not None:
         return lanes.execute(run, parameters, env)
     run.output.parent.mkdir(parents=True, exist_ok=True)
     run.log.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    with open(run.log, "w") as log:
-        log.write(f"$ {shlex.join(papermill_command(run, parameters, cwd))}\n\n")
-        log.flush()
-        proc = subprocess.Popen(
-            papermill_command(run, parameters, cwd),
-            cwd=cwd,
-            env=dict(env),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-        try:
-            run.returncode, run.cpu_seconds = _wait_with_usage(proc)
-        except BaseException:  # interrupted: do not leave papermill (and its kernel) running
-            proc.kill()
-            proc.wait()
-            raise
+    command = papermill_command(run, parameters, cwd)
+    run.cpu_seconds = 0.0
+    for attempt in range(1, KERNEL_STARTS + 1):
+        run.output.unlink(missing_ok=True)  # an output left by a try before says nothing of this one
+        with open(run.log, "w" if attempt == 1 else "a") as log:
+            if attempt > 1:
+                log.write(
+                    f"\n[rlaudit] no cell ran (the kernel did not start); papermill again with a new kernel, "
+                    f"try {attempt} of {KERNEL_STARTS}\n"
+                )
+            log.write(f"$ {shlex.join(command)}\n\n")
+            log.flush()
+            proc = subprocess.Popen(
+                command,
+                cwd=cwd,
+                env=dict(env),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
+            try:
+                run.returncode, cpu = _wait_with_usage(proc)
+            except BaseException:  # interrupted: do not leave papermill (and its kernel) running
+                proc.kill()
+                proc.wait()
+                raise
+        run.cpu_seconds += cpu
+        if run.returncode == 0 or not no_cell_ran(run.output):
+            break
     run.seconds = time.perf_counter() - started
     return run
+
+
+def no_cell_ran(path: str | Path) -> bool:
+    """True when the executed notebook at ``path`` is missing or none of its code cells ran: papermill failed
+    before the kernel ran anything (so running it again repeats nothing)."""
+    import nbformat
+
+    try:
+        nb = nbformat.read(str(path), as_version=4)
+    except Exception:
+        return True
+    return not any(
+        cell.get("execution_count") is not None or cell.get("outputs")
+        for cell in nb.cells
+        if cell.get("cell_type") == "code"
+    )
 
 
 def _wait_with_usage(proc: subprocess.Popen[Any]) -> tuple[int, float]:

@@ -32,14 +32,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rlaudit.report.execution import NO_IRI_CHECKER, NotebookRun, log_tail
+from rlaudit.report.execution import KERNEL_STARTS, NO_IRI_CHECKER, NotebookRun, log_tail
 
 _LANE_MAIN = NO_IRI_CHECKER + "from rlaudit.report.lanes import lane_main; sys.exit(lane_main())"
 
-KERNEL_STARTS = 3
-"""Tries to start a lane's kernel. A kernel can die as it starts: jupyter_client picks free ports, and another
-kernel starting at the same moment (the other lanes, another report, a test suite's) may bind one of them first
-("Address already in use"). A new kernel picks new ports."""
 READY_SECONDS = 180
 """How long a started kernel may take to answer (a busy machine); a kernel that died is given up at once."""
 
