@@ -17,6 +17,7 @@ from rlaudit.cli import AuditArgs, ReportArgs
 from rlaudit.findings import Evidence, Finding, Status, load_findings, save_findings
 from rlaudit.options import REPORT_KERNELS, RunOptions
 from rlaudit.report import commands, costs, execution, index, overview, pages
+from support.reports import ROOT
 
 # Pictographs, dingbats, arrows-as-emoji and the emoji presentation selector: code points that need an emoji
 # font (Debian's Chromium without one draws them as empty boxes).
@@ -832,3 +833,50 @@ def test_fresh_papermill_starts_again_only_when_no_cell_ran(
     assert log.count("$ ") == tries
     assert ("try 2 of 3" in log) == (tries > 1)
     assert execution.no_cell_ran(run.output) == (ok_at > 3)
+
+
+def _dies_first(
+    deaths: int, message: str = "Kernel died before replying to kernel_info"
+) -> tuple[list[int], object]:
+    calls: list[int] = []
+
+    def start(**kwargs: object) -> str:
+        calls.append(1)
+        if len(calls) <= deaths:
+            raise RuntimeError(message)
+        return "km, kc"
+
+    return calls, start
+
+
+@pytest.mark.parametrize(("deaths", "calls_made"), [(0, 1), (2, 3), (3, 3)])
+def test_a_kernel_start_is_tried_again_only_when_the_kernel_died(deaths: int, calls_made: int) -> None:
+    calls, start = _dies_first(deaths)
+    wrapped = execution.retry_kernel_start(start)
+    if deaths < execution.KERNEL_STARTS:
+        assert wrapped(kernel_name="python3") == "km, kc"
+    else:
+        with pytest.raises(RuntimeError, match="Kernel died"):
+            wrapped(kernel_name="python3")
+    assert len(calls) == calls_made
+    calls, start = _dies_first(1, "Kernel didn't respond in 60 seconds")  # a slow kernel is not started twice
+    with pytest.raises(RuntimeError, match="didn't respond"):
+        execution.retry_kernel_start(start)()
+    assert len(calls) == 1
+
+
+def test_nbval_starts_a_new_kernel_when_one_dies_as_it_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`notebooks/conftest.py` wraps nbval's kernel start: under `make test` a notebook's kernel died as it
+    started (a port another kernel took) and nbval failed the notebook before any cell ran."""
+    import importlib.util
+
+    import nbval.kernel
+
+    calls, start = _dies_first(2)
+    monkeypatch.setattr(nbval.kernel, "start_new_kernel", start)
+    spec = importlib.util.spec_from_file_location("notebooks_conftest", ROOT / "notebooks" / "conftest.py")
+    conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conftest)
+    conftest.pytest_configure(None)
+    assert nbval.kernel.start_new_kernel(kernel_name="python3") == "km, kc"
+    assert len(calls) == 3

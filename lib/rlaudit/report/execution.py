@@ -9,6 +9,7 @@ the truth (a failed notebook gets an ERROR finding naming the failing cell).
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 import os
 import re
@@ -16,10 +17,10 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rlaudit.findings import Finding, Status, load_findings, save_findings
 from rlaudit.report.overview import subsystem_of
@@ -34,7 +35,11 @@ starts: jupyter_client picks free ports, and another kernel starting at the same
 another report, a test suite's) may bind one of them first ("Address already in use"). A new kernel picks new
 ports."""
 
+KERNEL_DIED = "Kernel died before replying"
+"""How jupyter_client says a kernel died as it started (``wait_for_ready``)."""
+
 _NOTEBOOK_RE = re.compile(r"^(\d\d)_([A-Za-z0-9_]+)\.ipynb$")
+_T = TypeVar("_T")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
@@ -220,6 +225,27 @@ def execute(
             break
     run.seconds = time.perf_counter() - started
     return run
+
+
+def retry_kernel_start(start: Callable[..., _T]) -> Callable[..., _T]:
+    """``start`` (``jupyter_client.manager.start_new_kernel``, or a function calling it) tried again, up to
+    :data:`KERNEL_STARTS` times, when the kernel dies as it starts; any other failure is raised at once.
+
+    ``notebooks/conftest.py`` wraps nbval's kernel start with it, so a notebook under nbval is not failed by a
+    port another kernel took.
+    """
+
+    @functools.wraps(start)
+    def start_again_if_it_died(*args: Any, **kwargs: Any) -> _T:
+        for attempt in range(1, KERNEL_STARTS + 1):
+            try:
+                return start(*args, **kwargs)
+            except RuntimeError as exc:
+                if KERNEL_DIED not in str(exc) or attempt == KERNEL_STARTS:
+                    raise
+        raise AssertionError("unreachable")  # the last try returned or raised
+
+    return start_again_if_it_died
 
 
 def no_cell_ran(path: str | Path) -> bool:
