@@ -383,8 +383,9 @@ def policy_settings(
             settings["net_arch"] = [400, 300]
     hyper = hyper or {}
     if algo == "a2c" and hyper.get("use_rms_prop", True) and "optimizer_class" not in value:
-        # A2C.__init__: RMSprop with TF's epsilon placement unless the user chose an optimizer
-        settings["optimizer_class"] = "stable_baselines3.common.sb2_compat.rmsprop_tf_like.RMSpropTFLike"
+        # A2C.__init__: torch's RMSprop unless the user chose an optimizer (SB3's TF-like RMSprop, with eps
+        # inside the square root, only when policy_kwargs name it, as rl-zoo's Atari entries do)
+        settings["optimizer_class"] = "torch.optim.RMSprop"
         settings["optimizer_kwargs"] = {
             "alpha": 0.99,
             "eps": hyper.get("rms_prop_eps", 1e-5),
