@@ -275,8 +275,9 @@ def update_ratios(c: Check, runs: TrainingRuns) -> Section:
             summary=f"{len(different_layers(table))} of {len(table)} tensors move at a different rate; worst "
             f"`{worst['layer']}`: median |dw|/|w| {fmt(worst['baseline'])} → {fmt(worst['candidate'])}",
             details={"layers": (off if len(off) else zero)["layer"].tolist()},
-            remediation="Compare the effective learning rate and Adam eps above; a per-layer gap without an "
-            "optimizer difference points at the loss or the gradients (09_loss).",
+            remediation="Compare the optimizer's settings and learning rate above (optimizer/hyperparameters, "
+            "optimizer/lr-schedule); a per-layer gap without an optimizer difference comes from the gradients: "
+            "the loss (09_loss) or the batch each update sees (02_trainer's geometry).",
             figures=["update ratios"],
         )
     else:
