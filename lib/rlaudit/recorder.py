@@ -47,9 +47,13 @@ updates is measured all the same.
 
 ``summary.json`` (steps, seconds, sps, sps_cpu, sps_wall, device, updates, episodes, torch_threads) is written by
 :meth:`Recorder.close`;
-``nonfinite`` there names the first NaN or infinity recorded (``step``, ``quantity``, ``value``), or is None.
-It is noted as values arrive because the tables also use NaN for "not measured" (a key an episode lacks, a
-gradient norm no hook saw), so a NaN in a table alone cannot tell a diverged run from a missing value.
+``nonfinite`` there names where the run diverged (``step``, ``quantity``, ``value``), or is None: the earliest
+NaN or infinity of a quantity that stayed non-finite to the end of the run. A quantity that read finite again
+after a NaN or infinity is listed in ``nonfinite_passed`` (``{quantity: {"first_step", "times"}}``) instead:
+SB3 logs an explained variance of NaN for a batch whose returns are all equal, and a loss scaler skips steps
+whose gradients overflowed, while training goes on. Both are noted as values arrive because the tables also
+use NaN for "not measured" (a key an episode lacks, a gradient norm no hook saw), so a NaN in a table alone
+cannot tell a diverged run from a missing value.
 Tables are rewritten atomically at most every ``flush_seconds`` (checked on each recorder call) and at close,
 so a crash loses at most the last interval and a reader never sees a half-written file.
 
@@ -245,7 +249,9 @@ class Recorder:
         self._mb_updates = 0
         self._mb_indices = 0
         self._mb_last: tuple[int, int, int] | None = None
-        self._nonfinite: dict[str, Any] | None = None  # the first NaN/inf recorded (see the module docstring)
+        # NaN/inf per quantity (see the module docstring): the runs still open, and those that passed
+        self._nonfinite_open: dict[str, dict[str, Any]] = {}
+        self._nonfinite_passed: dict[str, dict[str, Any]] = {}
         # off-policy tables (rows of dicts) and the target-network pairs watch() measures
         self.target_networks = target_networks
         self._off: dict[str, list[dict[str, Any]]] = {name: [] for name in OFF_POLICY_TABLES}
@@ -605,7 +611,8 @@ class Recorder:
             "updates": self._n_updates,
             "episodes": len(self._episodes),
             "torch_threads": torch_threads,
-            "nonfinite": self._nonfinite,
+            "nonfinite": self._nonfinite(),
+            "nonfinite_passed": dict(self._nonfinite_passed),
             # the machine's load while the steady state was timed (its start and the close, averaged): steps
             # per CPU-second compare fairly only between runs timed at a similar load
             "load_per_core": None
@@ -735,9 +742,25 @@ class Recorder:
     # -- tables ----------------------------------------------------------------------------------------------
 
     def _note_nonfinite(self, step: int, quantity: str, value: float) -> None:
-        """Keep the first NaN or infinity recorded: where a run diverged (read by the trainer audit)."""
-        if self._nonfinite is None and not math.isfinite(value):
-            self._nonfinite = {"step": int(step), "quantity": str(quantity), "value": str(value)}
+        """Follow NaN and infinity quantity by quantity, as values arrive.
+
+        A quantity that turns non-finite opens a stretch at that step; a finite value of it later closes the
+        stretch, which is then counted as passed: a value undefined at one point (SB3's explained variance of a
+        batch whose returns are all equal) or a step a loss scaler skipped, after which training went on.
+        """
+        if not math.isfinite(value):
+            self._nonfinite_open.setdefault(
+                quantity, {"step": int(step), "quantity": quantity, "value": str(value)}
+            )
+        elif quantity in self._nonfinite_open:
+            first = self._nonfinite_open.pop(quantity)
+            passed = self._nonfinite_passed.setdefault(quantity, {"first_step": first["step"], "times": 0})
+            passed["times"] += 1
+
+    def _nonfinite(self) -> dict[str, Any] | None:
+        """Where the run diverged: the earliest NaN or infinity of a quantity that stayed non-finite to the end
+        of the run (read by the trainer audit), or None."""
+        return min(self._nonfinite_open.values(), key=lambda note: note["step"], default=None)
 
     def _see_step(self, step: int) -> None:
         self._step = int(step)

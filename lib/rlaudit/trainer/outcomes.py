@@ -8,7 +8,9 @@ A run is a result whatever became of it. It ends one of these ways (:data:`OUTCO
 - ``killed``: the worker was killed by a signal rlaudit did not send (out of memory, SIGTERM);
 - ``timed out``: killed after the probe's time limit;
 - ``non-finite``: ``train`` returned, but a return, loss, gradient norm or logged scalar was NaN or infinite
-  from some step on (the first step and the first quantity are kept);
+  from some step to the end of the run (the first step and the first quantity are kept). A quantity that read
+  finite again afterwards (an explained variance undefined for one batch, a step a loss scaler skipped) is no
+  divergence: the run finished, and the check says which values passed;
 - ``failed``: the subject could not be loaded or answered something unreadable (rlaudit's side of the run).
 
 A trainer that sometimes crashes or diverges is itself a regression, and a common one: the ``trainer/outcomes``
@@ -75,6 +77,8 @@ class RunOutcome:
             ``grad_norm``, ``weight_norm of <layer>`` (``non-finite``).
         value: ``nan``, ``inf`` or ``-inf`` (``non-finite``).
         error: The probe's error, with its traceback and stderr tail (when the run did not finish).
+        passed: The quantities that were NaN or infinite for a while and finite again after, as
+            ``(quantity, first step, times)`` (a run that finished can have them).
     """
 
     side: str
@@ -87,6 +91,7 @@ class RunOutcome:
     quantity: str = ""
     value: str = ""
     error: Any = field(default=None, compare=False, repr=False)
+    passed: tuple[tuple[str, int, int], ...] = ()
 
     @property
     def finished(self) -> bool:
@@ -110,13 +115,21 @@ class RunOutcome:
             return f"raised {self.exception or 'an exception'}{where}{said}"
         return f"{self.outcome}: {_short(self.message)}" if self.message else self.outcome
 
+    def describe_passed(self) -> str:
+        """The NaN or infinity this run went through: ```losses/explained_variance` NaN or infinite once from
+        step 34,080, finite again after``; empty when none."""
+        return "; ".join(
+            f"`{quantity}` NaN or infinite {_times(times)} from step {step:,}, finite again after"
+            for quantity, step, times in self.passed
+        )
+
     def row(self) -> dict[str, Any]:
         """This run as a row of the outcomes table."""
         return {
             "side": self.side,
             "seed": self.seed,
             "outcome": self.outcome,
-            "detail": "" if self.finished else self.describe(),
+            "detail": self.describe_passed() if self.finished else self.describe(),
             "first non-finite step": self.step,
             "first non-finite quantity": self.quantity or None,
         }
@@ -182,33 +195,53 @@ def first_nonfinite(run: RunData) -> tuple[int, str, str] | None:
     scalars = run.table("scalars")
     if not scalars.empty and {"step", "name", "value"} <= set(scalars):
         values = pd.to_numeric(scalars["value"], errors="coerce").to_numpy(dtype=float)
-        bad = ~np.isfinite(values)
-        if bad.any():
-            i = int(np.argmax(bad))
-            found.append((int(scalars["step"].iloc[i]), 0, str(scalars["name"].iloc[i]), str(values[i])))
+        for name, rows in pd.Series(np.arange(len(values))).groupby(scalars["name"].to_numpy(), sort=False):
+            i = _stayed_bad(~np.isfinite(values[rows.to_numpy()]))
+            if i is not None:
+                at = int(rows.iloc[i])
+                found.append((int(scalars["step"].iloc[at]), 0, str(name), str(values[at])))
     for order, name in enumerate(("episodes", "updates", "layers"), start=1):
         table = run.table(name)
         if table.empty or "step" not in table:
             continue
-        for column in table.columns:
-            if column in ("step", "env", "update", "group") or not pd.api.types.is_numeric_dtype(
-                table[column]
-            ):
-                continue
-            values = table[column].to_numpy(dtype=float)
-            bad = np.isinf(values)
-            if name == "episodes" and len(values) and np.isnan(values).all():
-                bad = np.ones(len(values), bool)
-            if bad.any():
-                i = int(np.argmax(bad))
-                quantity = str(column)
-                if name == "layers" and "layer" in table:
-                    quantity = f"{column} of {table['layer'].iloc[i]}"
-                found.append((int(table["step"].iloc[i]), order, quantity, str(values[i])))
+        series = (
+            table.groupby("layer", sort=False) if name == "layers" and "layer" in table else [("", table)]
+        )
+        for layer, part in series:
+            for column in part.columns:
+                if column in ("step", "env", "update", "group") or not pd.api.types.is_numeric_dtype(
+                    part[column]
+                ):
+                    continue
+                values = part[column].to_numpy(dtype=float)
+                bad = np.isinf(values)
+                if name == "episodes" and len(values) and np.isnan(values).all():
+                    bad = np.ones(len(values), bool)
+                i = _stayed_bad(bad)
+                if i is not None:
+                    quantity = f"{column} of {layer}" if layer else str(column)
+                    found.append((int(part["step"].iloc[i]), order, quantity, str(values[i])))
     if not found:
         return None
     step, _, quantity, value = min(found)
     return step, quantity, value
+
+
+def _stayed_bad(bad: np.ndarray) -> int | None:
+    """Where the stretch of ``bad`` values that lasts to the end of a series begins, or None when its last
+    value is good (a NaN or infinity followed by finite values is no divergence)."""
+    if not len(bad) or not bad[-1]:
+        return None
+    good = np.flatnonzero(~bad)
+    return int(good[-1]) + 1 if len(good) else 0
+
+
+def passed_nonfinite(run: RunData) -> tuple[tuple[str, int, int], ...]:
+    """The quantities that were NaN or infinite for a while and finite again after (the recorder's
+    ``nonfinite_passed``), as ``(quantity, first step, times)`` in the order of their first step."""
+    passed = run.summary.get("nonfinite_passed") or {}
+    rows = [(str(q), int(note["first_step"]), int(note["times"])) for q, note in passed.items()]
+    return tuple(sorted(rows, key=lambda row: row[1]))
 
 
 def outcome_of_run(run: RunData, side: str | None = None) -> RunOutcome:
@@ -218,11 +251,11 @@ def outcome_of_run(run: RunData, side: str | None = None) -> RunOutcome:
         side: The side to file it under (default: the run's own label).
     """
     side = side or run.side
-    nonfinite = first_nonfinite(run)
+    nonfinite, passed = first_nonfinite(run), passed_nonfinite(run)
     if nonfinite is None:
-        return RunOutcome(side, run.seed, FINISHED)
+        return RunOutcome(side, run.seed, FINISHED, passed=passed)
     step, quantity, value = nonfinite
-    return RunOutcome(side, run.seed, NON_FINITE, step=step, quantity=quantity, value=value)
+    return RunOutcome(side, run.seed, NON_FINITE, step=step, quantity=quantity, value=value, passed=passed)
 
 
 def outcome_of(result: ProbeResult, label: str | None = None) -> RunOutcome | None:
@@ -366,6 +399,10 @@ def _listing(outcomes: Sequence[RunOutcome]) -> str:
     return "; ".join(f"seed {o.seed} {o.describe()}" for o in sorted(outcomes, key=lambda o: o.seed))
 
 
+def _times(n: int) -> str:
+    return "once" if n == 1 else f"{n} times"
+
+
 def _verb(outcomes: Sequence[RunOutcome]) -> str:
     kinds = {o.outcome for o in outcomes}
     if kinds <= {NON_FINITE}:
@@ -450,8 +487,19 @@ def judge_outcomes(outcomes: Mapping[str, Sequence[RunOutcome]]) -> OutcomeVerdi
     listing = "; ".join(
         f"{side} seeds {', '.join(str(o.seed) for o in outcomes.get(side, []))}" for side in SIDES
     )
+    passed = [
+        f"{o.side} seed {o.seed} {o.describe_passed()}"
+        for side in SIDES
+        for o in outcomes.get(side, [])
+        if o.passed
+    ]
+    if passed:
+        listing += "; training went on past a NaN or infinity (no divergence): " + "; ".join(passed)
     return OutcomeVerdict(
-        Status.CLEARED, Severity.INFO, f"every run finished with finite values ({listing})", ""
+        Status.CLEARED,
+        Severity.INFO,
+        f"every run finished with finite values{' at its end' if passed else ''} ({listing})",
+        "",
     )
 
 

@@ -305,3 +305,50 @@ def test_a_train_whose_returns_and_scalars_are_nan_is_divergence_not_uninstrumen
     for name in ("trainer/learning", "trainer/stability"):
         assert found[name].status is Status.CONFIRMED, found[name].evidence.summary
     assert not [f.id for f in found.values() if f.status is Status.ERROR]
+
+
+def test_a_value_that_is_nan_for_a_while_and_finite_again_is_no_divergence(tmp_path: Path) -> None:
+    """SB3's A2C logged an explained variance of NaN for one batch (its returns were all equal) in a run that
+    went on learning to a return of 133, and the report said the candidate "diverges". Only a quantity that stays
+    non-finite to the end of the run is a divergence; one that turned finite again is named as passed."""
+    rec = Recorder(tmp_path / "a" / "run")
+    for step, value in ((8, 0.5), (16, math.nan), (24, math.nan), (32, 0.7), (40, math.inf), (48, 0.9)):
+        rec.log(step, **{"losses/explained_variance": value})
+    rec.log(48, **{"losses/value_loss": 1.0})
+    rec.close()
+    run = RunData("candidate", 0, tmp_path / "a")
+    assert run.run_dir == tmp_path / "a" / "run"
+    summary = run.summary
+    assert summary["nonfinite"] is None
+    assert summary["nonfinite_passed"] == {"losses/explained_variance": {"first_step": 16, "times": 2}}
+    outcome = to.outcome_of_run(run)
+    assert outcome.finished and outcome.passed == (("losses/explained_variance", 16, 2),)
+    assert (
+        outcome.row()["detail"]
+        == "`losses/explained_variance` NaN or infinite 2 times from step 16, finite again after"
+    )
+    verdict = to.judge_outcomes({"baseline": _finished("baseline", 0), "candidate": [outcome]})
+    assert verdict.status is Status.CLEARED
+    assert verdict.summary.startswith("every run finished with finite values at its end")
+    assert (
+        "candidate seed 0 `losses/explained_variance` NaN or infinite 2 times from step 16" in verdict.summary
+    )
+    # one that stays non-finite to the end is where the run diverged, even after others passed
+    rec = Recorder(tmp_path / "b")
+    rec.log(8, **{"losses/explained_variance": math.nan, "losses/value_loss": 1.0})
+    rec.log(16, **{"losses/explained_variance": 0.2, "losses/value_loss": math.nan})
+    rec.log(24, **{"losses/explained_variance": 0.3, "losses/value_loss": math.nan})
+    rec.close()
+    summary = json.loads((tmp_path / "b" / "summary.json").read_text())
+    assert summary["nonfinite"] == {"step": 16, "quantity": "losses/value_loss", "value": "nan"}
+
+
+def test_tables_without_the_note_count_only_what_stays_non_finite(tmp_path: Path) -> None:
+    scalars = {
+        "step": np.array([8, 8, 16, 16, 24, 24]),
+        "name": np.array(["ev", "loss", "ev", "loss", "ev", "loss"]),
+        "value": [np.nan, 1.0, 0.5, np.inf, 0.6, np.inf],
+    }
+    assert to.first_nonfinite(fake_run(tmp_path, tables={"scalars": scalars})) == (16, "loss", "inf")
+    scalars["value"] = [np.nan, 1.0, 0.5, np.inf, 0.6, 2.0]  # both turned finite again
+    assert to.first_nonfinite(fake_run(tmp_path, tables={"scalars": scalars})) is None
