@@ -202,8 +202,9 @@ def sps_incomparable(arms: Sequence[Arm], base: Sequence[Arm]) -> str:
     who = "the arm was" if len(arms) == 1 else "its arms were"
     return (
         f"not comparable: {who} timed at load {_loads_text(arm_loads)} per core, the baseline and candidate at "
-        f"{_loads_text(base_loads)}; rerun when the machine is quieter, so that every run is timed at a similar "
-        "load"
+        f"{_loads_text(base_loads)}; cached runs keep the load they were timed at, so rerun with a fresh cache "
+        "and one notebook at a time on an otherwise quiet machine (make report FRESH=1 JOBS=1; rlaudit report "
+        "--fresh -j 1), so that every run is timed at a similar load"
     )
 
 
