@@ -221,18 +221,42 @@ def loss_and_gradients(
     return terms, rows
 
 
-def batch_tensors(arrays: dict[str, np.ndarray], device: Any = "cpu") -> dict[str, Any]:
-    """A staged batch as tensors on ``device`` (the policy's: :func:`rlaudit.devices.module_device`): actions
-    as int64, the rest as float32."""
-    import torch
-
+def batch_tensors(
+    arrays: dict[str, np.ndarray], device: Any = "cpu", action_space: Any = None
+) -> dict[str, Any]:
+    """A staged batch as tensors on ``device`` (the policy's: :func:`rlaudit.devices.module_device`): actions as
+    :func:`action_tensor` gives them for ``action_space``, the rest as float32."""
     out: dict[str, Any] = {}
     for key, value in arrays.items():
         if key == "actions":
-            out[key] = to_device(value, device, torch.long)
+            out[key] = action_tensor(value, action_space, device)
         else:
             out[key] = to_device(np.asarray(value, dtype=np.float32), device)
     return out
+
+
+def action_tensor(actions: Any, space: Any, device: Any = "cpu") -> Any:
+    """Actions as a policy takes them: int64 for a discrete space (or an unknown one), float32 of shape
+    (B, *space.shape) for a continuous one.
+
+    A staged batch holds one action per row, (B,), whatever the space; passed as (B,) to a Gaussian over a
+    (B, 1) mean, ``log_prob`` broadcasts to (B, B) and its sum over the last axis adds up every row's action (an
+    SB3 PPO with gSDE got log-probabilities of -1,216 where its own were -2.4, and a policy loss of NaN). A (B,)
+    array for a continuous space is taken as the same value on every action dimension.
+    """
+    import torch
+
+    shape = tuple(getattr(space, "shape", None) or ())
+    dtype = getattr(space, "dtype", None)
+    if space is None or dtype is None or np.issubdtype(np.dtype(dtype), np.integer):
+        return to_device(actions, device, torch.long)
+    a = np.asarray(actions, dtype=np.float32)
+    a = a.reshape(len(a), -1) if a.ndim == 1 and shape else a
+    if shape and a.shape[1:] != shape:
+        a = np.broadcast_to(a.reshape(len(a), -1)[:, :1], (len(a), int(np.prod(shape)))).reshape(
+            len(a), *shape
+        )
+    return to_device(np.ascontiguousarray(a), device, torch.float32)
 
 
 # -------------------------------------------------------------------------------------------------------------
@@ -388,7 +412,7 @@ def policy_snapshot(ctx: ProbeContext, *, seed: int = 0) -> dict:
     }
 
 
-@probe(requires=("config", "make_env", "make_policy"), version=1)
+@probe(requires=("config", "make_env", "make_policy"), version=2)
 def policy_outputs(ctx: ProbeContext, *, obs: str, weights: str | None = None, seed: int = 0) -> dict:
     """Values and log-probabilities of the (shared-weight) network on staged observations and actions.
 
@@ -410,13 +434,13 @@ def policy_outputs(ctx: ProbeContext, *, obs: str, weights: str | None = None, s
     x = to_device(arrays["obs"], module_device(policy), torch.float32)
     with torch.no_grad():
         _, logprob, _, value = policy.get_action_and_value(
-            x, to_device(arrays["actions"], x.device, torch.long)
+            x, action_tensor(arrays["actions"], act_space, x.device)
         )
     ctx.write_npz("outputs", values=to_numpy(value).reshape(-1), logprobs=to_numpy(logprob).reshape(-1))
     return {"policy_api": True, "weights_not_loaded": not_loaded}
 
 
-@probe(requires=("config", "make_env", "make_policy", "compute_loss"), version=1)
+@probe(requires=("config", "make_env", "make_policy", "compute_loss"), version=2)
 def loss_terms(ctx: ProbeContext, *, batch: str, weights: str | None = None, seed: int = 0) -> dict:
     """The subject's loss terms and per-parameter gradients on a staged batch, with shared weights if possible.
 
@@ -436,14 +460,14 @@ def loss_terms(ctx: ProbeContext, *, batch: str, weights: str | None = None, see
     policy = ctx.subject.make_policy(ctx.config, obs_space, act_space)
     not_loaded = load_shared_weights(policy, staged.load(weights)) if weights else "no shared weights given"
     terms, rows = loss_and_gradients(
-        ctx.subject, ctx.config, policy, batch_tensors(staged.load(batch), module_device(policy))
+        ctx.subject, ctx.config, policy, batch_tensors(staged.load(batch), module_device(policy), act_space)
     )
     ctx.write_json("terms", terms)
     ctx.write_table("gradients", _columns(rows))
     return {"terms": terms, "shared_weights": not_loaded is None, "weights_not_loaded": not_loaded}
 
 
-@probe(requires=("config", "make_env", "make_policy", "compute_loss"), version=1)
+@probe(requires=("config", "make_env", "make_policy", "compute_loss"), version=2)
 def term_sweep(ctx: ProbeContext, *, batches: str, weights: str | None = None, seed: int = 0) -> dict:
     """The subject's loss terms on several staged batches, one network (with shared weights if possible).
 
@@ -471,7 +495,7 @@ def term_sweep(ctx: ProbeContext, *, batches: str, weights: str | None = None, s
         groups.setdefault(int(index), {})[name] = value
     rows = []
     for index in sorted(groups):
-        batch = batch_tensors(groups[index], module_device(policy))
+        batch = batch_tensors(groups[index], module_device(policy), act_space)
         rows.append(scalar_terms(ctx.subject.compute_loss(ctx.config, policy, batch)))
         policy.zero_grad(set_to_none=True)
     ctx.write_json("terms", rows)
@@ -507,7 +531,7 @@ def array_space(space: Any) -> bool:
     return getattr(space, "shape", None) is not None
 
 
-@probe(requires=("config", "make_env", "make_policy", "compute_advantages", "compute_loss"), version=3)
+@probe(requires=("config", "make_env", "make_policy", "compute_advantages", "compute_loss"), version=4)
 def rollout_loss(
     ctx: ProbeContext, *, seed: int = 0, steps: int = 2048, checkpoint: str | None = None
 ) -> dict:
@@ -589,7 +613,7 @@ def rollout_loss(
         "values": values.reshape(-1),
     }
     terms, grad_rows = loss_and_gradients(
-        ctx.subject, ctx.config, policy, batch_tensors(batch, module_device(policy))
+        ctx.subject, ctx.config, policy, batch_tensors(batch, module_device(policy), act_space)
     )
     stats = {
         "samples": len(adv_np),
