@@ -251,11 +251,8 @@ def action_tensor(actions: Any, space: Any, device: Any = "cpu") -> Any:
     if space is None or dtype is None or np.issubdtype(np.dtype(dtype), np.integer):
         return to_device(actions, device, torch.long)
     a = np.asarray(actions, dtype=np.float32)
-    a = a.reshape(len(a), -1) if a.ndim == 1 and shape else a
-    if shape and a.shape[1:] != shape:
-        a = np.broadcast_to(a.reshape(len(a), -1)[:, :1], (len(a), int(np.prod(shape)))).reshape(
-            len(a), *shape
-        )
+    if a.ndim == 1 and shape:  # one value per row: the same on every action dimension
+        a = np.broadcast_to(a.reshape(-1, *(1,) * len(shape)), (len(a), *shape))
     return to_device(np.ascontiguousarray(a), device, torch.float32)
 
 

@@ -194,12 +194,12 @@ def first_nonfinite(run: RunData) -> tuple[int, str, str] | None:
     found: list[tuple[int, int, str, str]] = []  # (step, table order, quantity, value)
     scalars = run.table("scalars")
     if not scalars.empty and {"step", "name", "value"} <= set(scalars):
-        values = pd.to_numeric(scalars["value"], errors="coerce").to_numpy(dtype=float)
-        for name, rows in pd.Series(np.arange(len(values))).groupby(scalars["name"].to_numpy(), sort=False):
-            i = _stayed_bad(~np.isfinite(values[rows.to_numpy()]))
+        scalars = scalars.assign(value=pd.to_numeric(scalars["value"], errors="coerce"))
+        for name, part in scalars.groupby("name", sort=False):
+            values = part["value"].to_numpy(dtype=float)
+            i = _stayed_bad(~np.isfinite(values))
             if i is not None:
-                at = int(rows.iloc[i])
-                found.append((int(scalars["step"].iloc[at]), 0, str(name), str(values[at])))
+                found.append((int(part["step"].iloc[i]), 0, str(name), str(values[i])))
     for order, name in enumerate(("episodes", "updates", "layers"), start=1):
         table = run.table(name)
         if table.empty or "step" not in table:
